@@ -1,0 +1,42 @@
+# The two commands of the README:
+#   make demo   installs everything (into .venv) and runs the main job on the embedded default
+#   make test   installs everything (into .venv) and runs lint, type checks and the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-slow lint format bench clean-venv java
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+java:
+	@scripts/check-java
+
+demo: $(STAMP) java
+	$(BIN)/kmodel demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy spec jepsen_py/checker
+
+test: lint
+	$(BIN)/pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/pytest -q -m slow
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b" >&2; $(BIN)/python $$b || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

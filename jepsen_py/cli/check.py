@@ -1,0 +1,298 @@
+"""``kmodel check SPEC``: model-check an executable spec and print the shortest counterexample.
+
+Exit codes: 0 every checked property holds and every "sometimes" property was witnessed;
+1 a violation (or a vacuous model: a "sometimes" property never witnessed in a complete
+exhaustive run); 2 unknown (a budget was exhausted) or bad input.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from spec.explore import CheckResult, Stats, simulate
+from spec.explore import check as explore
+from spec.framework import SpecError
+from spec.replication import ACKS, BUGS, MODELS, TRUNCATIONS, Params, Replication
+from spec.trace import render_table, result_json, to_dot, trace_json
+
+SPECS = ("replication",)
+
+
+def build_replication(
+    model: str,
+    replicas: int,
+    log_size: int,
+    max_records: int,
+    max_epoch: int,
+    max_crashes: int | None,
+    truncation: str,
+    acks: str | None,
+    min_isr: int | None,
+    unclean: bool,
+    bugs: tuple[str, ...],
+) -> Replication:
+    """Parameters from flags; the published model rejects the extended model's flags."""
+    extended = model == "extended"
+    params = Params(
+        replicas=replicas,
+        log_size=log_size,
+        max_records=max_records,
+        max_epoch=max_epoch,
+        truncation=truncation,
+        model=model,
+        acks=acks or "all",
+        min_isr=min_isr or 1,
+        unclean=unclean,
+        max_crashes=(max_crashes if max_crashes is not None else (1 if extended else 0)),
+        bugs=frozenset(bugs),
+    )
+    return Replication(params)
+
+
+def _progress_printer(json_mode: bool) -> Any:
+    if json_mode:
+        return None
+
+    def show(stats: Stats) -> None:
+        rate = stats.states_per_second
+        click.echo(
+            f"  ... {stats.distinct_states:,} distinct states, depth {stats.depth}, "
+            f"{rate or 0:,.0f} states/s",
+            err=True,
+        )
+
+    return show
+
+
+def print_result(spec: Replication, result: CheckResult) -> None:
+    stats = result.stats
+    mode = "random simulation" if result.mode == "simulation" else "breadth-first search"
+    click.echo(f"{spec.name}: {mode}, checking {', '.join(result.checked)}")
+    line = (
+        f"  {stats.distinct_states:,} distinct states, {stats.states_generated:,} generated, "
+        f"depth {stats.depth}, {stats.seconds:.2f} s"
+    )
+    if stats.states_per_second:
+        line += f" ({stats.states_per_second:,.0f} distinct states/s)"
+    click.echo(line)
+    if stats.symmetry_factor is not None:
+        click.echo(
+            f"  symmetry reduction: {stats.unreduced_states:,} states without it, "
+            f"factor {stats.symmetry_factor:.2f}"
+        )
+    click.echo("  coverage (transitions fired / new states found):")
+    width = max(len(name) for name in stats.fired)
+    for name, fired in stats.fired.items():
+        flag = "   <- never fired" if fired == 0 else ""
+        click.echo(f"    {name.ljust(width)}  {fired:>10,} {stats.new_states[name]:>10,}{flag}")
+    for name, trace in result.sometimes.items():
+        status = f"witnessed at depth {len(trace)}" if trace is not None else "NOT witnessed"
+        click.echo(f"  sometimes {name}: {status}")
+    for warning in result.warnings:
+        click.echo(f"  warning: {warning}")
+    violation = result.violation
+    if violation is not None:
+        click.echo("")
+        what = "Invariant" if violation.kind == "invariant" else "Transition property"
+        click.echo(f"{what} {violation.name} is violated ({violation.depth} states):")
+        click.echo(f"  {violation.doc}")
+        click.echo("")
+        click.echo(render_table(spec, violation.trace))
+    elif result.mode == "exhaustive" and result.complete:
+        click.echo("No violation: every reachable state within the bounds was checked.")
+    elif result.mode == "exhaustive":
+        click.echo("UNKNOWN: the search stopped at a budget before covering every state.")
+    else:
+        click.echo("No violation found by simulation (not a proof: the search was not exhaustive).")
+
+
+def exit_code(result: CheckResult) -> int:
+    if result.violation is not None:
+        return EXIT_VIOLATION
+    if result.mode == "exhaustive" and not result.complete:
+        return EXIT_UNKNOWN
+    if result.mode == "exhaustive" and result.missing_sometimes:
+        return EXIT_VIOLATION
+    return EXIT_OK
+
+
+@click.command(name="check")
+@click.argument("spec_name", metavar="SPEC", type=click.Choice(SPECS))
+@click.option("--model", type=click.Choice(MODELS), default="published-2018", show_default=True)
+@click.option("--replicas", type=int, default=2, show_default=True, help="2 to 4 replicas.")
+@click.option("--log-size", type=int, default=2, show_default=True)
+@click.option("--max-records", type=int, default=2, show_default=True)
+@click.option("--max-epoch", type=int, default=2, show_default=True)
+@click.option(
+    "--max-crashes", type=int, default=None, help="Crash budget (extended model; default 1)."
+)
+@click.option("--truncation", type=click.Choice(TRUNCATIONS), default="kip320", show_default=True)
+@click.option("--acks", type=click.Choice(ACKS), default=None, help="extended model: 0, 1, all")
+@click.option("--min-isr", type=int, default=None, help="min.insync.replicas (extended model)")
+@click.option("--unclean", is_flag=True, help="unclean.leader.election.enable (extended model)")
+@click.option(
+    "--bug",
+    "bugs",
+    multiple=True,
+    type=click.Choice(sorted(BUGS)),
+    help="Run a deliberately broken variant (to see an invariant fail).",
+)
+@click.option("--invariant", "invariants", multiple=True, help="Check only these (repeatable).")
+@click.option("--symmetry", is_flag=True, help="Reduce by permutations of replicas.")
+@click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--depth", type=int, default=30, show_default=True, help="Simulation walk length.")
+@click.option("--runs", type=int, default=2_000, show_default=True, help="Simulation walks.")
+@click.option("--max-states", type=int, default=None, help="Budget: stop (UNKNOWN) after this.")
+@click.option("--trace-json", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
+def check_cmd(
+    spec_name: str,
+    model: str,
+    replicas: int,
+    log_size: int,
+    max_records: int,
+    max_epoch: int,
+    max_crashes: int | None,
+    truncation: str,
+    acks: str | None,
+    min_isr: int | None,
+    unclean: bool,
+    bugs: tuple[str, ...],
+    invariants: tuple[str, ...],
+    symmetry: bool,
+    simulate: bool,
+    seed: int,
+    depth: int,
+    runs: int,
+    max_states: int | None,
+    trace_json: Path | None,
+    dot: Path | None,
+    json_mode: bool,
+) -> None:
+    """Model-check SPEC: explore every reachable state within the bounds (or random walks
+    with --simulate), and print the shortest counterexample of the first violated property.
+    """
+    try:
+        spec = build_replication(
+            model,
+            replicas,
+            log_size,
+            max_records,
+            max_epoch,
+            max_crashes,
+            truncation,
+            acks,
+            min_isr,
+            unclean,
+            bugs,
+        )
+        chosen = list(invariants) or None
+        spec.select_invariants(chosen)
+    except SpecError as err:
+        fail_input(str(err))
+    if symmetry and simulate:
+        fail_input("--symmetry applies to exhaustive search, not --simulate")
+    if dot is not None and simulate:
+        fail_input("--dot draws the exhaustive state graph; it cannot be combined with --simulate")
+    result = run_check(
+        spec,
+        chosen,
+        symmetry=symmetry,
+        simulate_mode=simulate,
+        seed=seed,
+        depth=depth,
+        runs=runs,
+        max_states=max_states,
+        graph=dot is not None,
+        json_mode=json_mode,
+    )
+    if not json_mode:
+        print_result(spec, result)
+    if trace_json is not None and result.violation is not None:
+        payload = {
+            "violated": result.violation.name,
+            "params": _params_json(spec.p),
+            "trace": trace_json_of(spec, result),
+        }
+        trace_json.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        if not json_mode:
+            click.echo(f"trace written to {trace_json}")
+    if dot is not None:
+        dot.write_text(to_dot(spec, result))
+        if not json_mode:
+            click.echo(f"state graph written to {dot}")
+    if json_mode:
+        payload = result_json(result)
+        payload["params"] = _params_json(spec.p)
+        emit_json(payload)
+    raise SystemExit(exit_code(result))
+
+
+check = check_cmd
+
+
+def trace_json_of(spec: Replication, result: CheckResult) -> list[dict[str, Any]]:
+    assert result.violation is not None
+    return trace_json(spec, result.violation.trace)
+
+
+def _params_json(params: Params) -> dict[str, Any]:
+    return {
+        "replicas": params.replicas,
+        "log_size": params.log_size,
+        "max_records": params.max_records,
+        "max_epoch": params.max_epoch,
+        "truncation": params.truncation,
+        "model": params.model,
+        "acks": params.acks,
+        "min_isr": params.min_isr,
+        "unclean": params.unclean,
+        "max_crashes": params.max_crashes,
+        "bugs": sorted(params.bugs),
+    }
+
+
+def run_check(
+    spec: Replication,
+    invariants: list[str] | None,
+    *,
+    symmetry: bool = False,
+    simulate_mode: bool = False,
+    seed: int = 0,
+    depth: int = 30,
+    runs: int = 2_000,
+    max_states: int | None = None,
+    graph: bool = False,
+    json_mode: bool = False,
+) -> CheckResult:
+    progress = _progress_printer(json_mode)
+    try:
+        if simulate_mode:
+            return simulate(
+                spec,
+                seed=seed,
+                depth=depth,
+                runs=runs,
+                invariants=invariants,
+                clock=time.perf_counter,
+                progress=progress,
+            )
+        return explore(
+            spec,
+            invariants=invariants,
+            symmetry=symmetry,
+            max_states=max_states,
+            clock=time.perf_counter,
+            progress=progress,
+            graph=graph,
+        )
+    except ValueError as err:
+        fail_input(str(err))

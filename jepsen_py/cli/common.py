@@ -1,0 +1,42 @@
+"""Conventions shared by every `kmodel` subcommand (DESIGN.md, "The kmodel command line").
+
+- exit code 0: everything checked holds / valid; 1: a violation, an invalid history, an
+  anomaly; 2: unknown (timeout, budget exhausted) or bad input / usage error;
+- human output by default, and with ``--json`` a single JSON object on the last line of
+  stdout;
+- a user's mistake is one line on stderr naming the flag, file or line at fault and what is
+  accepted, never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+import orjson
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+EXIT_UNKNOWN = 2
+
+
+class InputError(click.ClickException):
+    """A user's mistake (bad flag value, unreadable file, malformed line): exit 2."""
+
+    exit_code = EXIT_UNKNOWN
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"kmodel: error: {self.format_message()}", err=True)
+
+
+def fail_input(message: str) -> NoReturn:
+    """Abort the command with a one-line error on stderr and exit code 2."""
+    raise InputError(message)
+
+
+def emit_json(payload: dict[str, Any]) -> None:
+    """Print ``payload`` as one JSON line: the last line of stdout in ``--json`` mode."""
+    sys.stdout.flush()
+    sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode() + "\n")
+    sys.stdout.flush()

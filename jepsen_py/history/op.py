@@ -1,0 +1,48 @@
+"""One history event: an invocation or a completion of a client (or nemesis) operation.
+
+Jepsen's convention (shared by Knossos and Porcupine's Jepsen logs):
+
+- ``invoke``: a process starts an operation;
+- ``ok``: the operation took effect, and ``value`` is what it observed;
+- ``fail``: the operation definitely did not take effect;
+- ``info``: the outcome is unknown; the operation may take effect at any later time, or
+  never. A process whose operation ends in ``info`` never invokes again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+OP_TYPES: frozenset[str] = frozenset({"invoke", "ok", "fail", "info"})
+
+
+@attrs.frozen(slots=True, eq=True)
+class Op:
+    """A single line of a history.
+
+    ``value`` is JSON-shaped data (None, numbers, strings, lists, dicts), so an ``Op`` is
+    compared by value but is not hashable when its value is a list or a dict; index ops by
+    ``index`` instead.
+    """
+
+    index: int
+    time: int
+    process: int | str
+    type: str = attrs.field(validator=attrs.validators.in_(OP_TYPES))
+    f: str
+    key: str | None = None
+    value: Any = None
+    run: str | None = None
+    line: int | None = attrs.field(default=None, eq=False)
+    """Line number in the source file (1-based), kept for error messages only."""
+
+    @property
+    def is_invoke(self) -> bool:
+        return self.type == "invoke"
+
+    @property
+    def is_client(self) -> bool:
+        """True for client operations; the nemesis logs its faults as ``info`` ops."""
+        return self.process != "nemesis"

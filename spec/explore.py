@@ -1,0 +1,445 @@
+"""The explicit-state model checker.
+
+Two modes over any ``spec.framework.Spec``:
+
+- ``check``: breadth-first exploration of every reachable state (within the spec's bounds).
+  Because the search is breadth-first and invariants are checked when a state is first
+  found, the first violation found is at the smallest possible depth: its trace is a
+  *shortest* counterexample. "Depth" counts states along a trace, the initial state being
+  depth 1, as TLC counts it.
+- ``simulate``: seeded random walks of bounded depth, for state spaces too large to exhaust.
+  A violation found this way is real but not necessarily shortest.
+
+Symmetry reduction (safety only): when the spec declares interchangeable ids (replicas),
+states are stored by the canonical member of their orbit under permutation of those ids.
+The reduction factor is exact: the sum of the orbit sizes of the canonical states found is
+the number of states the unreduced search would have found (the reachable set of a symmetric
+spec is closed under permutation).
+
+Measurement is the caller's business: pass ``clock`` (for example ``time.perf_counter``) to
+get seconds and states/second; ``spec/`` itself never reads a clock.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from spec.framework import ActionDecl, PredicateDecl, Spec, Step
+
+
+@attrs.frozen
+class TraceStep:
+    """A state of a trace and the step that led to it (``None`` for the initial state)."""
+
+    step: Step | None
+    state: Any
+
+
+@attrs.frozen
+class Violation:
+    """A property that failed, with the trace that shows it."""
+
+    kind: str  # "invariant" or "transition"
+    name: str
+    doc: str
+    trace: tuple[TraceStep, ...]
+
+    @property
+    def depth(self) -> int:
+        """States along the trace, the initial state counting as 1 (TLC's depth)."""
+        return len(self.trace)
+
+
+@attrs.define
+class Stats:
+    distinct_states: int = 0
+    states_generated: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    fired: dict[str, int] = attrs.Factory(dict)
+    """Per action: how many transitions it produced (including to states already seen)."""
+    new_states: dict[str, int] = attrs.Factory(dict)
+    """Per action: how many distinct states it found first."""
+    unreduced_states: int | None = None
+    """With symmetry: how many states the search without symmetry would have found."""
+
+    @property
+    def states_per_second(self) -> float | None:
+        return self.distinct_states / self.seconds if self.seconds > 0 else None
+
+    @property
+    def symmetry_factor(self) -> float | None:
+        if self.unreduced_states is None or self.distinct_states == 0:
+            return None
+        return self.unreduced_states / self.distinct_states
+
+
+@attrs.frozen
+class CheckResult:
+    spec: str
+    mode: str  # "exhaustive" or "simulation"
+    stats: Stats
+    violation: Violation | None
+    complete: bool
+    """True when every reachable state was explored (no violation stopped it, no budget)."""
+    sometimes: dict[str, tuple[TraceStep, ...] | None]
+    """Per "sometimes" property: the shortest witness trace found, or None if never seen."""
+    warnings: tuple[str, ...]
+    checked: tuple[str, ...]
+    """Names of the invariants and transition properties that were checked."""
+    graph: tuple[tuple[int, int, str], ...] | None = None
+    graph_states: tuple[Any, ...] | None = None
+
+    @property
+    def missing_sometimes(self) -> list[str]:
+        return [name for name, trace in self.sometimes.items() if trace is None]
+
+
+ProgressFn = Callable[[Stats], None]
+
+
+class _Canon:
+    """Maps a state to the canonical member of its symmetry orbit (or to itself)."""
+
+    def __init__(self, spec: Spec, symmetry: bool) -> None:
+        self.perms = list(spec.symmetry_permutations()) if symmetry else []
+        if symmetry and not self.perms:
+            raise ValueError(f"spec {spec.name} declares no symmetry to reduce by")
+        self.spec = spec
+
+    def __call__(self, state: Any) -> tuple[Any, int]:
+        """(canonical state, orbit size)."""
+        if not self.perms:
+            return state, 1
+        permute = self.spec.permute
+        key = self.spec.sort_key
+        images = {permute(state, p) for p in self.perms}
+        return min(images, key=key), len(images)
+
+
+def _predicates(spec: Spec, decls: Iterable[PredicateDecl]) -> list[tuple[PredicateDecl, Any]]:
+    return [(d, getattr(spec, d.method)) for d in decls]
+
+
+def _trace_to(
+    parents: dict[Any, tuple[Any, ActionDecl, tuple[Any, ...]] | None],
+    spec: Spec,
+    state: Any,
+) -> list[TraceStep]:
+    steps: list[TraceStep] = []
+    cur = state
+    while True:
+        link = parents[cur]
+        if link is None:
+            steps.append(TraceStep(None, cur))
+            break
+        prev, decl, args = link
+        steps.append(TraceStep(spec.step_of(decl, args), cur))
+        cur = prev
+    steps.reverse()
+    return steps
+
+
+def _concretize(spec: Spec, canon: _Canon, trace: list[TraceStep]) -> tuple[TraceStep, ...]:
+    """Turn a trace through canonical states into a real execution of the spec.
+
+    Each canonical step ``c_i -> c_{i+1}`` is matched from the concrete state ``s_i`` by a
+    successor whose canonical form is ``c_{i+1}``; one always exists, since ``s_i`` is a
+    permutation of ``c_i`` and the spec is symmetric.
+    """
+    if not canon.perms:
+        return tuple(trace)
+    concrete = [trace[0]]
+    current = trace[0].state
+    for target in trace[1:]:
+        want, _ = canon(target.state)
+        for decl, args, nxt in spec.successors(current):
+            if canon(nxt)[0] == want:
+                concrete.append(TraceStep(spec.step_of(decl, args), nxt))
+                current = nxt
+                break
+        else:  # pragma: no cover - would mean the spec is not symmetric
+            raise AssertionError(
+                f"symmetry reduction is unsound for {spec.name}: no concrete successor of "
+                f"{current!r} matches {target.step}"
+            )
+    return tuple(concrete)
+
+
+def check(
+    spec: Spec,
+    *,
+    invariants: Iterable[str] | None = None,
+    symmetry: bool = False,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    clock: Callable[[], float] | None = None,
+    progress: ProgressFn | None = None,
+    progress_every: int = 20_000,
+    graph: bool = False,
+    max_graph_states: int = 5_000,
+) -> CheckResult:
+    """Explore every reachable state breadth-first; stop at the first violation.
+
+    ``max_states`` / ``max_depth`` are budgets: hitting one makes the result incomplete (the
+    CLI reports UNKNOWN), never a pass.
+    """
+    selected = spec.select_invariants(invariants)
+    state_invs = _predicates(spec, [d for d in selected if not d.on_transition])
+    trans_props = _predicates(spec, [d for d in selected if d.on_transition])
+    pending_state_sometimes = _predicates(
+        spec, [d for d in spec.applicable_sometimes() if not d.on_transition]
+    )
+    pending_trans_sometimes = _predicates(
+        spec, [d for d in spec.applicable_sometimes() if d.on_transition]
+    )
+    witnessed: dict[str, tuple[TraceStep, ...] | None] = {
+        d.name: None for d in spec.applicable_sometimes()
+    }
+    canon = _Canon(spec, symmetry)
+    actions = [
+        (decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
+        for decl in spec.actions()
+    ]
+    stats = Stats(
+        fired={d.name: 0 for d, _, _ in actions},
+        new_states={d.name: 0 for d, _, _ in actions},
+        unreduced_states=0 if symmetry else None,
+    )
+    start = clock() if clock else 0.0
+    parents: dict[Any, tuple[Any, ActionDecl, tuple[Any, ...]] | None] = {}
+    ids: dict[Any, int] = {}
+    edges: list[tuple[int, int, str]] = []
+    violation: Violation | None = None
+    budget_hit = False
+
+    def finish(complete: bool) -> CheckResult:
+        stats.seconds = (clock() - start) if clock else 0.0
+        warnings = [
+            f"action {name} never fired"
+            for name, count in stats.fired.items()
+            if count == 0 and (complete or violation is None)
+        ]
+        return CheckResult(
+            spec=spec.name,
+            mode="exhaustive",
+            stats=stats,
+            violation=violation,
+            complete=complete,
+            sometimes=witnessed,
+            warnings=tuple(warnings),
+            checked=tuple(d.name for d in selected),
+            graph=tuple(edges) if graph else None,
+            graph_states=tuple(ids) if graph else None,
+        )
+
+    def found_state(state: Any) -> Violation | None:
+        for decl, pred in state_invs:
+            if not pred(state):
+                trace = _concretize(spec, canon, _trace_to(parents, spec, state))
+                return Violation("invariant", decl.name, decl.doc, trace)
+        for entry in list(pending_state_sometimes):
+            decl, pred = entry
+            if pred(state):
+                witnessed[decl.name] = _concretize(spec, canon, _trace_to(parents, spec, state))
+                pending_state_sometimes.remove(entry)
+        return None
+
+    frontier: list[Any] = []
+    for s0 in spec.init():
+        c0, orbit = canon(s0)
+        if c0 in parents:
+            continue
+        parents[c0] = None
+        stats.distinct_states += 1
+        if stats.unreduced_states is not None:
+            stats.unreduced_states += orbit
+        if graph:
+            ids[c0] = len(ids)
+        frontier.append(c0)
+        violation = found_state(c0)
+        if violation is not None:
+            stats.depth = 1
+            return finish(False)
+    depth = 1
+    within = spec.within_bounds
+    step_of = spec.step_of
+    next_report = progress_every
+    while frontier:
+        stats.depth = depth
+        if max_depth is not None and depth >= max_depth:
+            budget_hit = True
+            break
+        next_frontier: list[Any] = []
+        for s in frontier:
+            if not within(s):
+                continue
+            for decl, fn, domain in actions:
+                arg_lists = domain(s) if domain is not None else ((),)
+                for args in arg_lists:
+                    t = fn(s, *args)
+                    if t is None:
+                        continue
+                    stats.states_generated += 1
+                    stats.fired[decl.name] += 1
+                    if trans_props or pending_trans_sometimes:
+                        step = step_of(decl, args)
+                        for tdecl, prop in trans_props:
+                            if not prop(s, step, t):
+                                trace = _trace_to(parents, spec, s)
+                                trace.append(TraceStep(step, t))
+                                violation = Violation(
+                                    "transition",
+                                    tdecl.name,
+                                    tdecl.doc,
+                                    _concretize(spec, canon, trace),
+                                )
+                                stats.depth = depth + 1
+                                return finish(False)
+                        for entry in list(pending_trans_sometimes):
+                            sdecl, pred = entry
+                            if pred(s, step, t):
+                                trace = _trace_to(parents, spec, s)
+                                trace.append(TraceStep(step, t))
+                                witnessed[sdecl.name] = _concretize(spec, canon, trace)
+                                pending_trans_sometimes.remove(entry)
+                    c, orbit = canon(t)
+                    if c in parents:
+                        if graph:
+                            edges.append((ids[s], ids[c], decl.name))
+                        continue
+                    parents[c] = (s, decl, args)
+                    stats.distinct_states += 1
+                    stats.new_states[decl.name] += 1
+                    if stats.unreduced_states is not None:
+                        stats.unreduced_states += orbit
+                    if graph:
+                        if len(ids) >= max_graph_states:
+                            raise ValueError(
+                                f"the state graph has more than {max_graph_states} states; "
+                                "--dot is for small models (lower the bounds)"
+                            )
+                        ids[c] = len(ids)
+                        edges.append((ids[s], ids[c], decl.name))
+                    violation = found_state(c)
+                    if violation is not None:
+                        stats.depth = depth + 1
+                        return finish(False)
+                    next_frontier.append(c)
+                    if max_states is not None and stats.distinct_states >= max_states:
+                        budget_hit = True
+                        return finish(False)
+                    if progress is not None and stats.distinct_states >= next_report:
+                        next_report += progress_every
+                        if clock:
+                            stats.seconds = clock() - start
+                        progress(stats)
+        frontier = next_frontier
+        if frontier:
+            depth += 1
+    return finish(not budget_hit)
+
+
+def simulate(
+    spec: Spec,
+    *,
+    seed: int,
+    depth: int,
+    runs: int = 1_000,
+    invariants: Iterable[str] | None = None,
+    clock: Callable[[], float] | None = None,
+    progress: ProgressFn | None = None,
+) -> CheckResult:
+    """Seeded random walks: ``runs`` walks of at most ``depth`` states each.
+
+    The walk chooses uniformly among the enabled transitions, from one
+    ``random.Random(seed)``: the same (spec, params, seed) always walks the same paths.
+    """
+    if depth < 1 or runs < 1:
+        raise ValueError("simulation needs depth >= 1 and runs >= 1")
+    rng = random.Random(seed)
+    selected = spec.select_invariants(invariants)
+    state_invs = _predicates(spec, [d for d in selected if not d.on_transition])
+    trans_props = _predicates(spec, [d for d in selected if d.on_transition])
+    sometimes_decls = _predicates(spec, spec.applicable_sometimes())
+    witnessed: dict[str, tuple[TraceStep, ...] | None] = {d.name: None for d, _ in sometimes_decls}
+    stats = Stats(
+        fired={d.name: 0 for d in spec.actions()},
+        new_states={d.name: 0 for d in spec.actions()},
+    )
+    seen: set[Any] = set()
+    start = clock() if clock else 0.0
+    inits = list(spec.init())
+    violation: Violation | None = None
+
+    def witness(trace: list[TraceStep], before: Any, step: Step | None, after: Any) -> None:
+        for decl, pred in sometimes_decls:
+            if witnessed[decl.name] is not None:
+                continue
+            ok = pred(before, step, after) if decl.on_transition else pred(after)
+            if ok and (decl.on_transition is False or step is not None):
+                witnessed[decl.name] = tuple(trace)
+
+    for run in range(runs):
+        s = rng.choice(inits)
+        trace = [TraceStep(None, s)]
+        if s not in seen:
+            seen.add(s)
+            stats.distinct_states += 1
+        for decl, pred in state_invs:
+            if not pred(s):
+                violation = Violation("invariant", decl.name, decl.doc, tuple(trace))
+                break
+        if violation is not None:
+            break
+        for _ in range(depth - 1):
+            if not spec.within_bounds(s):
+                break
+            successors = list(spec.successors(s))
+            if not successors:
+                break
+            adecl, args, t = successors[rng.randrange(len(successors))]
+            step = spec.step_of(adecl, args)
+            stats.states_generated += 1
+            stats.fired[adecl.name] += 1
+            trace.append(TraceStep(step, t))
+            stats.depth = max(stats.depth, len(trace))
+            for tdecl, prop in trans_props:
+                if not prop(s, step, t):
+                    violation = Violation("transition", tdecl.name, tdecl.doc, tuple(trace))
+                    break
+            if violation is None and t not in seen:
+                seen.add(t)
+                stats.distinct_states += 1
+                stats.new_states[adecl.name] += 1
+            if violation is None:
+                for idecl, pred in state_invs:
+                    if not pred(t):
+                        violation = Violation("invariant", idecl.name, idecl.doc, tuple(trace))
+                        break
+            if violation is not None:
+                break
+            witness(trace, s, step, t)
+            s = t
+        if violation is not None:
+            break
+        if progress is not None and run % 100 == 99:
+            if clock:
+                stats.seconds = clock() - start
+            progress(stats)
+    stats.seconds = (clock() - start) if clock else 0.0
+    warnings = [f"action {n} never fired" for n, c in stats.fired.items() if c == 0]
+    return CheckResult(
+        spec=spec.name,
+        mode="simulation",
+        stats=stats,
+        violation=violation,
+        complete=False,
+        sometimes=witnessed,
+        warnings=tuple(warnings),
+        checked=tuple(d.name for d in selected),
+    )

@@ -1,0 +1,283 @@
+"""The spec framework: how an executable specification is written.
+
+A spec is a class whose instances are bound to one frozen parameter record. It declares, with
+the decorators below:
+
+- ``init()``: the initial states;
+- actions: pure methods ``(state, *args) -> state | None`` (``None``: not enabled here), each
+  with a *domain*, a method ``(state) -> iterable of argument tuples`` that enumerates every
+  argument the action could take in that state, so the model checker can try them all;
+- invariants: predicates that must hold in every reachable state;
+- transition properties: predicates on ``(before, step, after)`` that must hold on every
+  transition (for example "leader epochs only grow");
+- "sometimes" properties: states (or transitions) that must be reachable, so that a model
+  cannot pass by being vacuous (a leader change does happen, an ISR does shrink);
+- ``within_bounds(state)``: the state constraint. It is a *bound* on exploration (TLC's
+  CONSTRAINT), kept apart from the invariants: a state outside the bounds is still checked
+  but not expanded.
+
+Actions carry a *kind*: ``protocol`` (what the system does by itself), ``fault`` (the
+environment breaks something; faults are bounded by the spec, usually by a budget in the
+state) and ``heal`` (recovery; never bounded, so that every fault can be undone).
+
+Everything here is pure: no I/O, no clock, no randomness. The model checker lives in
+``spec.explore``.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+
+State = TypeVar("State", bound=Hashable)
+
+
+class Kind(enum.Enum):
+    """What an action stands for; the model checker reports coverage per kind."""
+
+    PROTOCOL = "protocol"
+    FAULT = "fault"
+    HEAL = "heal"
+
+
+class SpecError(Exception):
+    """A spec or its parameters are used wrongly (an unknown invariant name, bad bounds)."""
+
+
+@attrs.frozen
+class Step:
+    """One transition's label: the action's name and its arguments, by name."""
+
+    action: str
+    args: tuple[tuple[str, Any], ...] = ()
+
+    def describe(self) -> str:
+        if not self.args:
+            return self.action
+        inner = ", ".join(f"{name}={_show(value)}" for name, value in self.args)
+        return f"{self.action}({inner})"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, frozenset):
+        return "{" + ",".join(str(v) for v in sorted(value)) + "}"
+    if hasattr(value, "describe"):
+        return str(value.describe())
+    return str(value)
+
+
+# --- declarations --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ActionDecl:
+    name: str
+    method: str
+    domain: str | None
+    params: tuple[str, ...]
+    kind: Kind
+    doc: str
+
+
+@attrs.frozen
+class PredicateDecl:
+    name: str
+    method: str
+    doc: str
+    on_transition: bool = False
+
+
+def _first_paragraph(fn: Callable[..., Any]) -> str:
+    doc = (fn.__doc__ or "").strip()
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def _tag(role: str, **meta: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not (fn.__doc__ or "").strip():
+            raise SpecError(
+                f"{fn.__qualname__} has no docstring: every {role} must say which Kafka "
+                "mechanism, config or KIP it models"
+            )
+        fn.__spec_role__ = (role, meta)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def action(
+    *, domain: str | None = None, kind: Kind = Kind.PROTOCOL
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare an action. ``domain`` names the method enumerating its argument tuples; an
+    action without arguments has no domain."""
+    return _tag("action", domain=domain, kind=kind)
+
+
+def invariant(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare a state invariant ``(state) -> bool``."""
+    return _tag("invariant")(fn)
+
+
+def transition_property(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare a transition property ``(before, step, after) -> bool``."""
+    return _tag("transition_property")(fn)
+
+
+def sometimes(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare a state that must be reachable ``(state) -> bool``."""
+    return _tag("sometimes", on_transition=False)(fn)
+
+
+def sometimes_transition(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare a transition that must be possible ``(before, step, after) -> bool``."""
+    return _tag("sometimes", on_transition=True)(fn)
+
+
+def _spec_name(method: str) -> str:
+    """``strong_isr`` -> ``StrongIsr``: the names invariants are known by (as in TLA+)."""
+    return "".join(part.capitalize() if part.islower() else part for part in method.split("_"))
+
+
+# --- the base class ------------------------------------------------------------------------
+
+
+class Spec:
+    """Base class of every executable spec. Subclasses set ``name`` and use the decorators."""
+
+    name: ClassVar[str] = "spec"
+    _actions: ClassVar[tuple[ActionDecl, ...]] = ()
+    _invariants: ClassVar[tuple[PredicateDecl, ...]] = ()
+    _transition_properties: ClassVar[tuple[PredicateDecl, ...]] = ()
+    _sometimes: ClassVar[tuple[PredicateDecl, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        actions: list[ActionDecl] = []
+        invariants: list[PredicateDecl] = []
+        transitions: list[PredicateDecl] = []
+        sometimes_: list[PredicateDecl] = []
+        seen: set[str] = set()
+        for klass in reversed(cls.__mro__):
+            for attr, fn in vars(klass).items():
+                role = getattr(fn, "__spec_role__", None)
+                if role is None or attr in seen:
+                    continue
+                seen.add(attr)
+                kind, meta = role
+                doc = _first_paragraph(fn)
+                if kind == "action":
+                    code = fn.__code__
+                    params = code.co_varnames[2 : code.co_argcount]
+                    if params and meta["domain"] is None:
+                        raise SpecError(f"action {attr} takes {params} but declares no domain")
+                    actions.append(
+                        ActionDecl(attr, attr, meta["domain"], params, meta["kind"], doc)
+                    )
+                elif kind == "invariant":
+                    invariants.append(PredicateDecl(_spec_name(attr), attr, doc))
+                elif kind == "transition_property":
+                    transitions.append(PredicateDecl(_spec_name(attr), attr, doc, True))
+                else:
+                    sometimes_.append(
+                        PredicateDecl(_spec_name(attr), attr, doc, meta["on_transition"])
+                    )
+        cls._actions = tuple(actions)
+        cls._invariants = tuple(invariants)
+        cls._transition_properties = tuple(transitions)
+        cls._sometimes = tuple(sometimes_)
+
+    # What a subclass provides -------------------------------------------------------------
+
+    def init(self) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def within_bounds(self, state: Any) -> bool:
+        """The state constraint: states outside it are checked but not expanded."""
+        return True
+
+    def enabled_actions(self) -> tuple[ActionDecl, ...]:
+        """The actions this configuration uses (a variant may switch some off)."""
+        return self._actions
+
+    def applicable_sometimes(self) -> tuple[PredicateDecl, ...]:
+        """The "sometimes" properties that make sense for these parameters."""
+        return self._sometimes
+
+    # Symmetry (optional): interchangeable replicas -----------------------------------------
+
+    def symmetry_permutations(self) -> Sequence[tuple[int, ...]]:
+        """Permutations of the interchangeable ids; empty when the spec has no symmetry."""
+        return ()
+
+    def permute(self, state: Any, perm: tuple[int, ...]) -> Any:
+        raise SpecError(f"{self.name} declares no symmetry")
+
+    def sort_key(self, state: Any) -> Any:
+        """A total order on states, used to pick the canonical member of a symmetry orbit."""
+        raise SpecError(f"{self.name} declares no symmetry")
+
+    # Rendering (optional) -----------------------------------------------------------------
+
+    def columns(self, state: Any) -> list[tuple[str, str, str]]:
+        """(group, column, value) cells describing a state: one row of a trace table."""
+        return [("state", "state", repr(state))]
+
+    def to_json(self, state: Any) -> Any:
+        return repr(state)
+
+    def short(self, state: Any) -> str:
+        """A one-line description, for DOT graphs."""
+        return repr(state)
+
+    # Used by the model checker ------------------------------------------------------------
+
+    def actions(self) -> tuple[ActionDecl, ...]:
+        return self.enabled_actions()
+
+    def invariants(self) -> tuple[PredicateDecl, ...]:
+        return self._invariants
+
+    def transition_properties(self) -> tuple[PredicateDecl, ...]:
+        return self._transition_properties
+
+    def select_invariants(self, names: Iterable[str] | None) -> tuple[PredicateDecl, ...]:
+        """The invariants and transition properties to check; all of them by default."""
+        everything = self._invariants + self._transition_properties
+        if names is None:
+            return everything
+        known = {decl.name: decl for decl in everything}
+        chosen: list[PredicateDecl] = []
+        for name in names:
+            if name not in known:
+                raise SpecError(
+                    f"unknown invariant {name!r} for spec {self.name}; accepted: "
+                    + ", ".join(sorted(known))
+                )
+            chosen.append(known[name])
+        return tuple(chosen)
+
+    def successors(self, state: Any) -> Iterator[tuple[ActionDecl, tuple[Any, ...], Any]]:
+        """Every enabled (action, args, next state) from ``state``, in a fixed order."""
+        for decl in self.actions():
+            fn = getattr(self, decl.method)
+            if decl.domain is None:
+                nxt = fn(state)
+                if nxt is not None:
+                    yield decl, (), nxt
+                continue
+            for args in getattr(self, decl.domain)(state):
+                nxt = fn(state, *args)
+                if nxt is not None:
+                    yield decl, args, nxt
+
+    def step_of(self, decl: ActionDecl, args: tuple[Any, ...]) -> Step:
+        return Step(decl.name, tuple(zip(decl.params, args, strict=True)))
+
+
+def all_permutations(ids: Sequence[int]) -> list[tuple[int, ...]]:
+    """Every permutation of ``ids``, as mappings ``perm[i] = image of ids[i]``."""
+    return list(itertools.permutations(ids))
