@@ -62,3 +62,46 @@ def test_kip320_holds_with_three_replicas() -> None:
     spec = Replication(Params(replicas=3, truncation="kip320"))
     result = check(spec, invariants=["StrongIsr"], symmetry=True)
     assert result.violation is None and result.complete
+
+
+def _reachable(spec: Replication, limit: int) -> list[object]:
+    seen = {s for s in spec.init()}
+    frontier = list(seen)
+    while frontier and len(seen) < limit:
+        nxt = []
+        for s in frontier:
+            for _, _, t in spec.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return sorted(seen, key=spec.sort_key)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        Params(replicas=3, truncation="kip279", log_size=1, max_records=1, max_epoch=1),
+        Params(
+            replicas=3,
+            model="extended",
+            truncation="kip320",
+            max_crashes=1,
+            log_size=1,
+            max_records=1,
+            max_epoch=1,
+        ),
+    ],
+    ids=["published", "extended"],
+)
+def test_fast_canonical_form_agrees_with_the_definition(params: Params) -> None:
+    from spec.framework import Spec
+
+    spec = Replication(params)
+    for s in _reachable(spec, 3_000):
+        canonical = spec.canonical(s)
+        images = {spec.permute(s, p) for p in spec.symmetry_permutations()}
+        assert canonical in images
+        for image in images:
+            assert spec.canonical(image) == canonical
+        assert spec.orbit_size(s) == Spec.orbit_size(spec, s) == len(images)

@@ -109,16 +109,11 @@ class _Canon:
         self.perms = list(spec.symmetry_permutations()) if symmetry else []
         if symmetry and not self.perms:
             raise ValueError(f"spec {spec.name} declares no symmetry to reduce by")
-        self.spec = spec
+        self.canonical = spec.canonical if self.perms else None
+        self.orbit_size = spec.orbit_size
 
-    def __call__(self, state: Any) -> tuple[Any, int]:
-        """(canonical state, orbit size)."""
-        if not self.perms:
-            return state, 1
-        permute = self.spec.permute
-        key = self.spec.sort_key
-        images = {permute(state, p) for p in self.perms}
-        return min(images, key=key), len(images)
+    def __call__(self, state: Any) -> Any:
+        return state if self.canonical is None else self.canonical(state)
 
 
 def _predicates(spec: Spec, decls: Iterable[PredicateDecl]) -> list[tuple[PredicateDecl, Any]]:
@@ -156,9 +151,9 @@ def _concretize(spec: Spec, canon: _Canon, trace: list[TraceStep]) -> tuple[Trac
     concrete = [trace[0]]
     current = trace[0].state
     for target in trace[1:]:
-        want, _ = canon(target.state)
+        want = canon(target.state)
         for decl, args, nxt in spec.successors(current):
-            if canon(nxt)[0] == want:
+            if canon(nxt) == want:
                 concrete.append(TraceStep(spec.step_of(decl, args), nxt))
                 current = nxt
                 break
@@ -251,13 +246,13 @@ def check(
 
     frontier: list[Any] = []
     for s0 in spec.init():
-        c0, orbit = canon(s0)
+        c0 = canon(s0)
         if c0 in parents:
             continue
         parents[c0] = None
         stats.distinct_states += 1
         if stats.unreduced_states is not None:
-            stats.unreduced_states += orbit
+            stats.unreduced_states += canon.orbit_size(c0)
         if graph:
             ids[c0] = len(ids)
         frontier.append(c0)
@@ -307,7 +302,7 @@ def check(
                                 trace.append(TraceStep(step, t))
                                 witnessed[sdecl.name] = _concretize(spec, canon, trace)
                                 pending_trans_sometimes.remove(entry)
-                    c, orbit = canon(t)
+                    c = canon(t)
                     if c in parents:
                         if graph:
                             edges.append((ids[s], ids[c], decl.name))
@@ -316,7 +311,7 @@ def check(
                     stats.distinct_states += 1
                     stats.new_states[decl.name] += 1
                     if stats.unreduced_states is not None:
-                        stats.unreduced_states += orbit
+                        stats.unreduced_states += canon.orbit_size(c)
                     if graph:
                         if len(ids) >= max_graph_states:
                             raise ValueError(

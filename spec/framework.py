@@ -220,6 +220,17 @@ class Spec:
         """A total order on states, used to pick the canonical member of a symmetry orbit."""
         raise SpecError(f"{self.name} declares no symmetry")
 
+    def canonical(self, state: Any) -> Any:
+        """The canonical member of ``state``'s orbit: by default the least image under every
+        permutation. A spec may override it with something faster, as long as it returns
+        the same member for every state of an orbit, and a member of that orbit."""
+        images = {self.permute(state, p) for p in self.symmetry_permutations()}
+        return min(images, key=self.sort_key)
+
+    def orbit_size(self, state: Any) -> int:
+        """How many distinct states the permutations map ``state`` to."""
+        return len({self.permute(state, p) for p in self.symmetry_permutations()})
+
     # Rendering (optional) -----------------------------------------------------------------
 
     def columns(self, state: Any) -> list[tuple[str, str, str]]:

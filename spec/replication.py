@@ -33,6 +33,8 @@ fail; each is named after the mistake it makes.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -292,6 +294,7 @@ class Replication(Spec):
         self.all_isr = frozenset(self.ids)
         self.fenced = self.p.truncation == "kip320"
         self.bugs = self.p.bugs
+        self._replica_args = tuple((r,) for r in self.ids)
 
     # --- initial state -------------------------------------------------------------------
 
@@ -376,8 +379,8 @@ class Replication(Spec):
 
     def following_epoch(self, s: State, leader: int, follower: int) -> bool:
         """KIP-320: the follower fetches with the leader's current epoch."""
-        lrep = s.rep(leader)
-        frep = s.rep(follower)
+        lrep = s.replicas[leader - 1]
+        frep = s.replicas[follower - 1]
         return lrep.leader == leader and frep.leader == leader and frep.epoch == lrep.epoch
 
     def _accepts(self, rep: Replica, q: Quorum) -> bool:
@@ -440,26 +443,44 @@ class Replication(Spec):
         return 0
 
     # --- argument domains ----------------------------------------------------------------
+    #
+    # A domain enumerates the arguments an action could take. Domains skip arguments whose
+    # action is plainly disabled (a request no replica would accept, a replica that does not
+    # lead) only to save work; every action still checks its whole guard itself.
 
-    def _each_replica(self, s: State) -> Iterator[tuple[int]]:
-        for r in self.ids:
-            yield (r,)
+    def _each_replica(self, s: State) -> tuple[tuple[int], ...]:
+        return self._replica_args
 
-    def _each_request(self, s: State) -> Iterator[tuple[Quorum]]:
-        for q in sorted(s.requests, key=Quorum.key):
-            yield (q,)
+    def _presumed_leaders(self, s: State) -> list[tuple[int]]:
+        reps = s.replicas
+        return [(r,) for r in self.ids if reps[r - 1].leader == r]
 
-    def _request_and_replica(self, s: State) -> Iterator[tuple[Quorum, int]]:
+    def _followers(self, s: State) -> list[tuple[int]]:
+        reps = s.replicas
+        return [(r,) for r in self.ids if reps[r - 1].leader not in (NONE, r)]
+
+    def _each_request(self, s: State) -> list[tuple[Quorum]]:
+        reps = s.replicas
+        return [
+            (q,)
+            for q in sorted(s.requests, key=Quorum.key)
+            if q.leader != NONE and self._accepts(reps[q.leader - 1], q)
+        ]
+
+    def _request_and_replica(self, s: State) -> list[tuple[Quorum, int]]:
+        reps = s.replicas
+        args = []
         for q in sorted(s.requests, key=Quorum.key):
             if q.leader == NONE:
                 continue
             for r in self.ids:
-                if r != q.leader:
-                    yield (q, r)
+                if r != q.leader and self._accepts(reps[r - 1], q):
+                    args.append((q, r))
+        return args
 
     def _leader_and_isr_member(self, s: State) -> Iterator[tuple[int, int]]:
         for leader in self.ids:
-            rep = s.rep(leader)
+            rep = s.replicas[leader - 1]
             if rep.leader != leader:
                 continue
             for f in sorted(rep.isr):
@@ -468,14 +489,12 @@ class Replication(Spec):
 
     def _leader_and_outsider(self, s: State) -> Iterator[tuple[int, int]]:
         for leader in self.ids:
-            rep = s.rep(leader)
+            rep = s.replicas[leader - 1]
+            if rep.leader != leader:
+                continue
             for f in self.ids:
                 if f not in rep.isr:
                     yield (leader, f)
-
-    def _isr_candidates(self, s: State) -> Iterator[tuple[int]]:
-        for n in sorted(s.quorum.isr):
-            yield (n,)
 
     # --- controller actions --------------------------------------------------------------
 
@@ -538,7 +557,7 @@ class Replication(Spec):
         new = _local(rep, epoch=q.epoch, leader=q.leader, isr=q.isr)
         return _with(s, q.leader, new, pending=self._drop_pending(s, q.leader))
 
-    @action(domain="_each_replica")
+    @action(domain="_presumed_leaders")
     def leader_write(self, s: State, r: int) -> State | None:
         """A producer's record is appended by a replica that presumes it leads, stamped with
         its leader epoch. With acks=all and ``min.insync.replicas`` the append is refused
@@ -581,7 +600,7 @@ class Replication(Spec):
             return None
         return self._quorum_isr_update(s, leader, s.rep(leader).isr | {f})
 
-    @action(domain="_each_replica")
+    @action(domain="_presumed_leaders")
     def leader_advance_hw(self, s: State, leader: int) -> State | None:
         """The leader's HW moves past offset ``hw`` once every ISR member follows it and
         holds a record there (HW = min LEO over the ISR, one record at a time)."""
@@ -595,7 +614,7 @@ class Replication(Spec):
                 return None
         return self._advance_hw(s, leader, rep)
 
-    @action(domain="_each_replica")
+    @action(domain="_followers")
     def follower_fetch(self, s: State, f: int) -> State | None:
         """A follower fetches the record at its LEO from the replica it believes leads, and
         sets its HW to min(leader's HW, its own LEO): it learns of HW advances one fetch
@@ -640,20 +659,23 @@ class Replication(Spec):
             return None
         return self._quorum_isr_update(s, leader, lrep.isr | {f})
 
-    @action(domain="_each_replica")
+    @action(domain="_presumed_leaders")
     def leader_advance_hw_fenced(self, s: State, leader: int) -> State | None:
         """KIP-320: the HW advances past ``hw`` when every ISR member fetches in the
         leader's epoch and holds a record there."""
         rep = s.rep(leader)
         hw = rep.hw
-        if rep.leo <= hw:
+        # The published rule does not say "l presumes leadership", but implies it whenever
+        # l's ISR is not empty; saying it keeps a restarted replica (empty ISR) from
+        # advancing a HW of its own.
+        if rep.leader != leader or rep.leo <= hw:
             return None
         for f in rep.isr:
-            if not self.following_epoch(s, leader, f) or s.rep(f).leo <= hw:
+            if not self.following_epoch(s, leader, f) or s.replicas[f - 1].leo <= hw:
                 return None
         return self._advance_hw(s, leader, rep)
 
-    @action(domain="_each_replica")
+    @action(domain="_followers")
     def follower_fetch_fenced(self, s: State, f: int) -> State | None:
         """KIP-320: a fetch carries the follower's leader epoch; the leader answers
         FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH unless the epochs match."""
@@ -953,6 +975,71 @@ class Replication(Spec):
             s.acked,
             frozenset(Pending(m(w.leader), w.offset, w.id) for w in s.pending),
         )
+
+    def _signature(self, s: State, r: int) -> tuple[Any, ...]:
+        """What replica ``r`` looks like without naming any replica: invariant under
+        renaming, so sorting by it puts any two states of one orbit in the same order."""
+        rep = s.rep(r)
+        q = s.quorum
+        return (
+            rep.log,
+            rep.hw,
+            rep.epoch,
+            rep.leader == r,
+            rep.leader == NONE,
+            r in rep.isr,
+            len(rep.isr),
+            rep.flushed,
+            rep.alive,
+            rep.fence,
+            q.leader == r,
+            r in q.isr,
+            sum(1 for w in s.pending if w.leader == r),
+        )
+
+    def _candidate_perms(self, s: State) -> list[tuple[int, ...]]:
+        """The permutations that sort replicas by signature (several only on ties)."""
+        signed = sorted((self._signature(s, r), r) for r in self.ids)
+        groups: list[list[int]] = []
+        previous = None
+        for sig, r in signed:
+            if groups and sig == previous:
+                groups[-1].append(r)
+            else:
+                groups.append([r])
+            previous = sig
+        orders: list[list[int]] = [[]]
+        for group in groups:
+            if len(group) == 1:
+                for order in orders:
+                    order.append(group[0])
+                continue
+            orders = [order + list(p) for order in orders for p in itertools.permutations(group)]
+        perms = []
+        for order in orders:
+            perm = [0] * len(self.ids)
+            for position, old in enumerate(order):
+                perm[old - 1] = position + 1
+            perms.append(tuple(perm))
+        return perms
+
+    def canonical(self, s: State) -> State:
+        """The least signature-sorted image of ``s``. Only the permutations that sort the
+        replicas by signature are tried: the set of sorted images is the same for every
+        state of an orbit, so its least member is a canonical form."""
+        perms = self._candidate_perms(s)
+        if len(perms) == 1:
+            perm = perms[0]
+            return s if perm == self.ids else self.permute(s, perm)
+        return min((self.permute(s, p) for p in perms), key=self.sort_key)
+
+    def orbit_size(self, s: State) -> int:
+        """n! over the number of renamings that fix ``s``; only renamings within groups of
+        equal signatures can fix it."""
+        perms = self._candidate_perms(s)
+        base = self.permute(s, perms[0])
+        fixing = sum(1 for p in perms if self.permute(s, p) == base)
+        return math.factorial(len(self.ids)) // fixing
 
     def sort_key(self, s: State) -> tuple[Any, ...]:
         return (

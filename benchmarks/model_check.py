@@ -1,0 +1,58 @@
+"""Model-checking throughput (issue: spec framework and the replication spec, section 5).
+
+Prints one JSON line: distinct states, states/second, depth and wall time for the published
+model's default bounds with three replicas (kip320, LOG_SIZE 2, MAX_RECORDS 2, MAX_EPOCH 2)
+with and without symmetry reduction, and the time to the first KIP-101 counterexample.
+Single-threaded: one core. Run: ``.venv/bin/python benchmarks/model_check.py``.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+
+import orjson
+
+from spec.explore import check
+from spec.outcomes import by_name
+from spec.replication import Params, Replication
+
+
+def run(params: Params, symmetry: bool, invariants: list[str]) -> dict[str, object]:
+    started = time.perf_counter()
+    result = check(
+        Replication(params), invariants=invariants, symmetry=symmetry, clock=time.perf_counter
+    )
+    wall = time.perf_counter() - started
+    stats = result.stats
+    return {
+        "distinct_states": stats.distinct_states,
+        "unreduced_states": stats.unreduced_states,
+        "states_generated": stats.states_generated,
+        "depth": stats.depth,
+        "violated": None if result.violation is None else result.violation.name,
+        "trace_length": None if result.violation is None else result.violation.depth,
+        "wall_seconds": round(wall, 3),
+        "distinct_states_per_second": round(stats.distinct_states / wall),
+    }
+
+
+def main() -> None:
+    default = Params(replicas=3, truncation="kip320")
+    kip101 = by_name("kip101-acked-write-lost")
+    figures = {
+        "benchmark": "model_check",
+        "python": platform.python_version(),
+        "config": "published-2018 kip320, 3 replicas, log 2, records 2, epochs 0..2",
+        "no_symmetry": run(default, False, ["StrongIsr"]),
+        "symmetry": run(default, True, ["StrongIsr"]),
+        "kip101_first_counterexample": run(kip101.params, False, list(kip101.invariants)),
+        "kip101_published_3_replicas": run(
+            Params(replicas=3, truncation="high_watermark"), False, ["StrongIsr"]
+        ),
+    }
+    print(orjson.dumps(figures).decode())
+
+
+if __name__ == "__main__":
+    main()

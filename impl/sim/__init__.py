@@ -1,0 +1,1 @@
+"""The simulated world: seeded randomness, logical clock, network, disks."""

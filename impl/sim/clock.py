@@ -1,0 +1,267 @@
+"""Logical time: the simulation's clock, per-node clock skew, and a queue of timers.
+
+Time is an int of nanoseconds since the start of the run, the unit of the history format.
+Nothing reads a wall clock: the world loop moves the clock forward to the next event (a
+timer or a message delivery) and nothing else moves it. Kafka's own timeouts are in
+milliseconds (``replica.lag.time.max.ms``, ``request.timeout.ms``); ``ms()`` converts.
+
+Clock skew (the clock-skew nemesis): each node sees ``global time + skew(node)``. Kafka
+mostly measures timeouts with a monotonic clock, but timestamps records, leader-epoch
+checkpoints and log retention with the wall clock, so a node's local view may run ahead of
+or behind the others and may even step backwards when its skew is changed.
+
+Timers are ordered by (time, sequence number): two timers due at the same instant fire in
+the order they were scheduled, in every run, so ties never depend on a heap's internals.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+import attrs
+
+__all__ = [
+    "NS_PER_MS",
+    "NS_PER_S",
+    "NS_PER_US",
+    "Clock",
+    "Timer",
+    "TimerQueue",
+    "format_ns",
+    "ms",
+    "seconds",
+    "to_ms",
+    "us",
+]
+
+NS_PER_US = 1_000
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+
+T = TypeVar("T")
+
+
+def _to_ns(value: int | float, unit: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what}() takes a number, got {type(value).__name__}: {value!r}")
+    if isinstance(value, int):
+        return value * unit
+    if not math.isfinite(value):
+        raise ValueError(f"{what}() takes a finite number, got {value!r}")
+    return round(value * unit)
+
+
+def us(value: int | float) -> int:
+    """Microseconds as integer nanoseconds."""
+    return _to_ns(value, NS_PER_US, "us")
+
+
+def ms(value: int | float) -> int:
+    """Milliseconds as integer nanoseconds: ``ms(30_000)`` is ``replica.lag.time.max.ms``."""
+    return _to_ns(value, NS_PER_MS, "ms")
+
+
+def seconds(value: int | float) -> int:
+    """Seconds as integer nanoseconds."""
+    return _to_ns(value, NS_PER_S, "seconds")
+
+
+def to_ms(ns: int) -> int:
+    """Nanoseconds as whole milliseconds (rounded down), the unit of Kafka's configs."""
+    return ns // NS_PER_MS
+
+
+def format_ns(ns: int) -> str:
+    """A short, exact rendering for traces: ``1.500ms``, ``2s``, ``-250us``, ``7ns``."""
+    sign = "-" if ns < 0 else ""
+    magnitude = abs(ns)
+    for unit, suffix in ((NS_PER_S, "s"), (NS_PER_MS, "ms"), (NS_PER_US, "us")):
+        if magnitude >= unit:
+            whole, rest = divmod(magnitude, unit)
+            if rest == 0:
+                return f"{sign}{whole}{suffix}"
+            digits = len(str(unit)) - 1
+            return f"{sign}{whole}.{rest:0{digits}d}".rstrip("0") + suffix
+    return f"{sign}{magnitude}ns"
+
+
+class Clock:
+    """The global logical clock, and each node's skewed view of it.
+
+    Only the world loop calls ``advance_to``; everyone else reads ``now`` (global) or
+    ``local_now(node)`` (what that node's wall clock says).
+    """
+
+    __slots__ = ("_now", "_skew")
+
+    def __init__(self, start_ns: int = 0) -> None:
+        assert isinstance(start_ns, int) and start_ns >= 0, start_ns
+        self._now = start_ns
+        self._skew: dict[str, int] = {}
+
+    @property
+    def now(self) -> int:
+        return self._now
+
+    def advance_to(self, time_ns: int) -> None:
+        """Move global time forward to ``time_ns`` (or leave it where it is)."""
+        if not isinstance(time_ns, int):
+            raise TypeError(f"time is an int of nanoseconds, got {time_ns!r}")
+        if time_ns < self._now:
+            raise ValueError(
+                f"global time never goes backwards: now is {self._now}ns, asked for "
+                f"{time_ns}ns; to make one node's clock jump back, use set_skew()"
+            )
+        self._now = time_ns
+
+    def advance_by(self, delta_ns: int) -> None:
+        assert isinstance(delta_ns, int) and delta_ns >= 0, delta_ns
+        self._now += delta_ns
+
+    # Clock skew -------------------------------------------------------------------------
+
+    def skew(self, node: str) -> int:
+        return self._skew.get(node, 0)
+
+    def set_skew(self, node: str, skew_ns: int) -> None:
+        """From now on ``node`` reads ``now + skew_ns`` (negative: its clock is behind)."""
+        if not isinstance(skew_ns, int):
+            raise TypeError(f"skew is an int of nanoseconds, got {skew_ns!r}")
+        if skew_ns == 0:
+            self._skew.pop(node, None)
+        else:
+            self._skew[node] = skew_ns
+
+    def clear_skews(self) -> None:
+        """Heal the clock-skew nemesis: every node agrees with global time again."""
+        self._skew.clear()
+
+    def skews(self) -> tuple[tuple[str, int], ...]:
+        """The non-zero skews, sorted by node name."""
+        return tuple(sorted(self._skew.items()))
+
+    def local_now(self, node: str) -> int:
+        return self._now + self._skew.get(node, 0)
+
+    def to_global(self, node: str, local_ns: int) -> int:
+        """The global time at which ``node``'s clock will read ``local_ns`` (at current skew)."""
+        return local_ns - self._skew.get(node, 0)
+
+    def __repr__(self) -> str:
+        return f"Clock(now={format_ns(self._now)}, skews={dict(self.skews())})"
+
+
+@attrs.frozen(slots=True, order=False)
+class Timer(Generic[T]):
+    """A scheduled wake-up: ``payload`` is handed back when global time reaches ``at``."""
+
+    at: int
+    seq: int
+    payload: T
+    owner: str | None = None
+    """The node the timer belongs to: a paused owner's timers wait, a crashed one's vanish."""
+
+
+class TimerQueue(Generic[T]):
+    """Timers ordered by (time, sequence number), with cancellation and per-owner holding.
+
+    A paused process (SIGSTOP) does not run its timers: they come due while it sleeps and
+    all fire, late, when it resumes. ``pop_due(now, paused=...)`` sets aside the due timers
+    of paused owners and ``release(owner)`` puts them back, in their original order, when
+    the owner resumes. A crashed process loses its timers: ``cancel_owner(owner)``.
+    """
+
+    __slots__ = ("_heap", "_held", "_live", "_max_pending", "_next_seq")
+
+    def __init__(self, max_pending: int = 1_000_000) -> None:
+        assert max_pending > 0
+        self._heap: list[tuple[int, int]] = []
+        self._live: dict[int, Timer[T]] = {}
+        self._held: dict[str, list[Timer[T]]] = {}
+        self._next_seq = 0
+        self._max_pending = max_pending
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def schedule(self, at: int, payload: T, owner: str | None = None) -> Timer[T]:
+        if not isinstance(at, int) or at < 0:
+            raise ValueError(f"a timer's time is an int of nanoseconds >= 0, got {at!r}")
+        if len(self._live) >= self._max_pending:
+            raise OverflowError(
+                f"more than {self._max_pending} pending timers: a node is scheduling timers "
+                "in a loop without letting them fire"
+            )
+        timer = Timer(at=at, seq=self._next_seq, payload=payload, owner=owner)
+        self._next_seq += 1
+        self._live[timer.seq] = timer
+        heapq.heappush(self._heap, (at, timer.seq))
+        return timer
+
+    def cancel(self, timer: Timer[T]) -> bool:
+        """Cancel a pending timer; False if it already fired or was cancelled."""
+        if self._live.pop(timer.seq, None) is None:
+            return False
+        if timer.owner is not None and timer.owner in self._held:
+            self._held[timer.owner] = [t for t in self._held[timer.owner] if t.seq != timer.seq]
+        return True
+
+    def cancel_owner(self, owner: str) -> int:
+        """Cancel every timer of ``owner`` (it crashed); returns how many."""
+        doomed = [seq for seq, timer in self._live.items() if timer.owner == owner]
+        for seq in doomed:
+            del self._live[seq]
+        self._held.pop(owner, None)
+        return len(doomed)
+
+    def peek_time(self, paused: Iterable[str] = ()) -> int | None:
+        """When the next timer of a non-paused owner is due, or None."""
+        self._discard_dead_heads()
+        paused = frozenset(paused)
+        if not paused:
+            return self._heap[0][0] if self._heap else None
+        # A paused owner's timers stay in the heap until due, so look past them (a linear
+        # scan: only while the pause nemesis is active, over a handful of timers per node).
+        candidates = [
+            key
+            for key in self._heap
+            if (timer := self._live.get(key[1])) is not None and timer.owner not in paused
+        ]
+        return min(candidates)[0] if candidates else None
+
+    def pop_due(self, now: int, paused: Iterable[str] = ()) -> Timer[T] | None:
+        """The earliest timer due at ``now`` whose owner is not paused, removed; else None.
+
+        Due timers of paused owners are set aside until ``release(owner)``.
+        """
+        paused = frozenset(paused)
+        while self._heap and self._heap[0][0] <= now:
+            _, seq = heapq.heappop(self._heap)
+            timer = self._live.get(seq)
+            if timer is None:
+                continue  # cancelled
+            if timer.owner is not None and timer.owner in paused:
+                self._held.setdefault(timer.owner, []).append(timer)
+                continue
+            del self._live[seq]
+            return timer
+        return None
+
+    def release(self, owner: str) -> int:
+        """``owner`` resumed: its held timers are due again (they fire late, in order)."""
+        held = self._held.pop(owner, [])
+        for timer in held:
+            if timer.seq in self._live:
+                heapq.heappush(self._heap, (timer.at, timer.seq))
+        return len(held)
+
+    def pending(self) -> tuple[Timer[T], ...]:
+        """Every pending timer (held ones included), in firing order."""
+        return tuple(sorted(self._live.values(), key=lambda t: (t.at, t.seq)))
+
+    def _discard_dead_heads(self) -> None:
+        while self._heap and self._heap[0][1] not in self._live:
+            heapq.heappop(self._heap)
