@@ -10,6 +10,7 @@ import click
 
 from jepsen_py.cli.check import check
 from jepsen_py.cli.demo import demo
+from jepsen_py.cli.verify import verify
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,3 +22,4 @@ def main() -> None:
 
 main.add_command(check)
 main.add_command(demo)
+main.add_command(verify)

@@ -1,0 +1,156 @@
+"""Histories: the operation record, streaming readers and writers, importers.
+
+The format is DESIGN.md's "History format": one JSON object per line with `index`, `time`
+(nanoseconds), `process`, `type` (invoke | ok | fail | info), `f`, `key`, `value`, and an
+optional `run`.
+
+Every reader streams `Op`s and sends malformed lines to a `Rejections` sink (file, line,
+reason) instead of stopping. `FORMATS` names each readable format with its reader and the
+`Conventions` its events follow; `detect_format` picks one from a path's extension, or its
+first line when the extension says nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from jepsen_py.history.edn import KNOSSOS, read_edn
+from jepsen_py.history.jsonl import JsonlWriter, read_jsonl, write_jsonl
+from jepsen_py.history.op import OP_TYPES, Op
+from jepsen_py.history.porcupine import ETCD, PORCUPINE_KV, read_etcd_log, read_kv
+from jepsen_py.history.validate import (
+    NATIVE,
+    Conventions,
+    HistoryError,
+    Rejection,
+    Rejections,
+    validate,
+)
+
+Reader = Callable[[str | os.PathLike[str], Rejections | None], Iterator[Op]]
+
+_LAZY = {"read_parquet", "write_parquet", "ParquetHistoryWriter"}
+
+
+def __getattr__(name: str) -> Any:
+    # pyarrow takes a fifth of a second to import: only Parquet users pay for it.
+    if name in _LAZY:
+        from jepsen_py.history import parquet
+
+        return getattr(parquet, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _read_parquet(
+    path: str | os.PathLike[str], rejections: Rejections | None = None
+) -> Iterator[Op]:
+    from jepsen_py.history.parquet import read_parquet
+
+    return read_parquet(path, rejections)
+
+
+@attrs.frozen
+class Format:
+    """A readable history format: its name (the CLI's ``--format``), its reader, and what
+    its events mean (`Conventions`)."""
+
+    name: str
+    read: Reader
+    conventions: Conventions
+    description: str
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("jsonl", read_jsonl, NATIVE, "this project's JSON Lines history"),
+        Format("parquet", _read_parquet, NATIVE, "this project's history as Parquet"),
+        Format("edn", read_edn, KNOSSOS, "a Jepsen/Knossos EDN history"),
+        Format("porcupine-etcd", read_etcd_log, ETCD, "a Porcupine/Jepsen etcd log"),
+        Format("porcupine-kv", read_kv, PORCUPINE_KV, "a Porcupine key-value EDN history"),
+    )
+}
+
+_BY_EXTENSION = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".edn": "edn",
+}
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """The format of ``path``: by extension, else by its first non-blank line (a JSON object,
+    an etcd log event, an EDN map: a key-value one when it has ``:key``). Raises
+    `HistoryError` when neither tells."""
+    p = Path(path)
+    by_extension = _BY_EXTENSION.get(p.suffix.lower())
+    if by_extension is not None:
+        return by_extension
+    try:
+        with open(p, "rb") as handle:
+            if handle.read(4) == b"PAR1":
+                return "parquet"
+            handle.seek(0)
+            for raw in handle:
+                line = raw.decode("utf-8", errors="replace").strip()
+                if not line or line.startswith(";"):
+                    continue
+                if line.startswith('{"'):
+                    return "jsonl"
+                if "jepsen.util" in line:
+                    return "porcupine-etcd"
+                if line.startswith(("{:", "[{", "[")):
+                    return "porcupine-kv" if ":key" in line else "edn"
+                break
+    except OSError as exc:
+        raise HistoryError(f"{p}: cannot open: {exc.strerror}") from exc
+    raise HistoryError(
+        f"{p}: cannot tell the history format from its name or first line; pass --format "
+        f"({', '.join(FORMATS)})"
+    )
+
+
+def read_history(
+    path: str | os.PathLike[str], fmt: str | None = None, rejections: Rejections | None = None
+) -> Iterator[Op]:
+    """Stream the ops of ``path`` in format ``fmt`` (detected when None)."""
+    name = fmt or detect_format(path)
+    if name not in FORMATS:
+        raise HistoryError(f"unknown history format {name!r}: expected one of {', '.join(FORMATS)}")
+    return FORMATS[name].read(path, rejections)
+
+
+__all__ = [
+    "ETCD",
+    "FORMATS",
+    "KNOSSOS",
+    "NATIVE",
+    "OP_TYPES",
+    "PORCUPINE_KV",
+    "Conventions",
+    "Format",
+    "HistoryError",
+    "JsonlWriter",
+    "Op",
+    "ParquetHistoryWriter",
+    "Rejection",
+    "Rejections",
+    "detect_format",
+    "read_edn",
+    "read_etcd_log",
+    "read_history",
+    "read_jsonl",
+    "read_kv",
+    "read_parquet",
+    "validate",
+    "write_jsonl",
+    "write_parquet",
+]

@@ -1,0 +1,272 @@
+"""Importer for Jepsen/Knossos histories written as EDN.
+
+Accepted layouts: one op map per line (Jepsen's ``history.edn``), or one vector of maps
+(Knossos's test data), maps possibly spanning several lines. A small scanner splits the text
+into top-level forms as a stream (strings, escapes and ``;`` comments respected), so a big
+file is never read whole, and each form keeps the line it starts on for error messages.
+
+Each form is decoded by the ``edn_format`` package (never ``eval``), except that flat op
+maps of plain scalars take a strict fast path (keywords, integers, nil/true/false, strings
+without escapes, vectors of these); anything else falls back to ``edn_format``.
+
+Op maps: ``:process`` (integer, or a keyword such as ``:nemesis``), ``:type``
+(``:invoke``/``:ok``/``:fail``/``:info``), ``:f`` and ``:value`` are read; ``:key``,
+``:index``, ``:time`` are used when present. Keywords become their names ("read"), vectors
+become lists, nil becomes None. A cas value is ``[expected new]``.
+
+Knossos conventions (`KNOSSOS`): a ``fail`` op had no effect and constrains nothing; an
+``ok`` read of nil observed nothing and constrains nothing; an ``info`` op stays pending to
+the end of the history.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from jepsen_py.history.jsonl import RecordError, op_from_record
+from jepsen_py.history.op import Op
+from jepsen_py.history.validate import Conventions, HistoryError, Rejections
+
+KNOSSOS = Conventions("knossos", nil_read_constrains=False)
+
+_OPEN = "{[("
+_CLOSE = "}])"
+_MAX_FORM_CHARS = 1 << 24
+"""A form longer than this (16 MiB) is not an op map: reject it rather than buffer more."""
+
+
+def _edn_format() -> Any:
+    # edn_format (a PLY parser) takes 40 ms to import; flat op maps never need it.
+    import edn_format
+
+    return edn_format
+
+
+def plain(value: Any) -> Any:
+    """Turn an ``edn_format`` value into JSON-shaped Python: keywords and symbols become
+    their names, vectors/lists become lists, sets become lists, maps become dicts."""
+    if value is None or isinstance(value, bool | int | str | float):
+        return value
+    edn_format = _edn_format()
+    if isinstance(value, edn_format.Keyword | edn_format.Symbol):
+        return value.name
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, AbstractSet):
+        items = [plain(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(value, Sequence):
+        return [plain(v) for v in value]
+    if isinstance(value, Decimal | Fraction):
+        return float(value)
+    if isinstance(value, edn_format.Char):
+        return str(value)
+    return str(value)
+
+
+_FAST_KEY = re.compile(r"[\s,]*:([A-Za-z_][\w\-.?!*+/]*)")
+_FAST_VALUE = re.compile(
+    r"[\s,]*(?:"
+    r"(nil|true|false)(?=[\s,}\]])"
+    r"|(-?\d+)(?=[\s,}\]])"
+    r'|"([^"\\]*)"'
+    r"|:([A-Za-z_][\w\-.?!*+/]*)(?=[\s,}\]])"
+    r"|(\[)"
+    r")"
+)
+_FAST_END = re.compile(r"[\s,]*([}\]])")
+_LITERALS = {"nil": None, "true": True, "false": False}
+
+
+def _fast_scalar(match: re.Match[str]) -> Any:
+    literal, number, string, keyword, _ = match.groups()
+    if literal is not None:
+        return _LITERALS[literal]
+    if number is not None:
+        return int(number)
+    if string is not None:
+        return string
+    return keyword
+
+
+def _fast_map(text: str) -> dict[str, Any] | None:
+    """Decode a flat map of scalars (and vectors of scalars), or None to fall back."""
+    text = text.strip()
+    if not text.startswith("{") or not text.endswith("}"):
+        return None
+    out: dict[str, Any] = {}
+    pos = 1
+    end = len(text) - 1
+    while True:
+        closing = _FAST_END.match(text, pos)
+        if closing is not None:
+            return out if closing.group(1) == "}" and closing.end() == end + 1 else None
+        key = _FAST_KEY.match(text, pos)
+        if key is None:
+            return None
+        value = _FAST_VALUE.match(text, key.end())
+        if value is None:
+            return None
+        pos = value.end()
+        if value.group(5) is None:
+            out[key.group(1)] = _fast_scalar(value)
+            continue
+        items: list[Any] = []
+        while True:
+            closing = _FAST_END.match(text, pos)
+            if closing is not None:
+                if closing.group(1) != "]":
+                    return None
+                pos = closing.end()
+                break
+            item = _FAST_VALUE.match(text, pos)
+            if item is None or item.group(5) is not None:
+                return None
+            items.append(_fast_scalar(item))
+            pos = item.end()
+        out[key.group(1)] = items
+
+
+def decode_form(text: str) -> Any:
+    """Decode one EDN form to JSON-shaped Python (raises ``ValueError`` when malformed)."""
+    fast = _fast_map(text)
+    if fast is not None:
+        return fast
+    try:
+        forms = _edn_format().loads_all(text)
+    except Exception as exc:  # edn_format raises its own and PLY errors
+        raise ValueError(f"not valid EDN ({str(exc).strip() or type(exc).__name__})") from exc
+    if len(forms) != 1:
+        raise ValueError(f"expected one EDN form, found {len(forms)}")
+    return plain(forms[0])
+
+
+def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) of each top-level form, looking through one wrapping vector
+    (Knossos's layout). Unbalanced text at the end is yielded as is, to be rejected."""
+    depth = 0
+    base = 0  # 1 inside the wrapping vector
+    seen_form = False
+    buffer: list[str] = []
+    start = 0
+    in_string = False
+    for number, line in enumerate(lines, start=1):
+        i = 0
+        n = len(line)
+        chunk_from = 0
+        while i < n:
+            c = line[i]
+            if in_string:
+                if c == "\\":
+                    i += 2
+                    continue
+                if c == '"':
+                    in_string = False
+                    if depth == base:
+                        buffer.append(line[chunk_from : i + 1])
+                        yield start, "".join(buffer)
+                        buffer = []
+                        chunk_from = i + 1
+            elif c == ";":
+                n = i  # comment to the end of the line
+                break
+            elif c == '"':
+                if depth == base and not buffer:
+                    start, chunk_from = number, i
+                in_string = True
+            elif c in _OPEN:
+                if depth == base and not buffer:
+                    if c == "[" and not seen_form and base == 0:
+                        base = depth = 1
+                        seen_form = True
+                        i += 1
+                        continue
+                    start, chunk_from = number, i
+                depth += 1
+            elif c in _CLOSE:
+                if depth == base:
+                    if base == 1 and c == "]":
+                        base = depth = 0
+                        i += 1
+                        continue
+                    yield number, c
+                    i += 1
+                    continue
+                depth -= 1
+                if depth == base:
+                    buffer.append(line[chunk_from : i + 1])
+                    yield start, "".join(buffer)
+                    buffer = []
+                    chunk_from = i + 1
+            elif c == "\\" and depth > base:
+                i += 2
+                continue
+            elif depth == base and c not in " \t\r\n,":
+                # a bare atom at top level: take it up to the next delimiter
+                j = i
+                while j < n and line[j] not in ' \t\r\n,;{}[]()"':
+                    j += 1
+                yield number, line[i:j]
+                seen_form = True
+                i = j
+                continue
+            if depth > base or in_string:
+                seen_form = True
+            i += 1
+        if depth > base or in_string:
+            buffer.append(line[chunk_from:n])
+            if sum(len(part) for part in buffer) > _MAX_FORM_CHARS:
+                yield start, "".join(buffer)
+                buffer, depth, in_string = [], base, False
+    if buffer:
+        yield start, "".join(buffer)
+
+
+def op_from_edn(form: Any, ordinal: int, line: int) -> Op:
+    """Build an `Op` from one decoded EDN op map, or raise `RecordError`."""
+    if not isinstance(form, dict):
+        raise RecordError(
+            f"expected an op map such as {{:process 0, :type :invoke, ...}}, got {form!r}"
+        )
+    record = dict(form)
+    process = record.get("process")
+    if isinstance(process, str) and process.isdigit():
+        record["process"] = int(process)
+    key = record.get("key")
+    if key is not None and not isinstance(key, str | int):
+        raise RecordError(f":key must be a string or an integer, got {key!r}")
+    return op_from_record(record, ordinal, line)
+
+
+def read_edn(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
+    """Stream the ops of a Jepsen/Knossos EDN history (one map per line, or one vector of
+    maps). Malformed forms go to ``rejections`` with the line they start on."""
+    name = str(path)
+    sink = rejections if rejections is not None else Rejections(name, strict=True)
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below
+    except OSError as exc:
+        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    ordinal = 0
+    with handle:
+        for line, text in split_forms(iter(handle)):
+            if text in _CLOSE:
+                sink.reject(line, f"unbalanced {text!r}: no form is open here")
+                continue
+            try:
+                form = decode_form(text)
+                op = op_from_edn(form, ordinal, line)
+            except (ValueError, RecordError) as exc:
+                sink.reject(line, str(exc))
+                continue
+            ordinal += 1
+            yield op

@@ -1,0 +1,142 @@
+"""The native history format: one JSON object per line (DESIGN.md, "History format").
+
+Read as a stream: one line at a time, parsed with orjson, so a 10 GB history never sits in
+memory. A malformed line (not JSON, not an object, a missing or ill-typed field, an unknown
+``type``) is rejected with its line number and the reason; reading goes on. Written
+incrementally by `JsonlWriter`, one line per op, in the order given.
+
+Fields: ``process``, ``type`` and ``f`` are required; ``index`` defaults to the op's position
+in the file and ``time`` to its index; ``key``, ``value`` and ``run`` are optional.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import orjson
+
+from jepsen_py.history.op import OP_TYPES, Op
+from jepsen_py.history.validate import HistoryError, Rejections
+
+_TYPES = ", ".join(sorted(OP_TYPES))
+
+
+class RecordError(ValueError):
+    """One record that is not an op; the message says which field and what is expected."""
+
+
+def op_from_record(record: Any, ordinal: int, line: int | None) -> Op:
+    """Build an `Op` from a decoded JSON object (or a Parquet row), or raise `RecordError`."""
+    if not isinstance(record, dict):
+        raise RecordError(f"expected a JSON object, got {type(record).__name__}")
+    type_ = record.get("type")
+    if type_ not in OP_TYPES:
+        if type_ is None:
+            raise RecordError(f"missing field 'type' (one of {_TYPES})")
+        raise RecordError(f"unknown type {type_!r}: expected one of {_TYPES}")
+    process = record.get("process")
+    if process is None or isinstance(process, bool) or not isinstance(process, int | str):
+        raise RecordError("field 'process' must be an integer or a string (e.g. 3, 'nemesis')")
+    f = record.get("f")
+    if not isinstance(f, str) or not f:
+        raise RecordError("field 'f' must be a non-empty string (e.g. 'send', 'read')")
+    index = record.get("index", ordinal)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise RecordError("field 'index' must be an integer")
+    time = record.get("time", index)
+    if isinstance(time, bool) or not isinstance(time, int):
+        raise RecordError("field 'time' must be an integer (nanoseconds)")
+    key = record.get("key")
+    if key is not None and not isinstance(key, str):
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise RecordError("field 'key' must be a string (or an integer, read as a string)")
+        key = str(key)
+    run = record.get("run")
+    if run is not None and not isinstance(run, str):
+        raise RecordError("field 'run' must be a string")
+    return Op(index, time, process, type_, f, key, record.get("value"), run, line)
+
+
+def op_to_record(op: Op) -> dict[str, Any]:
+    """The JSON object of one op; ``key`` and ``run`` are left out when absent."""
+    record: dict[str, Any] = {
+        "index": op.index,
+        "time": op.time,
+        "process": op.process,
+        "type": op.type,
+        "f": op.f,
+    }
+    if op.key is not None:
+        record["key"] = op.key
+    record["value"] = op.value
+    if op.run is not None:
+        record["run"] = op.run
+    return record
+
+
+def read_jsonl(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
+    """Stream the ops of a JSONL history. Malformed lines go to ``rejections`` (or raise
+    `HistoryError` when none is given); blank lines are skipped."""
+    name = str(path)
+    sink = rejections if rejections is not None else Rejections(name, strict=True)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the generator's `with`
+    except OSError as exc:
+        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    ordinal = 0
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                sink.reject(number, f"not valid JSON ({exc.args[0]}); one object per line")
+                continue
+            try:
+                op = op_from_record(record, ordinal, number)
+            except RecordError as exc:
+                key = record.get("key") if isinstance(record, dict) else None
+                sink.reject(number, str(exc), key=key if isinstance(key, str) else None)
+                continue
+            ordinal += 1
+            yield op
+
+
+class JsonlWriter:
+    """Append ops to a JSONL history one line at a time (flushed on `close`)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._handle: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self.count = 0
+
+    def write(self, op: Op) -> None:
+        self._handle.write(orjson.dumps(op_to_record(op)) + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def write_jsonl(path: str | os.PathLike[str], ops: Iterator[Op] | list[Op]) -> int:
+    """Write ``ops`` to ``path``; returns how many were written."""
+    with JsonlWriter(path) as writer:
+        for op in ops:
+            writer.write(op)
+        return writer.count

@@ -1,0 +1,133 @@
+"""Importers for the public test histories of Porcupine (anishathalye/porcupine,
+``test_data/``): the etcd logs from Jepsen and the key-value histories.
+
+etcd logs (``jepsen/etcd_NNN.log``, one compare-and-set register, initially nil): one event
+per line, ``INFO  jepsen.util - PROCESS<tab>:TYPE<tab>:F<tab>VALUE``. Read with one regex
+per event shape, as Porcupine's own test does; their meaning (`ETCD`):
+
+- ``:ok :read nil``: the register had no value yet (it constrains: nil was read);
+- ``:fail :cas [from to]``: the cas completed: it compared, found another value, and did not
+  apply (a completed op whose output is "cas did not apply");
+- ``:fail :read :timed-out``: the read's result is unknown; it constrains nothing;
+- ``:info :write/:cas :timed-out``: indeterminate; it stays pending to the end of the
+  history (it may take effect at any time after its invocation, or never).
+
+Lines that do not start like an event (``INFO jepsen.util - N :type``) are not events and
+are skipped; a line that does but matches no event shape is rejected with its number.
+Ops get ``index`` and ``time`` from their order in the file (the logs carry no time).
+
+Key-value histories (``kv/cNN-*.txt``): EDN maps, one per line, with ``:key``; read by the
+EDN importer. Each key's value is a string, initially "" (`PORCUPINE_KV`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from jepsen_py.history.edn import read_edn
+from jepsen_py.history.op import Op
+from jepsen_py.history.validate import Conventions, HistoryError, Rejections
+
+ETCD = Conventions("porcupine-etcd", nil_read_constrains=True, fail_completes=frozenset({"cas"}))
+PORCUPINE_KV = Conventions("porcupine-kv")
+
+_PREFIX = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(\w+)\s+:(\w+)\s*(.*?)\s*$")
+_INT = re.compile(r"-?\d+")
+_PAIR = re.compile(r"\[\s*(-?\d+)\s+(-?\d+)\s*\]")
+
+# (type, f) -> the shapes its value may take: "nil", "int", "pair", "timed-out"
+_SHAPES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("invoke", "read"): ("nil",),
+    ("invoke", "write"): ("int",),
+    ("invoke", "cas"): ("pair",),
+    ("ok", "read"): ("nil", "int"),
+    ("ok", "write"): ("int",),
+    ("ok", "cas"): ("pair",),
+    ("fail", "cas"): ("pair",),
+    ("fail", "read"): ("timed-out",),
+    ("info", "write"): ("timed-out",),
+    ("info", "cas"): ("timed-out",),
+    ("info", "read"): ("timed-out",),
+}
+
+
+def _value(text: str, shapes: tuple[str, ...]) -> tuple[bool, Any]:
+    for shape in shapes:
+        if shape == "nil" and text == "nil":
+            return True, None
+        if shape == "int" and _INT.fullmatch(text):
+            return True, int(text)
+        if shape == "pair":
+            pair = _PAIR.fullmatch(text)
+            if pair:
+                return True, [int(pair.group(1)), int(pair.group(2))]
+        if shape == "timed-out" and text == ":timed-out":
+            return True, "timed-out"
+    return False, None
+
+
+def read_etcd_log(
+    path: str | os.PathLike[str], rejections: Rejections | None = None
+) -> Iterator[Op]:
+    """Stream the ops of one Porcupine/Jepsen etcd log (conventions: `ETCD`).
+
+    An ``info`` or ``fail`` completion whose log value is ``:timed-out`` carries its
+    invocation's value instead (Jepsen's op map has the value and the error apart; the log
+    prints only the error), so a pending write still says what it wrote."""
+    name = str(path)
+    sink = rejections if rejections is not None else Rejections(name, strict=True)
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below
+    except OSError as exc:
+        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    invoked: dict[int, Any] = {}
+    ordinal = 0
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            event = _PREFIX.match(line)
+            if event is None:
+                continue
+            process, type_, f, text = (
+                int(event.group(1)),
+                event.group(2),
+                event.group(3),
+                event.group(4),
+            )
+            shapes = _SHAPES.get((type_, f))
+            if shapes is None:
+                sink.reject(
+                    number,
+                    f"unknown etcd event ':{type_} :{f}': expected :invoke/:ok/:fail/:info of "
+                    ":read, :write or :cas",
+                )
+                continue
+            ok, value = _value(text, shapes)
+            if not ok:
+                sink.reject(
+                    number,
+                    f"':{type_} :{f}' with value {text!r}: expected "
+                    + " or ".join(
+                        {
+                            "nil": "nil",
+                            "int": "an integer",
+                            "pair": "[from to]",
+                            "timed-out": ":timed-out",
+                        }[s]
+                        for s in shapes
+                    ),
+                )
+                continue
+            if type_ == "invoke":
+                invoked[process] = value
+            elif value == "timed-out":
+                value = invoked.get(process) if type_ == "info" else None
+            yield Op(ordinal, ordinal, process, type_, f, None, value, None, number)
+            ordinal += 1
+
+
+def read_kv(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
+    """Stream the ops of one Porcupine key-value history (conventions: `PORCUPINE_KV`)."""
+    return read_edn(path, rejections)
