@@ -135,7 +135,6 @@ def test_report_writes_one_self_contained_page_per_key(tmp_path: Path) -> None:
 
 
 def test_log_model_runs_the_kafka_log_checker(tmp_path: Path) -> None:
-    pytest.importorskip("jepsen_py.checker.kafka_log")
     good = [
         Op(0, 0, 0, "invoke", "send", "t-0", 17),
         Op(1, 1, 0, "ok", "send", "t-0", {"offset": 0, "value": 17}),
@@ -150,3 +149,31 @@ def test_log_model_runs_the_kafka_log_checker(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "bad.jsonl", bad)
     code, _, payload = run(str(tmp_path / "bad.jsonl"), "--model", "log", "--json")
     assert code == 1, payload
+
+
+def test_unseen_write_is_a_violation_only_after_a_final_read(tmp_path: Path) -> None:
+    sends = [
+        Op(0, 0, 0, "invoke", "send", "t-0", 17),
+        Op(1, 1, 0, "ok", "send", "t-0", {"offset": 0, "value": 17}),
+        Op(2, 2, 0, "invoke", "send", "t-0", 18),
+        Op(3, 3, 0, "ok", "send", "t-0", {"offset": 1, "value": 18}),
+    ]
+    # No final read-back: value 18 may simply not have been read yet.
+    partial = [
+        *sends,
+        Op(4, 4, 1, "invoke", "poll", "t-0", {"from": 0}),
+        Op(5, 5, 1, "ok", "poll", "t-0", {"records": [[0, 17]], "hw": 2}),
+    ]
+    write_jsonl(tmp_path / "partial.jsonl", partial)
+    code, _, payload = run(str(tmp_path / "partial.jsonl"), "--json")
+    assert payload is not None and code == 0, payload
+    assert "unseen" in payload["inputs"][0]["anomalies"]
+    # A final read-back that ends before value 18: the acknowledged write is gone.
+    final = [
+        *sends,
+        Op(4, 4, 1, "invoke", "poll", "t-0", {"from": 0, "final": True}),
+        Op(5, 5, 1, "ok", "poll", "t-0", {"records": [[0, 17]], "hw": 2}),
+    ]
+    write_jsonl(tmp_path / "final.jsonl", final)
+    code, _, payload = run(str(tmp_path / "final.jsonl"), "--json")
+    assert payload is not None and code == 1, payload

@@ -248,7 +248,7 @@ def check_groups_log(groups: dict[GroupKey, list[Op]]) -> tuple[list[KeyResult],
     """Check each (run, key) with the exact Kafka-log checker, and look for the Kafka
     anomalies; returns the key results and the anomalies (name -> witnessing op groups)."""
     try:
-        from jepsen_py.checker.anomalies import find_anomalies
+        from jepsen_py.checker.anomalies import find_anomalies, violations
         from jepsen_py.checker.kafka_log import check_log
     except ImportError as exc:  # the log checker ships separately from the WGL checker
         raise HistoryError(f"the Kafka-log checker is not available ({exc})") from exc
@@ -259,6 +259,7 @@ def check_groups_log(groups: dict[GroupKey, list[Op]]) -> tuple[list[KeyResult],
         started = time.perf_counter()
         outcome = check_log(ops)
         found = find_anomalies(ops)
+        broken = violations(found, ops)
         seconds = time.perf_counter() - started
         for name in sorted(found):
             if found[name]:
@@ -266,14 +267,19 @@ def check_groups_log(groups: dict[GroupKey, list[Op]]) -> tuple[list[KeyResult],
         explanation = outcome.explanation
         names = sorted(name for name, groups_ in found.items() if groups_)
         if names:
-            summary = "anomalies: " + ", ".join(f"{n} ({len(found[n])})" for n in names)
+            summary = "anomalies: " + ", ".join(
+                f"{n} ({len(found[n])}{'' if n in broken else ', informational'})" for n in names
+            )
             explanation = f"{explanation}; {summary}" if explanation else summary
+        verdict = outcome.verdict
+        if broken and verdict is Verdict.OK:
+            verdict = Verdict.ILLEGAL
         results.append(
             KeyResult(
                 run,
                 key,
                 len(ops),
-                outcome.verdict,
+                verdict,
                 seconds,
                 explanation,
                 witness=list(outcome.witness),
@@ -353,8 +359,6 @@ def verify_path(
     if report_dir is not None:
         keys = _write_reports(Path(report_dir), loaded, keys, wgl_model)
     verdicts = [k.verdict for k in keys]
-    if any(groups for groups in anomalies.values()):
-        verdicts.append(Verdict.ILLEGAL)
     if any(r.key is None for r in rejected):
         verdicts.append(Verdict.UNKNOWN)
     return InputResult(
