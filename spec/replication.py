@@ -91,6 +91,12 @@ class Params:
     """Truncate to min(offset, LEO) as Kafka's ``Log.truncateTo`` does, instead of disabling
     the step (the published model's rule). Default: off in ``published-2018``, on in
     ``extended``."""
+    leader_view: bool | None = None
+    """The leader knows a follower's LEO only from that follower's last fetch, and
+    recomputes its HW as the minimum over the ISR of what it knows (Kafka's
+    ``Partition.maybeIncrementLeaderHW``), instead of reading followers' logs directly as
+    the published model does. Default: on in ``extended``; the published model has no
+    such state."""
     bugs: frozenset[str] = frozenset()
 
     def __attrs_post_init__(self) -> None:
@@ -127,6 +133,8 @@ class Params:
                 extras.append("unclean")
             if self.max_crashes:
                 extras.append("max_crashes")
+            if self.leader_view:
+                extras.append("leader_view")
             if extras:
                 problems.append(
                     f"{', '.join(extras)}: only in --model extended "
@@ -138,6 +146,10 @@ class Params:
     @property
     def extended(self) -> bool:
         return self.model == "extended"
+
+    @property
+    def views(self) -> bool:
+        return self.extended if self.leader_view is None else self.leader_view
 
     @property
     def clamps(self) -> bool:
@@ -184,6 +196,9 @@ class Replica:
     """After a restart: the quorum epoch when the broker re-registered. Requests older than
     that were addressed to its previous incarnation and are rejected (KIP-380 broker
     epochs)."""
+    remote: tuple[int, ...] = ()
+    """Leader view only, while this replica leads: for each replica, the LEO it reported in
+    its last fetch in this leader epoch (-1: not fetched yet). Empty otherwise."""
 
     @property
     def leo(self) -> int:
@@ -199,6 +214,7 @@ class Replica:
             self.flushed,
             self.alive,
             self.fence,
+            self.remote,
         )
 
 
@@ -270,6 +286,7 @@ def _local(
     leader: int | None = None,
     isr: frozenset[int] | None = None,
     flushed: int | None = None,
+    remote: tuple[int, ...] | None = None,
 ) -> Replica:
     return Replica(
         rep.log if log is None else log,
@@ -280,6 +297,7 @@ def _local(
         rep.flushed if flushed is None else flushed,
         rep.alive,
         rep.fence,
+        rep.remote if remote is None else remote,
     )
 
 
@@ -295,6 +313,7 @@ class Replication(Spec):
         self.fenced = self.p.truncation == "kip320"
         self.bugs = self.p.bugs
         self._replica_args = tuple((r,) for r in self.ids)
+        self._unknown = tuple(-1 for _ in self.ids)
 
     # --- initial state -------------------------------------------------------------------
 
@@ -319,10 +338,17 @@ class Replication(Spec):
             "become_follower",
         }
         fenced = {name + "_fenced" for name in unfenced}
+        viewed = {"fetch", "shrink_isr_lagging", "expand_isr_caught_up"}
         extended_only = {"crash", "restart", "flush", "unclean_elect"}
+        if self.p.views:
+            # The leader-view handlers replace the global-read fetch, ISR and HW actions.
+            skip = (unfenced | fenced) - {"become_follower", "become_follower_fenced"}
+            skip |= {"become_follower_fenced"} if not self.fenced else {"become_follower"}
+        else:
+            skip = (unfenced if self.fenced else fenced) | viewed
         keep = []
         for decl in self._actions:
-            if decl.name in (unfenced if self.fenced else fenced):
+            if decl.name in skip:
                 continue
             if decl.name in extended_only:
                 if not self.p.extended:
@@ -554,8 +580,10 @@ class Replication(Spec):
         rep = s.rep(q.leader)
         if not self._accepts(rep, q):
             return None
-        new = _local(rep, epoch=q.epoch, leader=q.leader, isr=q.isr)
-        return _with(s, q.leader, new, pending=self._drop_pending(s, q.leader))
+        remote = self._unknown if self.p.views else ()
+        new = _local(rep, epoch=q.epoch, leader=q.leader, isr=q.isr, remote=remote)
+        nxt = _with(s, q.leader, new, pending=self._drop_pending(s, q.leader))
+        return self._recompute_hw(nxt, q.leader) if self.p.views else nxt
 
     @action(domain="_presumed_leaders")
     def leader_write(self, s: State, r: int) -> State | None:
@@ -581,7 +609,8 @@ class Replication(Spec):
             elif self.p.acks == "1":
                 acked = acked | {Write(offset, rid, "1")}
         new = _local(rep, log=(*rep.log, (rep.epoch, s.next_record_id)))
-        return _with(s, r, new, next_record_id=s.next_record_id + 1, acked=acked, pending=pending)
+        nxt = _with(s, r, new, next_record_id=s.next_record_id + 1, acked=acked, pending=pending)
+        return self._recompute_hw(nxt, r) if self.p.views else nxt
 
     # --- replica actions: the unfenced protocol (high_watermark, kip101, kip279) ----------
 
@@ -698,10 +727,91 @@ class Replication(Spec):
             return None
         return self._become_follower(s, q, r, rep)
 
+    # --- replica actions: the leader's view (extended model) ----------------------------
+    #
+    # Each action is one broker event handler, as Kafka's code runs it: the leader learns a
+    # follower's LEO only from its fetches, and recomputes its HW whenever that, its ISR or
+    # its log changes. A fetch is one request/response round trip.
+
+    def epoch_start_offset(self, rep: Replica) -> int:
+        """The offset of the first record of the replica's current epoch (its LEO if it has
+        written none): the leader-epoch cache entry a new leader appends (KIP-101)."""
+        for offset, record in enumerate(rep.log):
+            if record[0] == rep.epoch:
+                return offset
+        return rep.leo
+
+    def _recompute_hw(self, s: State, leader: int) -> State:
+        """``maybeIncrementLeaderHW``: the HW becomes the smallest LEO over the ISR (the
+        leader's own, and the followers' as last reported), if that is higher. A follower
+        that has not fetched in this epoch holds it back."""
+        rep = s.replicas[leader - 1]
+        target = rep.leo
+        for m in rep.isr:
+            if m != leader:
+                target = min(target, rep.remote[m - 1])
+        if target <= rep.hw:
+            return s
+        return self._advance_hw(s, leader, rep, target)
+
+    @action(domain="_followers")
+    def fetch(self, s: State, f: int) -> State | None:
+        """One fetch round trip, in the order Kafka's ``ReplicaManager.fetchMessages`` runs
+        it: the leader reads the record at the follower's LEO and its current HW for the
+        response, *then* records that LEO and recomputes its HW; the follower appends and
+        sets its HW to min(HW in the response, its own LEO). So a follower learns of an HW
+        advance one fetch late, the lag KIP-101's data loss needs. With KIP-320 the fetch
+        carries the follower's leader epoch and a mismatch is answered FENCED_LEADER_EPOCH
+        or UNKNOWN_LEADER_EPOCH."""
+        frep = s.replicas[f - 1]
+        leader = frep.leader
+        lrep = s.replicas[leader - 1]
+        if lrep.leader != leader or frep.leo > lrep.leo:
+            return None
+        if self.fenced and frep.epoch != lrep.epoch:
+            return None
+        log = frep.log
+        if frep.leo < lrep.leo:
+            log = (*log, lrep.log[frep.leo])
+        response_hw = lrep.hw
+        remote = list(lrep.remote)
+        remote[f - 1] = frep.leo
+        nxt = self._recompute_hw(_with(s, leader, _local(lrep, remote=tuple(remote))), leader)
+        clamped = (
+            response_hw if "follower_hw_unclamped" in self.bugs else min(response_hw, len(log))
+        )
+        nxt = _with(nxt, f, _local(frep, log=log, hw=clamped))
+        return None if nxt == s else nxt
+
+    @action(domain="_leader_and_isr_member")
+    def shrink_isr_lagging(self, s: State, leader: int, f: int) -> State | None:
+        """The leader drops a follower whose last reported LEO is behind its own
+        (``replica.lag.time.max.ms`` elapsed without it catching up; the timer is
+        abstracted: any lagging follower may be dropped), then recomputes its HW over the
+        smaller ISR."""
+        lrep = s.replicas[leader - 1]
+        if lrep.remote[f - 1] >= lrep.leo:
+            return None
+        nxt = self._quorum_isr_update(s, leader, lrep.isr - {f})
+        return None if nxt is None else self._recompute_hw(nxt, leader)
+
+    @action(domain="_leader_and_outsider")
+    def expand_isr_caught_up(self, s: State, leader: int, f: int) -> State | None:
+        """The leader adds a follower whose reported LEO has reached its HW and, with
+        KIP-320's fencing, the start offset of its current epoch (so the follower holds
+        everything a previous leader may have committed)."""
+        lrep = s.replicas[leader - 1]
+        reported = lrep.remote[f - 1]
+        if reported < lrep.hw or reported < 0:
+            return None
+        if self.fenced and reported < self.epoch_start_offset(lrep):
+            return None
+        return self._quorum_isr_update(s, leader, lrep.isr | {f})
+
     # --- shared effects ------------------------------------------------------------------
 
-    def _advance_hw(self, s: State, leader: int, rep: Replica) -> State:
-        hw = rep.hw + 1
+    def _advance_hw(self, s: State, leader: int, rep: Replica, target: int | None = None) -> State:
+        hw = rep.hw + 1 if target is None else target
         new = _local(rep, hw=hw)
         pending, acked = s.pending, s.acked
         if pending:
@@ -737,6 +847,7 @@ class Replication(Spec):
             leader=q.leader,
             isr=q.isr,
             flushed=min(rep.flushed, len(log)),
+            remote=(),
         )
         return _with(s, r, new, pending=self._drop_pending(s, r))
 
@@ -752,7 +863,7 @@ class Replication(Spec):
         if not rep.alive or s.crashes >= self.p.max_crashes:
             return None
         log = rep.log[: rep.flushed]
-        new = Replica(log, min(rep.hw, len(log)), NIL, NONE, frozenset(), len(log), False, NIL)
+        new = Replica(log, min(rep.hw, len(log)), NIL, NONE, frozenset(), len(log), False, NIL, ())
         return _with(s, r, new, crashes=s.crashes + 1, pending=self._drop_pending(s, r))
 
     @action(domain="_each_replica", kind=Kind.HEAL)
@@ -767,7 +878,7 @@ class Replication(Spec):
         q = s.quorum
         if r in q.isr and not (q.isr == frozenset({r}) and q.leader == NONE):
             return None
-        new = Replica(rep.log, rep.hw, NIL, NONE, frozenset(), rep.flushed, True, q.epoch)
+        new = Replica(rep.log, rep.hw, NIL, NONE, frozenset(), rep.flushed, True, q.epoch, ())
         return _with(s, r, new)
 
     @action(domain="_each_replica")
@@ -955,6 +1066,12 @@ class Replication(Spec):
 
         reps: list[Replica | None] = [None] * len(self.ids)
         for r, rep in zip(self.ids, s.replicas, strict=True):
+            remote = rep.remote
+            if remote:
+                moved = [-1] * len(remote)
+                for i, value in enumerate(remote):
+                    moved[perm[i] - 1] = value
+                remote = tuple(moved)
             reps[perm[r - 1] - 1] = Replica(
                 rep.log,
                 rep.hw,
@@ -964,6 +1081,7 @@ class Replication(Spec):
                 rep.flushed,
                 rep.alive,
                 rep.fence,
+                remote,
             )
         return State(
             tuple(reps),  # type: ignore[arg-type]
@@ -995,6 +1113,7 @@ class Replication(Spec):
             q.leader == r,
             r in q.isr,
             sum(1 for w in s.pending if w.leader == r),
+            tuple(sorted(rep.remote)),
         )
 
     def _candidate_perms(self, s: State) -> list[tuple[int, ...]]:
