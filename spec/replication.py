@@ -339,7 +339,7 @@ class Replication(Spec):
         }
         fenced = {name + "_fenced" for name in unfenced}
         viewed = {"fetch", "shrink_isr_lagging", "expand_isr_caught_up"}
-        extended_only = {"crash", "restart", "flush", "unclean_elect"}
+        extended_only = {"crash", "restart", "flush", "unclean_elect", "controller_failover"}
         if self.p.views:
             # The leader-view handlers replace the global-read fetch, ISR and HW actions.
             skip = (unfenced | fenced) - {"become_follower", "become_follower_fenced"}
@@ -556,6 +556,23 @@ class Replication(Spec):
         if r in q.isr:
             return self._controller_update(s, q.leader, q.isr - {r})
         return None
+
+    def _failover_candidates(self, s: State) -> list[tuple[int, int]]:
+        q = s.quorum
+        if q.leader == NONE:
+            return []
+        return [(q.leader, n) for n in sorted(q.isr) if n != q.leader]
+
+    @action(domain="_failover_candidates")
+    def controller_failover(self, s: State, failed: int, n: int) -> State | None:
+        """The controller handles the failure of the leader in one metadata write: it takes
+        the failed broker out of the ISR and elects a live ISR member in its place (ZooKeeper
+        ``onBrokerFailure``; KRaft's fencing of a broker). Extended model only: the
+        published model splits this into a shrink and an election."""
+        q = s.quorum
+        if q.leader != failed or n == failed or n not in q.isr or not s.rep(n).alive:
+            return None
+        return self._controller_update(s, n, q.isr - {failed})
 
     @action(domain="_each_replica")
     def unclean_elect(self, s: State, n: int) -> State | None:
@@ -783,16 +800,28 @@ class Replication(Spec):
         nxt = _with(nxt, f, _local(frep, log=log, hw=clamped))
         return None if nxt == s else nxt
 
-    @action(domain="_leader_and_isr_member")
-    def shrink_isr_lagging(self, s: State, leader: int, f: int) -> State | None:
-        """The leader drops a follower whose last reported LEO is behind its own
-        (``replica.lag.time.max.ms`` elapsed without it catching up; the timer is
-        abstracted: any lagging follower may be dropped), then recomputes its HW over the
-        smaller ISR."""
+    def _leader_and_lagging_set(self, s: State) -> Iterator[tuple[int, frozenset[int]]]:
+        for leader in self.ids:
+            lrep = s.replicas[leader - 1]
+            if lrep.leader != leader or not lrep.remote:
+                continue
+            lagging = [f for f in sorted(lrep.isr) if f != leader and lrep.remote[f - 1] < lrep.leo]
+            for size in range(1, len(lagging) + 1):
+                for dropped in itertools.combinations(lagging, size):
+                    yield (leader, frozenset(dropped))
+
+    @action(domain="_leader_and_lagging_set")
+    def shrink_isr_lagging(self, s: State, leader: int, dropped: frozenset[int]) -> State | None:
+        """The leader drops followers whose last reported LEO is behind its own, all in one
+        ISR change (``Partition.maybeShrinkIsr``: each was out of sync for
+        ``replica.lag.time.max.ms``; the timers are abstracted, so any non-empty set of
+        lagging followers may go at once), then recomputes its HW over the smaller ISR."""
         lrep = s.replicas[leader - 1]
-        if lrep.remote[f - 1] >= lrep.leo:
+        if leader in dropped or not dropped <= lrep.isr:
             return None
-        nxt = self._quorum_isr_update(s, leader, lrep.isr - {f})
+        if any(lrep.remote[f - 1] >= lrep.leo for f in dropped):
+            return None
+        nxt = self._quorum_isr_update(s, leader, lrep.isr - dropped)
         return None if nxt is None else self._recompute_hw(nxt, leader)
 
     @action(domain="_leader_and_outsider")
@@ -853,16 +882,30 @@ class Replication(Spec):
 
     # --- the environment: crashes, restarts, flushes (extended model) --------------------
 
-    @action(domain="_each_replica", kind=Kind.FAULT)
-    def crash(self, s: State, r: int) -> State | None:
-        """A broker crashes (power loss, kill -9): the unflushed tail of its log is lost
-        (Kafka does not fsync on append: ``flush.messages`` defaults to Long.MAX_VALUE), and
-        with it its in-memory view of the partition; its HW checkpoint keeps at most what
-        is on disk. Faults are bounded by ``max_crashes``."""
+    def _crash_points(self, s: State) -> list[tuple[int, int]]:
+        if s.crashes >= self.p.max_crashes:
+            return []
+        return [
+            (r, keep)
+            for r in self.ids
+            if s.replicas[r - 1].alive
+            for keep in range(s.replicas[r - 1].flushed, s.replicas[r - 1].leo + 1)
+        ]
+
+    @action(domain="_crash_points", kind=Kind.FAULT)
+    def crash(self, s: State, r: int, keep: int) -> State | None:
+        """A broker crashes (power loss, kill -9) and with it its in-memory view of the
+        partition. Kafka does not fsync on append (``flush.messages`` defaults to
+        Long.MAX_VALUE), so some suffix of the unflushed tail is lost: the log keeps its
+        first ``keep`` records, at least the flushed ones (write-back may have saved more;
+        recovery drops a torn batch). Its HW checkpoint keeps at most what survived.
+        Faults are bounded by ``max_crashes``."""
         rep = s.rep(r)
         if not rep.alive or s.crashes >= self.p.max_crashes:
             return None
-        log = rep.log[: rep.flushed]
+        if not rep.flushed <= keep <= rep.leo:
+            return None
+        log = rep.log[:keep]
         new = Replica(log, min(rep.hw, len(log)), NIL, NONE, frozenset(), len(log), False, NIL, ())
         return _with(s, r, new, crashes=s.crashes + 1, pending=self._drop_pending(s, r))
 
