@@ -8,11 +8,15 @@ exhaustive run); 2 unknown (a budget was exhausted) or bad input.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from spec.explore import CheckResult, Stats, simulate
@@ -55,19 +59,29 @@ def build_replication(
     return Replication(params)
 
 
-def _progress_printer(json_mode: bool) -> Any:
-    if json_mode:
-        return None
+@contextmanager
+def progress_display(enabled: bool) -> Iterator[Callable[[Stats], None] | None]:
+    """A live progress line on stderr (rich), gone when the run ends; nothing when
+    disabled or when stderr is not a terminal."""
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("exploring", total=None)
 
-    def show(stats: Stats) -> None:
-        rate = stats.states_per_second
-        click.echo(
-            f"  ... {stats.distinct_states:,} distinct states, depth {stats.depth}, "
-            f"{rate or 0:,.0f} states/s",
-            err=True,
-        )
+        def update(stats: Stats) -> None:
+            rate = stats.states_per_second or 0.0
+            progress.update(
+                task,
+                description=(
+                    f"{stats.distinct_states:,} distinct states, depth {stats.depth}, "
+                    f"{rate:,.0f} states/s"
+                ),
+            )
 
-    return show
+        yield update
 
 
 def print_result(spec: Replication, result: CheckResult) -> None:
@@ -273,7 +287,33 @@ def run_check(
     graph: bool = False,
     json_mode: bool = False,
 ) -> CheckResult:
-    progress = _progress_printer(json_mode)
+    with progress_display(not json_mode) as progress:
+        return _explore(
+            spec,
+            invariants,
+            symmetry,
+            simulate_mode,
+            seed,
+            depth,
+            runs,
+            max_states,
+            graph,
+            progress,
+        )
+
+
+def _explore(
+    spec: Replication,
+    invariants: list[str] | None,
+    symmetry: bool,
+    simulate_mode: bool,
+    seed: int,
+    depth: int,
+    runs: int,
+    max_states: int | None,
+    graph: bool,
+    progress: Callable[[Stats], None] | None,
+) -> CheckResult:
     try:
         if simulate_mode:
             return simulate(

@@ -1,0 +1,35 @@
+"""docs/reference/replication.md is rendered from the spec's declarations and kept current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from model_tests.scenario_files import assert_matches_file
+from spec.reference import render_reference
+from spec.replication import Params, Replication
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+INTRO = """
+Generated from `spec/replication.py` by `model_tests/test_docs_reference.py` (run pytest with
+`--rewrite` after changing a docstring). The narrative is in `docs/replication.md`.
+"""
+
+
+def test_replication_reference_is_current(rewrite: bool) -> None:
+    configurations = [
+        ("published-2018 (unfenced)", Replication(Params(truncation="kip279"))),
+        ("published-2018 (kip320)", Replication(Params(truncation="kip320"))),
+        (
+            "extended (kip320)",
+            Replication(Params(model="extended", truncation="kip320", max_crashes=1)),
+        ),
+        (
+            "extended (unclean, high_watermark)",
+            Replication(
+                Params(model="extended", truncation="high_watermark", unclean=True, max_crashes=1)
+            ),
+        ),
+    ]
+    text = render_reference("Replication spec: reference", INTRO, configurations)
+    assert_matches_file(DOCS / "reference" / "replication.md", text, rewrite)
