@@ -197,14 +197,12 @@ def check(
     }
     canon = _Canon(spec, symmetry)
     actions = [
-        (decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
-        for decl in spec.actions()
+        (i, decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
+        for i, decl in enumerate(spec.actions())
     ]
-    stats = Stats(
-        fired={d.name: 0 for d, _, _ in actions},
-        new_states={d.name: 0 for d, _, _ in actions},
-        unreduced_states=0 if symmetry else None,
-    )
+    fired = [0] * len(actions)
+    found_new = [0] * len(actions)
+    stats = Stats(unreduced_states=0 if symmetry else None)
     start = clock() if clock else 0.0
     parents: dict[Any, tuple[Any, ActionDecl, tuple[Any, ...]] | None] = {}
     ids: dict[Any, int] = {}
@@ -214,6 +212,9 @@ def check(
 
     def finish(complete: bool) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
+        stats.fired = {decl.name: fired[i] for i, decl, _, _ in actions}
+        stats.states_generated = sum(fired)
+        stats.new_states = {decl.name: found_new[i] for i, decl, _, _ in actions}
         warnings = [
             f"action {name} never fired"
             for name, count in stats.fired.items()
@@ -262,7 +263,16 @@ def check(
             return finish(False)
     depth = 1
     within = spec.within_bounds
-    step_of = spec.step_of
+    steps: dict[tuple[str, tuple[Any, ...]], Step] = {}
+
+    def step_of(decl: ActionDecl, args: tuple[Any, ...]) -> Step:
+        # Labels repeat across states: build each once.
+        key = (decl.name, args)
+        step = steps.get(key)
+        if step is None:
+            step = steps[key] = spec.step_of(decl, args)
+        return step
+
     next_report = progress_every
     while frontier:
         stats.depth = depth
@@ -273,14 +283,13 @@ def check(
         for s in frontier:
             if not within(s):
                 continue
-            for decl, fn, domain in actions:
+            for i, decl, fn, domain in actions:
                 arg_lists = domain(s) if domain is not None else ((),)
                 for args in arg_lists:
                     t = fn(s, *args)
                     if t is None:
                         continue
-                    stats.states_generated += 1
-                    stats.fired[decl.name] += 1
+                    fired[i] += 1
                     if trans_props or pending_trans_sometimes:
                         step = step_of(decl, args)
                         for tdecl, prop in trans_props:
@@ -309,7 +318,7 @@ def check(
                         continue
                     parents[c] = (s, decl, args)
                     stats.distinct_states += 1
-                    stats.new_states[decl.name] += 1
+                    found_new[i] += 1
                     if stats.unreduced_states is not None:
                         stats.unreduced_states += canon.orbit_size(c)
                     if graph:
@@ -330,6 +339,7 @@ def check(
                         return finish(False)
                     if progress is not None and stats.distinct_states >= next_report:
                         next_report += progress_every
+                        stats.states_generated = sum(fired)
                         if clock:
                             stats.seconds = clock() - start
                         progress(stats)
