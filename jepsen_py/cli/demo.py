@@ -128,7 +128,7 @@ def demo(out: Path, full: bool, json_mode: bool) -> None:
             found += f" in {row['trace_length']} states"
         say(f"  {mark} {row['name']:<34} {found:<36} [{row['reference']}]")
     if not full:
-        say("  (3-replica crash configurations: run with --full; about a minute)")
+        say("  (3-replica min.insync.replicas=2 configurations: --full, about ten minutes)")
     summary = {
         "parity_matches": sum(r["match"] for r in parity),
         "parity_total": len(parity),
