@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 import orjson
 
 from jepsen_py.history.op import OP_TYPES, Op
 from jepsen_py.history.validate import HistoryError, Rejections
+from jepsen_py.history.writer import HistoryWriter
 
 _TYPES = ", ".join(sorted(OP_TYPES))
 
@@ -107,7 +107,7 @@ def read_jsonl(path: str | os.PathLike[str], rejections: Rejections | None = Non
             yield op
 
 
-class JsonlWriter:
+class JsonlWriter(HistoryWriter):
     """Append ops to a JSONL history one line at a time (flushed on `close`)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -121,17 +121,6 @@ class JsonlWriter:
 
     def close(self) -> None:
         self._handle.close()
-
-    def __enter__(self) -> JsonlWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def write_jsonl(path: str | os.PathLike[str], ops: Iterator[Op] | list[Op]) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from types import TracebackType
 
 import orjson
 import pyarrow as pa
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 from jepsen_py.history.jsonl import RecordError, op_from_record
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import HistoryError, Rejections
+from jepsen_py.history.writer import HistoryWriter
 
 SCHEMA = pa.schema(
     [
@@ -96,7 +96,7 @@ def read_parquet(
             yield op
 
 
-class ParquetHistoryWriter:
+class ParquetHistoryWriter(HistoryWriter):
     """Write ops to a Parquet history incrementally, one row group per `ROW_GROUP_SIZE`."""
 
     def __init__(self, path: str | os.PathLike[str], *, row_group_size: int = ROW_GROUP_SIZE):
@@ -127,17 +127,6 @@ class ParquetHistoryWriter:
     def close(self) -> None:
         self._flush()
         self._writer.close()
-
-    def __enter__(self) -> ParquetHistoryWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def write_parquet(
