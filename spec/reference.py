@@ -36,7 +36,7 @@ def render_reference(title: str, intro: str, configurations: Sequence[tuple[str,
                 seen.add(decl.name)
                 every_action.append(decl)
     out += ["## Actions", ""]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for decl in every_action:
         used = [n for n, spec in configurations if decl.name in {d.name for d in spec.actions()}]
         args = ", ".join(decl.params) or "-"
