@@ -108,18 +108,43 @@ def read_jsonl(path: str | os.PathLike[str], rejections: Rejections | None = Non
 
 
 class JsonlWriter(HistoryWriter):
-    """Append ops to a JSONL history one line at a time (flushed on `close`)."""
+    """Append ops to a JSONL history one line at a time.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``flush_every=N`` hands the lines to the operating system every N lines, so that a
+    process killed mid-run (SIGKILL, OOM) leaves its history on disk up to there; ``None``
+    buffers until ``close``. ``fsync=True`` also forces the file to disk on ``close``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_every: int | None = None,
+        fsync: bool = False,
+    ) -> None:
+        if flush_every is not None and flush_every < 1:
+            raise ValueError(f"flush_every={flush_every}: flush at least every line (>= 1)")
         self.path = Path(path)
         self._handle: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self.count = 0
+        self.flush_every = flush_every
+        self.fsync = fsync
 
     def write(self, op: Op) -> None:
         self._handle.write(orjson.dumps(op_to_record(op)) + b"\n")
         self.count += 1
+        if self.flush_every is not None and self.count % self.flush_every == 0:
+            self._handle.flush()
+
+    def flush(self) -> None:
+        self._handle.flush()
 
     def close(self) -> None:
+        if self._handle.closed:
+            return
+        self._handle.flush()
+        if self.fsync:
+            os.fsync(self._handle.fileno())
         self._handle.close()
 
 
