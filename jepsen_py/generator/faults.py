@@ -1,0 +1,97 @@
+"""The nemesis schedule: alternating fault start/stop ops on the nemesis thread, and heal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from jepsen_py.generator.combinators import _Concat, _Invoke, _OnThreads
+from jepsen_py.generator.core import (
+    PENDING,
+    Context,
+    Gen,
+    GeneratorError,
+    Invocation,
+    Pending,
+    Step,
+    derive_rng,
+    is_nemesis,
+)
+
+# --- faults ---------------------------------------------------------------------------
+
+_FAULT_VERBS: dict[str, tuple[str, str]] = {
+    "kill": ("kill", "restart"),
+    "pause": ("pause", "resume"),
+}
+
+
+def fault_ops(fault: str) -> tuple[str, str]:
+    """The ``f`` of the ops that start and stop ``fault``: ``kill``/``restart``,
+    ``pause``/``resume``, otherwise ``start-<fault>``/``stop-<fault>``. The reports pair
+    them the same way (`jepsen_py.report.spans.fault_kind`)."""
+    return _FAULT_VERBS.get(fault, (f"start-{fault}", f"stop-{fault}"))
+
+
+@attrs.frozen(slots=True)
+class _Schedule(Gen):
+    faults: tuple[str, ...]
+    interval: int
+    seed: int
+    jitter: float
+    step: int
+    active: str | None
+    next_time: int | None
+
+    def _gap(self, step: int) -> int:
+        rng = derive_rng(self.seed, f"nemesis-schedule/gap/{step}")
+        return max(1, int(self.interval * (1 + self.jitter * (2 * rng.random() - 1))))
+
+    def op(self, ctx: Context) -> Step:
+        if self.next_time is None:
+            first = attrs.evolve(self, next_time=ctx.time + self._gap(0))
+            return Pending(first.next_time), first
+        if ctx.time < self.next_time:
+            return Pending(self.next_time), self
+        thread = ctx.first_free()
+        if thread is None:
+            return PENDING, self
+        if self.active is None:
+            rng = derive_rng(self.seed, f"nemesis-schedule/fault/{self.step}")
+            fault = self.faults[rng.randrange(len(self.faults))]
+            f, active = fault_ops(fault)[0], fault
+        else:
+            f, active = fault_ops(self.active)[1], None
+        inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
+        step = self.step + 1
+        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + self._gap(step))
+        return inv, after
+
+
+def nemesis_schedule(
+    faults: Sequence[str], interval: int, seed: int, *, jitter: float = 0.5
+) -> Gen:
+    """Forever: wait, start a fault chosen at random from ``faults``, wait, stop it, ...
+    on the nemesis thread. Each wait is ``interval`` ns times a factor uniform in
+    [1 - jitter, 1 + jitter]. Draws come from ``seed`` and the step number only, so the
+    schedule does not move when the workload changes. The ops name the fault only
+    (``value`` None): the nemesis's resolver picks the concrete targets (which nodes,
+    which grudge) when it performs them, and records them in the completion."""
+    if not faults:
+        raise GeneratorError("nemesis_schedule needs at least one fault, e.g. ['partition']")
+    if isinstance(faults, set | frozenset):
+        raise GeneratorError("nemesis_schedule: pass faults as a list, not a set (order)")
+    if interval <= 0:
+        raise GeneratorError(f"nemesis_schedule: interval {interval} must be > 0 ns")
+    if not 0 <= jitter < 1:
+        raise GeneratorError(f"nemesis_schedule: jitter {jitter} must be in [0, 1)")
+    schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None)
+    return _OnThreads(is_nemesis, schedule)
+
+
+def heal(faults: Sequence[str]) -> Gen:
+    """Stop every fault of ``faults`` (in order), on the nemesis thread; for the final
+    phase, whatever the schedule left running."""
+    stops = [_Invoke(fault_ops(fault)[1], None, None) for fault in faults]
+    return _OnThreads(is_nemesis, _Concat(tuple(stops)))
