@@ -1,0 +1,502 @@
+"""A broker: the partitions it hosts, its requests, its registration with the controller,
+and what it recovers from disk when it starts (Kafka's ``KafkaServer`` + ``ReplicaManager``).
+
+A ``Broker`` object is one *process*: constructing it is starting the broker on its disk.
+It opens every partition directory it finds (log recovery, ``impl.log.recovery``; the log is
+then flushed, so its recovery point is its log end), reads its high watermarks from
+``replication-offset-checkpoint`` (each clamped to its log's end, as Kafka does) and knows no
+leader: every replica starts ``offline``. It then registers with the controller and gets a
+broker epoch (KIP-380); it accepts only LeaderAndIsr requests carrying that epoch, and none
+from a controller older than the newest it has seen (STALE_CONTROLLER_EPOCH).
+
+A crash is the end of the object: the world drops it and its disk loses what was not
+flushed. Nothing of it survives but the disk.
+
+Sans-I/O: ``step(src, message, now)`` and ``tick(now)`` return ``Effects`` (messages to
+send, notes for the world). The only I/O is through the disk object handed in.
+
+Two modes (``BrokerConfig.atomic``):
+
+- **asynchronous** (Kafka's): on a LeaderAndIsr naming another leader the replica takes the
+  new epoch at once and its fetcher first runs the OffsetsForLeaderEpoch exchange, then
+  fetches, all as messages over the network; fetches are sent on ticks and long-polled.
+- **atomic** (refinement): becoming a follower is one step -- the replica's visible state
+  changes only when the exchange has completed (the world routes the exchange's requests
+  synchronously); if it cannot complete, nothing changes and the request may be redelivered
+  later. Replica fetches are started by the world (``build_fetch``), one round trip at a
+  time. The HW checkpoint is written and flushed on every HW change, so a restart restores
+  exactly min(HW, recovered log end).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from impl.controller import CONTROLLER, broker_node
+from impl.fetcher import ExchangeDone, ExchangeFailed, FetchPhase, TruncationExchange
+from impl.log import (
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    Log,
+    LogConfig,
+    OffsetCheckpointFile,
+    RecoveryReport,
+    TopicPartition,
+)
+from impl.log.fs import FileSystem
+from impl.protocol import (
+    CONSUMER_ID,
+    NO_LEADER,
+    AlterPartition,
+    AlterPartitionResponse,
+    BrokerHeartbeat,
+    BrokerHeartbeatResponse,
+    BrokerRegistration,
+    BrokerRegistrationResponse,
+    Effects,
+    Errors,
+    Fetch,
+    FetchResponse,
+    LeaderAndIsr,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    Produce,
+    ProduceResponse,
+    RequestFailed,
+)
+from impl.replica import Replica, ReplicaConfig, Role
+
+__all__ = ["Broker", "BrokerConfig", "partition_dir"]
+
+
+def partition_dir(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+@attrs.frozen
+class BrokerConfig:
+    replica: ReplicaConfig = attrs.field(factory=ReplicaConfig)
+    log: LogConfig = attrs.field(factory=LogConfig)
+    heartbeat_interval_ns: int = 2_000_000_000
+    """``broker.heartbeat.interval.ms``."""
+    replica_fetch_max_bytes: int = 1024 * 1024
+    """``replica.fetch.max.bytes`` (the first batch is returned whole anyway, KIP-74)."""
+    replica_fetch_wait_max_ns: int = 500_000_000
+    """``replica.fetch.wait.max.ms``: how long a leader parks a fetch with nothing new."""
+    replica_fetch_backoff_ns: int = 1_000_000_000
+    """``replica.fetch.backoff.ms``: after an error."""
+    request_timeout_ns: int = 30_000_000_000
+    """``request.timeout.ms``: a fetch, epoch exchange, ISR change or registration unanswered
+    this long is forgotten (asynchronous mode: the network loses messages silently)."""
+    hw_checkpoint_interval_ns: int | None = 5_000_000_000
+    """``replica.high.watermark.checkpoint.interval.ms``; None: on every HW change."""
+    atomic: bool = False
+    """Refinement mode, see the module docstring."""
+
+
+class Broker:
+    """One broker process (id ``broker_id``) on ``disk``."""
+
+    replica_class: type[Replica] = Replica
+    """What hosts a partition (a test may plug in a deliberately broken one)."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        disk: FileSystem,
+        config: BrokerConfig,
+        now: int,
+        incarnation: int = 0,
+    ) -> None:
+        self.id = broker_id
+        self.node = broker_node(broker_id)
+        self.disk = disk
+        self.config = config
+        self.incarnation = incarnation
+        self.broker_epoch: int | None = None
+        self.register_retry_at: int | None = None
+        """While registering: when to try again if no answer came."""
+        self.controller_epoch = 0
+        self.next_heartbeat_at = now
+        self.next_checkpoint_at = now
+        self.replicas: dict[tuple[str, int], Replica] = {}
+        self._exchanges: dict[tuple[str, int], tuple[LeaderAndIsr, TruncationExchange]] = {}
+        """Atomic mode: a follower transition waiting for its epoch exchange to complete."""
+        self._checkpoint = OffsetCheckpointFile(disk, "", REPLICATION_OFFSET_CHECKPOINT)
+        self._recovery_points = OffsetCheckpointFile(disk, "", RECOVERY_POINT_CHECKPOINT)
+        self.recovered: dict[tuple[str, int], RecoveryReport] = {}
+        self._load(now)
+
+    # ------------------------------------------------------------------ start-up
+
+    def _load(self, now: int) -> None:
+        """Open every partition directory on the disk: recovery from the checkpointed
+        recovery point (segments below it are trusted), HW from the checkpoint."""
+        hws = self._checkpoint.read()
+        points = self._recovery_points.read()
+        # FileSystem has no directory listing; SimDisk's paths() stands in (see docs/impl.md).
+        paths: list[str] = self.disk.paths()  # type: ignore[attr-defined]
+        directories = sorted({path.split("/", 1)[0] for path in paths if "/" in path})
+        for directory in directories:
+            topic, _, number = directory.rpartition("-")
+            if not topic or not number.isdigit():
+                continue
+            partition = int(number)
+            point = points.get(TopicPartition(topic, partition), 0)
+            log = Log.open(self.disk, directory, config=self.config.log, recovery_point=point)
+            # Everything that survived is on disk: recovery re-validated it all.
+            log.flush()
+            self.recovered[(topic, partition)] = log.recovery
+            hw = hws.get(TopicPartition(topic, partition), 0)
+            self.replicas[(topic, partition)] = self.replica_class(
+                self.id, topic, partition, log, min(hw, log.log_end_offset), self.config.replica
+            )
+
+    def start(self, now: int) -> Effects:
+        """Register with the controller."""
+        out = Effects()
+        self._register(now, out)
+        return out
+
+    def _register(self, now: int, out: Effects) -> None:
+        self.register_retry_at = now + self.config.heartbeat_interval_ns
+        out.send(CONTROLLER, BrokerRegistration(self.id, self.incarnation))
+
+    # ------------------------------------------------------------------ helpers
+
+    def replica(self, topic: str, partition: int) -> Replica | None:
+        return self.replicas.get((topic, partition))
+
+    def _replica_for(self, topic: str, partition: int) -> Replica:
+        key = (topic, partition)
+        replica = self.replicas.get(key)
+        if replica is None:
+            log = Log.open(self.disk, partition_dir(topic, partition), config=self.config.log)
+            replica = self.replica_class(self.id, topic, partition, log, 0, self.config.replica)
+            self.replicas[key] = replica
+        return replica
+
+    def _after(self, now: int, out: Effects) -> Effects:
+        """After every step: checkpoint HWs when configured to on every change; after a
+        truncation, the recovery points (a stale one could make recovery trust a segment
+        written after the truncation)."""
+        if self.config.hw_checkpoint_interval_ns is None:
+            if any(r.hw_changed for r in self.replicas.values()):
+                self.checkpoint_hws()
+        elif any(r.truncated for r in self.replicas.values()):
+            self.checkpoint_recovery_points()
+        return out
+
+    def checkpoint_hws(self) -> None:
+        """Write ``replication-offset-checkpoint`` (write temp, fsync, rename)."""
+        self._checkpoint.write(
+            {TopicPartition(t, p): r.hw for (t, p), r in sorted(self.replicas.items())}
+        )
+        for r in self.replicas.values():
+            r.hw_changed = False
+
+    def checkpoint_recovery_points(self) -> None:
+        """Write ``recovery-point-offset-checkpoint``: a restart re-validates only what is
+        at or after it (``log.flush.offset.checkpoint.interval.ms``)."""
+        self._recovery_points.write(
+            {
+                TopicPartition(t, p): r.log.recovery_point
+                for (t, p), r in sorted(self.replicas.items())
+            }
+        )
+        for r in self.replicas.values():
+            r.truncated = False
+
+    # ------------------------------------------------------------------ messages
+
+    def step(self, src: str, msg: object, now: int) -> Effects:
+        out = Effects()
+        if isinstance(msg, LeaderAndIsr):
+            self._on_leader_and_isr(msg, now, out)
+        elif isinstance(msg, Produce):
+            replica = self.replicas.get((msg.topic, msg.partition))
+            if replica is None:
+                out.send(
+                    src,
+                    ProduceResponse(
+                        msg.request_id, msg.topic, msg.partition, Errors.NOT_LEADER_OR_FOLLOWER
+                    ),
+                )
+            else:
+                replica.handle_produce(src, msg, now, out)
+        elif isinstance(msg, Fetch):
+            self._on_fetch(src, msg, now, out)
+        elif isinstance(msg, FetchResponse):
+            self._on_fetch_response(msg, now, out)
+        elif isinstance(msg, OffsetsForLeaderEpoch):
+            self._on_offsets_for_leader_epoch(src, msg, out)
+        elif isinstance(msg, OffsetsForLeaderEpochResponse):
+            self._on_exchange_response(msg, now, out)
+        elif isinstance(msg, AlterPartitionResponse):
+            replica = self.replicas.get((msg.topic, msg.partition))
+            if replica is not None:
+                replica.on_alter_partition_response(msg, now, out)
+        elif isinstance(msg, BrokerRegistrationResponse):
+            self._on_registration_response(msg, now)
+        elif isinstance(msg, BrokerHeartbeatResponse):
+            if msg.error is Errors.STALE_BROKER_EPOCH and msg.broker_epoch == self.broker_epoch:
+                # The controller let the session expire (we were paused or cut off):
+                # register again, as a broker whose ZooKeeper session expired does.
+                self.broker_epoch = None
+                self._register(now, out)
+        elif isinstance(msg, RequestFailed):
+            self._on_request_failed(msg.request, now, out)
+        return self._after(now, out)
+
+    def _on_registration_response(self, msg: BrokerRegistrationResponse, now: int) -> None:
+        if self.register_retry_at is None:
+            return  # not registering (a duplicate answer)
+        if msg.error is Errors.NONE:
+            self.register_retry_at = None
+            self.broker_epoch = msg.broker_epoch
+            self.controller_epoch = max(self.controller_epoch, msg.controller_epoch)
+            self.next_heartbeat_at = now + self.config.heartbeat_interval_ns
+
+    def _on_request_failed(self, request: object, now: int, out: Effects) -> None:
+        if isinstance(request, BrokerRegistration):
+            if self.register_retry_at is not None:
+                self.register_retry_at = now
+        elif isinstance(request, AlterPartition):
+            replica = self.replicas.get((request.topic, request.partition))
+            if replica is not None:
+                replica.on_alter_partition_failed(request)
+        elif isinstance(request, Fetch):
+            replica = self.replicas.get((request.topic, request.partition))
+            if replica is not None and replica.fetcher is not None:
+                in_flight = replica.fetcher.in_flight
+                if in_flight is not None and in_flight.fetch_id == request.fetch_id:
+                    replica.fetcher.forget_in_flight()
+                    replica.fetcher.next_fetch_at = now + self.config.replica_fetch_backoff_ns
+        elif isinstance(request, OffsetsForLeaderEpoch):
+            self._exchange_failed((request.topic, request.partition), request, now)
+
+    # ------------------------------------------------------------------ LeaderAndIsr
+
+    def _on_leader_and_isr(self, msg: LeaderAndIsr, now: int, out: Effects) -> None:
+        if msg.controller_epoch < self.controller_epoch:
+            return  # STALE_CONTROLLER_EPOCH
+        if self.broker_epoch is None or msg.broker_epoch != self.broker_epoch:
+            return  # STALE_BROKER_EPOCH: meant for another incarnation (KIP-380)
+        self.controller_epoch = msg.controller_epoch
+        if msg.leader == NO_LEADER or self.id not in msg.replicas:
+            return  # an offline partition: nothing to lead or follow
+        replica = self._replica_for(msg.topic, msg.partition)
+        if msg.leader_epoch <= replica.leader_epoch:
+            return  # stale or duplicate: Partition.makeLeader/makeFollower skip it
+        key = (msg.topic, msg.partition)
+        if msg.leader == self.id:
+            self._exchanges.pop(key, None)
+            replica.become_leader(msg, now, out)
+            return
+        exchange = replica.new_exchange(msg.leader_epoch)
+        first = exchange.start()
+        if self.config.atomic:
+            if isinstance(first, ExchangeDone):
+                self._exchanges.pop(key, None)
+                replica.become_follower(msg, first.offset, now, out)
+            else:
+                self._exchanges[key] = (msg, exchange)
+                out.send(broker_node(msg.leader), first)
+            return
+        replica.become_follower(msg, None, now, out)
+        assert replica.fetcher is not None
+        replica.fetcher.exchange = exchange
+        if isinstance(first, ExchangeDone):
+            replica.complete_truncation(first.offset)
+        else:
+            replica.fetcher.in_flight_since = now
+            out.send(broker_node(msg.leader), first)
+
+    def _on_offsets_for_leader_epoch(
+        self, src: str, msg: OffsetsForLeaderEpoch, out: Effects
+    ) -> None:
+        replica = self.replicas.get((msg.topic, msg.partition))
+        if replica is None:
+            out.send(
+                src,
+                OffsetsForLeaderEpochResponse(
+                    msg.topic, msg.partition, Errors.NOT_LEADER_OR_FOLLOWER, msg.request_id, -1, -1
+                ),
+            )
+            return
+        out.send(src, replica.handle_offsets_for_leader_epoch(msg))
+
+    def _on_exchange_response(
+        self, msg: OffsetsForLeaderEpochResponse, now: int, out: Effects
+    ) -> None:
+        key = (msg.topic, msg.partition)
+        replica = self.replicas.get(key)
+        if replica is None:
+            return
+        if self.config.atomic:
+            pending = self._exchanges.get(key)
+            if pending is None:
+                return
+            request, exchange = pending
+            if exchange.outstanding is None or exchange.outstanding.request_id != msg.request_id:
+                return
+            result = exchange.on_response(msg)
+            if isinstance(result, ExchangeDone):
+                del self._exchanges[key]
+                replica.become_follower(request, result.offset, now, out)
+            elif isinstance(result, ExchangeFailed):
+                del self._exchanges[key]
+            else:
+                out.send(broker_node(request.leader), result)
+            return
+        fetcher = replica.fetcher
+        if (
+            fetcher is None
+            or fetcher.phase is not FetchPhase.TRUNCATING
+            or fetcher.exchange is None
+        ):
+            return
+        exchange = fetcher.exchange
+        if exchange.outstanding is None or exchange.outstanding.request_id != msg.request_id:
+            return
+        result = exchange.on_response(msg)
+        if isinstance(result, ExchangeDone):
+            replica.complete_truncation(result.offset)
+        elif isinstance(result, ExchangeFailed):
+            fetcher.exchange = None  # restarted from scratch on a later tick
+            fetcher.next_fetch_at = now + self.config.replica_fetch_backoff_ns
+        else:
+            fetcher.in_flight_since = now
+            out.send(broker_node(fetcher.leader), result)
+
+    def _exchange_failed(
+        self, key: tuple[str, int], request: OffsetsForLeaderEpoch, now: int
+    ) -> None:
+        if self.config.atomic:
+            pending = self._exchanges.get(key)
+            if pending is not None and pending[1].outstanding == request:
+                del self._exchanges[key]
+            return
+        replica = self.replicas.get(key)
+        if replica is None or replica.fetcher is None or replica.fetcher.exchange is None:
+            return
+        if replica.fetcher.exchange.outstanding == request:
+            replica.fetcher.exchange = None
+            replica.fetcher.next_fetch_at = now + self.config.replica_fetch_backoff_ns
+
+    # ------------------------------------------------------------------ fetch
+
+    def _on_fetch(self, src: str, msg: Fetch, now: int, out: Effects) -> None:
+        replica = self.replicas.get((msg.topic, msg.partition))
+        if replica is None:
+            out.send(
+                src,
+                FetchResponse(
+                    msg.topic,
+                    msg.partition,
+                    Errors.NOT_LEADER_OR_FOLLOWER,
+                    msg.fetch_id,
+                    msg.fetch_offset,
+                    -1,
+                    -1,
+                ),
+            )
+            return
+        if self.config.atomic and msg.replica_id != CONSUMER_ID:
+            # Refinement: one record per round trip, and no long poll.
+            msg = Fetch(
+                replica_id=msg.replica_id,
+                broker_epoch=msg.broker_epoch,
+                topic=msg.topic,
+                partition=msg.partition,
+                fetch_offset=msg.fetch_offset,
+                current_leader_epoch=msg.current_leader_epoch,
+                last_fetched_epoch=msg.last_fetched_epoch,
+                max_bytes=1,
+                fetch_id=msg.fetch_id,
+                max_wait_ns=0,
+            )
+        replica.handle_fetch(src, msg, now, out)
+
+    def _on_fetch_response(self, msg: FetchResponse, now: int, out: Effects) -> None:
+        replica = self.replicas.get((msg.topic, msg.partition))
+        if replica is None:
+            return
+        applied = replica.on_fetch_response(msg, now, self.config.replica_fetch_backoff_ns)
+        if applied and not self.config.atomic:
+            self._send_fetch(replica, now, out)
+
+    def build_fetch(self, topic: str, partition: int, now: int) -> Fetch | None:
+        """The next replica fetch of this follower, if it may send one now."""
+        replica = self.replicas.get((topic, partition))
+        if replica is None or self.broker_epoch is None:
+            return None
+        max_bytes = 1 if self.config.atomic else self.config.replica_fetch_max_bytes
+        wait = 0 if self.config.atomic else self.config.replica_fetch_wait_max_ns
+        return replica.build_fetch(self.broker_epoch, max_bytes, wait, now)
+
+    def _send_fetch(self, replica: Replica, now: int, out: Effects) -> None:
+        fetch = self.build_fetch(replica.topic, replica.partition, now)
+        if fetch is not None:
+            assert replica.fetcher is not None
+            out.send(broker_node(replica.fetcher.leader), fetch)
+
+    # ------------------------------------------------------------------ time
+
+    def tick(self, now: int) -> Effects:
+        """Heartbeat or register, expire purgatory and parked fetches, propose one ISR
+        change per partition, and (asynchronous mode) drive fetchers and checkpoints."""
+        out = Effects()
+        if self.broker_epoch is None:
+            if self.register_retry_at is None or now >= self.register_retry_at:
+                self._register(now, out)
+        elif now >= self.next_heartbeat_at:
+            self.next_heartbeat_at = now + self.config.heartbeat_interval_ns
+            out.send(CONTROLLER, BrokerHeartbeat(self.id, self.broker_epoch))
+        for key in sorted(self.replicas):
+            replica = self.replicas[key]
+            replica.tick(now, out, self.config.request_timeout_ns)
+            if self.broker_epoch is not None:
+                change = replica.isr_change(self.broker_epoch, now)
+                if change is not None:
+                    out.send(CONTROLLER, change)
+            if not self.config.atomic:
+                self._drive_fetcher(replica, now, out)
+        interval = self.config.hw_checkpoint_interval_ns
+        if interval is not None and now >= self.next_checkpoint_at:
+            self.checkpoint_hws()
+            self.checkpoint_recovery_points()
+            self.next_checkpoint_at = now + interval
+        return self._after(now, out)
+
+    def _drive_fetcher(self, replica: Replica, now: int, out: Effects) -> None:
+        fetcher = replica.fetcher
+        if replica.role is not Role.FOLLOWER or fetcher is None:
+            return
+        timeout = self.config.request_timeout_ns
+        if fetcher.phase is FetchPhase.TRUNCATING:
+            exchange = fetcher.exchange
+            if exchange is not None and exchange.outstanding is not None:
+                if now - fetcher.in_flight_since > timeout:
+                    fetcher.exchange = None
+                return
+            if exchange is None and now >= fetcher.next_fetch_at:
+                exchange = replica.new_exchange(fetcher.leader_epoch)
+                fetcher.exchange = exchange
+                first = exchange.start()
+                if isinstance(first, ExchangeDone):
+                    replica.complete_truncation(first.offset)
+                else:
+                    fetcher.in_flight_since = now
+                    out.send(broker_node(fetcher.leader), first)
+            return
+        if fetcher.in_flight is not None and now - fetcher.in_flight_since > timeout:
+            fetcher.forget_in_flight()
+        self._send_fetch(replica, now, out)
+
+    # ------------------------------------------------------------------ views
+
+    def describe(self) -> str:
+        parts = [f"broker {self.id} epoch={self.broker_epoch}"]
+        parts += [r.describe() for _, r in sorted(self.replicas.items())]
+        return "; ".join(parts)

@@ -1,0 +1,779 @@
+"""One replica of one partition on one broker (Kafka's ``Partition``): its role, log, high
+watermark, ISR, what it knows of the other replicas, and its produce purgatory.
+
+Roles form a life cycle, written as a table (``TRANSITIONS``, h11 style): a replica starts
+``offline`` (its broker just started, or the partition was just created: it knows no
+leader), and LeaderAndIsr requests move it to ``leader`` or ``follower``. Every row says what
+the transition does. A replica never goes back to ``offline``: it goes away with its process
+(a crash drops the whole object) and comes back ``offline`` from disk. ``SERVES`` says which
+requests each role answers; anything else is answered NOT_LEADER_OR_FOLLOWER.
+
+As **leader** (``Partition.makeLeader`` and the leader-side handlers):
+
+- its high watermark is the smallest log end offset over the ISR (its own, and each
+  follower's as its last fetch reported it), recomputed on every append, fetch and ISR
+  change; it only moves forward (``maybeIncrementLeaderHW``). In asynchronous mode the ISR
+  used is the *maximal* ISR (KIP-497): the committed ISR plus a pending addition;
+- a fetch is answered in Kafka's order: the records at the fetch offset and the HW are read
+  for the response *first*, then the follower's LEO is recorded and the HW recomputed. So
+  a follower learns of an HW advance one fetch late (what KIP-101's data loss needs);
+- produce: acks=0/1 answered at once, acks=all refused with NOT_ENOUGH_REPLICAS while the
+  ISR is smaller than ``min.insync.replicas``, else parked in the purgatory until the HW
+  passes the records (failed with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+  ``min.insync.replicas`` meanwhile). A replica that stops leading fails its purgatory with
+  NOT_LEADER_OR_FOLLOWER;
+- becoming leader resets every remote replica state (LEO unknown) and records where the new
+  epoch starts in the leader-epoch cache.
+
+As **follower**: on a LeaderAndIsr naming another leader it truncates its log by the
+variant's rule (``impl.fetcher``) and fetches from its LEO; it appends what it gets and sets
+its HW to min(the leader's HW in the response, its own LEO).
+
+Invariants asserted after every change (``check``): HW <= LEO; a leader is in its own ISR
+and its ISR is within the replicas; the purgatory is bounded and holds only offsets below the
+LEO, and only while leading; a follower has a fetcher, a leader none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+
+import attrs
+
+from impl.fetcher import FetchPhase, FollowerFetcher, TruncationExchange
+from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
+from impl.log import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    EpochRegressionError,
+    Log,
+    OffsetOutOfRangeError,
+    RecordBatch,
+    StorageError,
+)
+from impl.log.batch import read_header
+from impl.protocol import (
+    ANY_EPOCH,
+    CONSUMER_ID,
+    NO_LEADER,
+    Acked,
+    AlterPartition,
+    AlterPartitionResponse,
+    Appended,
+    Effects,
+    Errors,
+    Fetch,
+    FetchResponse,
+    LeaderAndIsr,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    Produce,
+    ProduceFailed,
+    ProduceResponse,
+)
+
+__all__ = [
+    "SERVES",
+    "TRANSITIONS",
+    "IllegalRoleTransition",
+    "PendingProduce",
+    "Replica",
+    "ReplicaConfig",
+    "Role",
+    "RoleEvent",
+    "RoleTransition",
+    "roles_to_markdown",
+    "roles_to_mermaid",
+]
+
+NIL_EPOCH = -1
+
+
+class Role(enum.Enum):
+    OFFLINE = "offline"
+    FOLLOWER = "follower"
+    LEADER = "leader"
+
+
+class RoleEvent(enum.Enum):
+    BECOME_LEADER = "become-leader"
+    BECOME_FOLLOWER = "become-follower"
+
+
+@attrs.frozen
+class RoleTransition:
+    source: Role
+    event: RoleEvent
+    target: Role
+    does: str
+
+
+_O, _F, _L = Role.OFFLINE, Role.FOLLOWER, Role.LEADER
+_BL, _BF = RoleEvent.BECOME_LEADER, RoleEvent.BECOME_FOLLOWER
+
+TRANSITIONS: tuple[RoleTransition, ...] = (
+    RoleTransition(_O, _BL, _L, "take epoch and ISR; epoch starts at LEO; reset remote states"),
+    RoleTransition(_O, _BF, _F, "truncate by the variant's rule; start fetching"),
+    RoleTransition(_F, _BL, _L, "stop fetching; take epoch and ISR; reset remote states"),
+    RoleTransition(_F, _BF, _F, "newer epoch: truncate again; fetch from the named leader"),
+    RoleTransition(_L, _BL, _L, "newer epoch: fail purgatory; reset remote states"),
+    RoleTransition(_L, _BF, _F, "fail purgatory; truncate; start fetching"),
+)
+
+_TABLE = {(t.source, t.event): t for t in TRANSITIONS}
+assert len(_TABLE) == len(TRANSITIONS)
+assert all(t.target is not Role.OFFLINE for t in TRANSITIONS), "offline only with the process"
+
+SERVES: dict[Role, frozenset[str]] = {
+    Role.OFFLINE: frozenset(),
+    Role.FOLLOWER: frozenset({"FetchResponse"}),
+    Role.LEADER: frozenset({"Produce", "Fetch", "OffsetsForLeaderEpoch", "AlterPartitionResponse"}),
+}
+"""Which messages each role acts on (everything else: NOT_LEADER_OR_FOLLOWER or ignored)."""
+
+
+class IllegalRoleTransition(Exception):
+    def __init__(self, replica: str, role: Role, event: RoleEvent) -> None:
+        allowed = ", ".join(t.event.value for t in TRANSITIONS if t.source is role)
+        super().__init__(
+            f"replica {replica} cannot {event.value} while {role.value}; allowed: {allowed}"
+        )
+
+
+def next_role(replica: str, role: Role, event: RoleEvent) -> Role:
+    row = _TABLE.get((role, event))
+    if row is None:
+        raise IllegalRoleTransition(replica, role, event)
+    return row.target
+
+
+def roles_to_mermaid() -> str:
+    lines = ["stateDiagram-v2", f"    [*] --> {Role.OFFLINE.value}"]
+    lines += [f"    {t.source.value} --> {t.target.value}: {t.event.value}" for t in TRANSITIONS]
+    return "\n".join(lines) + "\n"
+
+
+def roles_to_markdown() -> str:
+    lines = ["| from | event | to | does |", "| --- | --- | --- | --- |"]
+    lines += [
+        f"| {t.source.value} | {t.event.value} | {t.target.value} | {t.does} |" for t in TRANSITIONS
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@attrs.frozen
+class ReplicaConfig:
+    truncation: str = "kip320"
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ns: int = 30_000_000_000
+    """``replica.lag.time.max.ms``."""
+    max_purgatory: int = 10_000
+    produce_timeout_ns: int | None = 30_000_000_000
+    """How long an acks=all write may wait (the producer's ``request.timeout.ms``, which the
+    broker enforces on its purgatory). None: never (refinement mode: the spec has no such
+    expiry)."""
+    maximal_isr: bool = True
+    """KIP-497: compute the HW over the ISR plus a pending addition."""
+
+    @property
+    def fenced(self) -> bool:
+        return self.truncation == "kip320"
+
+
+@attrs.define
+class PendingProduce:
+    """An acks=all write waiting in the purgatory for the HW to pass ``last_offset``."""
+
+    client: str
+    request_id: int
+    leader_epoch: int
+    base_offset: int
+    last_offset: int
+    deadline: int | None
+
+
+@attrs.define
+class ParkedFetch:
+    src: str
+    request: Fetch
+    deadline: int
+
+
+class Replica:
+    """One partition replica on broker ``broker_id``. Handlers append what they want sent
+    to the ``Effects`` passed in; ``hw_changed`` tells the broker to checkpoint."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        topic: str,
+        partition: int,
+        log: Log,
+        high_watermark: int,
+        config: ReplicaConfig,
+    ) -> None:
+        self.broker_id = broker_id
+        self.topic = topic
+        self.partition = partition
+        self.name = f"{topic}-{partition}@{broker_id}"
+        self.log = log
+        self.config = config
+        assert high_watermark >= 0
+        self.hw = min(high_watermark, log.log_end_offset)
+        self.role = Role.OFFLINE
+        self.leader = NO_LEADER
+        self.leader_epoch = NIL_EPOCH
+        self.isr: frozenset[int] = frozenset()
+        self.partition_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.remotes: dict[int, RemoteReplica] = {}
+        self.purgatory: list[PendingProduce] = []
+        self.parked: list[ParkedFetch] = []
+        self.fetcher: FollowerFetcher | None = None
+        self.pending_alter: AlterPartition | None = None
+        self.pending_alter_since = 0
+        self.hw_changed = False
+        self.truncated = False
+        """Records were truncated away since the broker last checkpointed recovery points."""
+        self._next_request_id = 0
+        self.check()
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def leo(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role is Role.LEADER
+
+    def maximal_isr(self) -> frozenset[int]:
+        if self.config.maximal_isr and self.pending_alter is not None:
+            return self.isr | self.pending_alter.new_isr
+        return self.isr
+
+    def epoch_start_offset(self) -> int:
+        """Where the current leader epoch starts in this replica's log (its LEO if nothing
+        was written in it): the leader-epoch cache entry makeLeader added."""
+        for entry in self.log.epoch_cache.entries:
+            if entry.epoch == self.leader_epoch:
+                return entry.start_offset
+        return self.leo
+
+    def latest_epoch(self) -> int:
+        latest = self.log.latest_epoch
+        return UNDEFINED_EPOCH if latest is None else latest
+
+    def _transition(self, event: RoleEvent) -> None:
+        self.role = next_role(self.name, self.role, event)
+
+    def _set_hw(self, hw: int) -> None:
+        assert 0 <= hw <= self.leo, (self.name, hw, self.leo)
+        if hw != self.hw:
+            self.hw = hw
+            self.hw_changed = True
+
+    def request_id(self) -> int:
+        self._next_request_id += 1
+        return self._next_request_id
+
+    # ------------------------------------------------------------------ leadership
+
+    def become_leader(self, request: LeaderAndIsr, now: int, out: Effects) -> None:
+        """``Partition.makeLeader`` for a LeaderAndIsr naming this broker, with a newer epoch
+        (the broker checked that)."""
+        assert request.leader == self.broker_id and request.leader_epoch > self.leader_epoch
+        self._fail_purgatory(Errors.NOT_LEADER_OR_FOLLOWER, out)
+        self._complete_parked(out, now=now, force=True)  # fetches of the previous epoch
+        self._transition(RoleEvent.BECOME_LEADER)
+        self._take(request)
+        # The log may already hold a newer epoch (fetched, without fencing, from a leader
+        # ahead of this request). Kafka would drop the conflicting cache entries; this
+        # storage layer refuses, so the epoch is not recorded and this leader cannot append
+        # until a newer epoch comes (appends are refused, see handle_produce).
+        with contextlib.suppress(EpochRegressionError):
+            self.log.maybe_assign_epoch_start_offset(request.leader_epoch, self.leo)
+        self.remotes = {
+            r: RemoteReplica.reset(now, r in request.isr)
+            for r in request.replicas
+            if r != self.broker_id
+        }
+        self.fetcher = None
+        self.pending_alter = None
+        self._maybe_advance_hw(out)
+        self.check()
+
+    def new_exchange(self, leader_epoch: int) -> TruncationExchange:
+        """The truncation exchange for becoming a follower in ``leader_epoch``."""
+        return TruncationExchange(
+            truncation=self.config.truncation,
+            replica_id=self.broker_id,
+            topic=self.topic,
+            partition=self.partition,
+            entries=self.log.epoch_cache.entries,
+            log_end_offset=self.leo,
+            high_watermark=self.hw,
+            current_leader_epoch=leader_epoch,
+            first_request_id=self.request_id() * 1000,
+        )
+
+    def become_follower(
+        self, request: LeaderAndIsr, truncate_to: int | None, now: int, out: Effects
+    ) -> None:
+        """``Partition.makeFollower``: take the new leader and epoch, fail the purgatory,
+        and truncate to ``truncate_to`` (the exchange's result). With ``truncate_to`` None
+        (asynchronous mode) the fetcher starts in the truncating phase and
+        ``complete_truncation`` finishes the job when the exchange is over."""
+        assert request.leader not in (NO_LEADER, self.broker_id)
+        assert request.leader_epoch > self.leader_epoch
+        self._fail_purgatory(Errors.NOT_LEADER_OR_FOLLOWER, out)
+        self._transition(RoleEvent.BECOME_FOLLOWER)
+        self._take(request)
+        self.remotes = {}
+        self.pending_alter = None
+        self._complete_parked(out, force=True, now=now)
+        if truncate_to is None:
+            self.fetcher = FollowerFetcher(
+                request.leader, request.leader_epoch, FetchPhase.TRUNCATING
+            )
+        else:
+            self._truncate(truncate_to)
+            self.fetcher = FollowerFetcher(
+                request.leader, request.leader_epoch, FetchPhase.FETCHING
+            )
+        self.check()
+
+    def complete_truncation(self, offset: int) -> None:
+        assert self.role is Role.FOLLOWER and self.fetcher is not None
+        assert self.fetcher.phase is FetchPhase.TRUNCATING
+        self._truncate(offset)
+        self.fetcher.phase = FetchPhase.FETCHING
+        self.fetcher.exchange = None
+        self.check()
+
+    def _truncate(self, offset: int) -> None:
+        # Always through truncate_to, even at the LEO: it also drops an epoch begun at the
+        # LEO in which nothing was written (this replica led it and wrote nothing).
+        target = min(offset, self.leo)
+        if self.log.truncate_to(target):
+            self.truncated = True
+        assert self.leo <= target
+        self._set_hw(min(self.hw, self.leo))
+
+    def _take(self, request: LeaderAndIsr) -> None:
+        self.leader = request.leader
+        self.leader_epoch = request.leader_epoch
+        self.isr = request.isr
+        self.partition_epoch = request.partition_epoch
+        self.replicas = request.replicas
+
+    # ------------------------------------------------------------------ the leader's HW
+
+    def _maybe_advance_hw(self, out: Effects) -> None:
+        """``maybeIncrementLeaderHW``: the HW becomes the smallest LEO over the ISR, if
+        that is higher; then complete the purgatory entries it passed."""
+        assert self.role is Role.LEADER
+        target = self.leo
+        for member in self.maximal_isr():
+            if member != self.broker_id:
+                target = min(target, self.remotes[member].leo)
+        if target > self.hw:
+            self._set_hw(target)
+            self._complete_purgatory(out)
+
+    def _complete_purgatory(self, out: Effects) -> None:
+        if not self.purgatory:
+            return
+        done = [p for p in self.purgatory if p.last_offset < self.hw]
+        if not done:
+            return
+        self.purgatory = [p for p in self.purgatory if p.last_offset >= self.hw]
+        enough = len(self.isr) >= self.config.min_insync_replicas
+        for p in done:
+            count = p.last_offset - p.base_offset + 1
+            if enough:
+                out.note(
+                    Acked(
+                        self.broker_id,
+                        self.topic,
+                        self.partition,
+                        p.leader_epoch,
+                        p.base_offset,
+                        count,
+                        -1,
+                    )
+                )
+                error = Errors.NONE
+            else:
+                error = Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                out.note(
+                    ProduceFailed(self.broker_id, self.topic, self.partition, p.base_offset, error)
+                )
+            out.send(
+                p.client,
+                ProduceResponse(p.request_id, self.topic, self.partition, error, p.base_offset),
+            )
+
+    def _fail_purgatory(self, error: Errors, out: Effects) -> None:
+        for p in self.purgatory:
+            out.note(
+                ProduceFailed(self.broker_id, self.topic, self.partition, p.base_offset, error)
+            )
+            out.send(p.client, ProduceResponse(p.request_id, self.topic, self.partition, error))
+        self.purgatory = []
+
+    # ------------------------------------------------------------------ produce
+
+    def handle_produce(self, src: str, msg: Produce, now: int, out: Effects) -> None:
+        def reply(error: Errors, base_offset: int = -1) -> None:
+            if msg.acks != 0 or error is not Errors.NONE:
+                out.send(
+                    src,
+                    ProduceResponse(msg.request_id, self.topic, self.partition, error, base_offset),
+                )
+
+        if self.role is not Role.LEADER:
+            reply(Errors.NOT_LEADER_OR_FOLLOWER)
+            return
+        if msg.acks == -1 and len(self.isr) < self.config.min_insync_replicas:
+            reply(Errors.NOT_ENOUGH_REPLICAS)
+            return
+        if msg.acks == -1 and len(self.purgatory) >= self.config.max_purgatory:
+            reply(Errors.REQUEST_TIMED_OUT)
+            return
+        batch = RecordBatch.of_pairs(msg.records)
+        try:
+            info = self.log.append_as_leader(batch, self.leader_epoch)
+        except StorageError:
+            # EpochRegressionError: see become_leader.
+            reply(Errors.KAFKA_STORAGE_ERROR)
+            return
+        count = info.last_offset - info.first_offset + 1
+        out.note(
+            Appended(
+                self.broker_id,
+                self.topic,
+                self.partition,
+                self.leader_epoch,
+                info.first_offset,
+                count,
+                msg.acks,
+            )
+        )
+        if msg.acks == 1:
+            out.note(
+                Acked(
+                    self.broker_id,
+                    self.topic,
+                    self.partition,
+                    self.leader_epoch,
+                    info.first_offset,
+                    count,
+                    1,
+                )
+            )
+            reply(Errors.NONE, info.first_offset)
+        elif msg.acks == -1:
+            timeout = self.config.produce_timeout_ns
+            self.purgatory.append(
+                PendingProduce(
+                    src,
+                    msg.request_id,
+                    self.leader_epoch,
+                    info.first_offset,
+                    info.last_offset,
+                    None if timeout is None else now + timeout,
+                )
+            )
+        self._maybe_advance_hw(out)
+        self._complete_parked(out, now=now)
+        self.check()
+
+    # ------------------------------------------------------------------ fetch (leader side)
+
+    def _epoch_error(self, current_leader_epoch: int) -> Errors | None:
+        """KIP-320's check of the requester's current leader epoch."""
+        if current_leader_epoch == ANY_EPOCH:
+            return None
+        if current_leader_epoch < self.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if current_leader_epoch > self.leader_epoch:
+            return Errors.UNKNOWN_LEADER_EPOCH
+        return None
+
+    def _fetch_response(
+        self, msg: Fetch, error: Errors, records: bytes = b"", diverging: bool = False
+    ) -> FetchResponse:
+        return FetchResponse(
+            self.topic,
+            self.partition,
+            error,
+            msg.fetch_id,
+            msg.fetch_offset,
+            self.hw,
+            self.leo,
+            records,
+            diverging,
+        )
+
+    def handle_fetch(self, src: str, msg: Fetch, now: int, out: Effects) -> None:
+        """A follower's or a consumer's fetch. Nothing changes on an error."""
+        if self.role is not Role.LEADER:
+            out.send(src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
+            return
+        error = self._epoch_error(msg.current_leader_epoch)
+        if error is not None:
+            out.send(src, self._fetch_response(msg, error))
+            return
+        follower = msg.replica_id != CONSUMER_ID
+        if follower and msg.replica_id not in self.remotes:
+            out.send(src, self._fetch_response(msg, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+            return
+        leo = self.leo
+        if not self.log.log_start_offset <= msg.fetch_offset <= leo:
+            out.send(src, self._fetch_response(msg, Errors.OFFSET_OUT_OF_RANGE))
+            return
+        if not follower:
+            if msg.max_wait_ns and msg.fetch_offset >= self.hw:
+                self.parked.append(ParkedFetch(src, msg, now + msg.max_wait_ns))
+                return
+            out.send(src, self._consumer_response(msg))
+            return
+        # Kafka's order: read the records and the HW for the response, then record the
+        # follower's LEO and recompute the HW.
+        records = self.log.read(msg.fetch_offset, msg.max_bytes)
+        if records and msg.last_fetched_epoch != UNDEFINED_EPOCH:
+            header = read_header(records)
+            assert header is not None
+            if header.partition_leader_epoch < msg.last_fetched_epoch:
+                # The follower holds a newer epoch than the record at its LEO here; it could
+                # not append it (impl.log refuses epochs going backwards), so the fetch is
+                # answered as diverging and not recorded (see docs/impl.md, findings).
+                out.send(src, self._fetch_response(msg, Errors.NONE, diverging=True))
+                return
+        response = self._fetch_response(msg, Errors.NONE, records)
+        record_fetch(self.remotes[msg.replica_id], msg.fetch_offset, leo, now)
+        self._maybe_advance_hw(out)
+        if not records and msg.max_wait_ns:
+            self.parked.append(ParkedFetch(src, msg, now + msg.max_wait_ns))
+        else:
+            out.send(src, response)
+        self._complete_parked(out, now=now)
+        self.check()
+
+    def _consumer_response(self, msg: Fetch) -> FetchResponse:
+        records = self.log.read(msg.fetch_offset, msg.max_bytes, upto=self.hw)
+        return self._fetch_response(msg, Errors.NONE, records)
+
+    def _complete_parked(self, out: Effects, *, now: int, force: bool = False) -> None:
+        """Answer parked fetches that now have something to return (or must go)."""
+        if not self.parked:
+            return
+        keep = []
+        for p in self.parked:
+            msg = p.request
+            consumer = msg.replica_id == CONSUMER_ID
+            if force or self.role is not Role.LEADER:
+                out.send(p.src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
+            elif msg.fetch_offset > self.leo:
+                out.send(p.src, self._fetch_response(msg, Errors.OFFSET_OUT_OF_RANGE))
+            elif consumer and (self.hw > msg.fetch_offset or now >= p.deadline):
+                out.send(p.src, self._consumer_response(msg))
+            elif not consumer and (self.leo > msg.fetch_offset or now >= p.deadline):
+                records = self.log.read(msg.fetch_offset, msg.max_bytes)
+                response = self._fetch_response(msg, Errors.NONE, records)
+                if records and msg.last_fetched_epoch != UNDEFINED_EPOCH:
+                    header = read_header(records)
+                    assert header is not None
+                    if header.partition_leader_epoch < msg.last_fetched_epoch:
+                        response = self._fetch_response(msg, Errors.NONE, diverging=True)
+                out.send(p.src, response)
+            else:
+                keep.append(p)
+        self.parked = keep
+
+    # ------------------------------------------------------------------ OffsetsForLeaderEpoch
+
+    def handle_offsets_for_leader_epoch(
+        self, msg: OffsetsForLeaderEpoch
+    ) -> OffsetsForLeaderEpochResponse:
+        def answer(error: Errors, epoch: int, end: int) -> OffsetsForLeaderEpochResponse:
+            return OffsetsForLeaderEpochResponse(
+                self.topic, self.partition, error, msg.request_id, epoch, end
+            )
+
+        if self.role is not Role.LEADER:
+            return answer(Errors.NOT_LEADER_OR_FOLLOWER, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        error = self._epoch_error(msg.current_leader_epoch)
+        if error is not None:
+            return answer(error, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        if msg.leader_epoch == UNDEFINED_EPOCH:
+            return answer(Errors.NONE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        found = self.log.end_offset_for_epoch(msg.leader_epoch)
+        return answer(Errors.NONE, found.leader_epoch, found.end_offset)
+
+    # ------------------------------------------------------------------ ISR changes
+
+    def isr_change(self, broker_epoch: int, now: int) -> AlterPartition | None:
+        """The next ISR change to propose, if any: every out-of-sync follower out at once,
+        or else one caught-up follower in. At most one change in flight."""
+        if self.role is not Role.LEADER or self.pending_alter is not None:
+            return None
+        dropped = out_of_sync(
+            leader=self.broker_id,
+            isr=self.isr,
+            remotes=self.remotes,
+            leader_leo=self.leo,
+            now=now,
+            lag_time_max_ns=self.config.replica_lag_time_max_ns,
+        )
+        if dropped:
+            new_isr = self.isr - dropped
+        else:
+            candidates = caught_up_candidates(
+                leader=self.broker_id,
+                isr=self.isr,
+                replicas=self.remotes.keys(),
+                remotes=self.remotes,
+                high_watermark=self.hw,
+                epoch_start_offset=self.epoch_start_offset() if self.config.fenced else None,
+            )
+            if not candidates:
+                return None
+            new_isr = self.isr | {candidates[0]}
+        assert self.broker_id in new_isr
+        self.pending_alter = AlterPartition(
+            broker_id=self.broker_id,
+            broker_epoch=broker_epoch,
+            topic=self.topic,
+            partition=self.partition,
+            leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+            new_isr=new_isr,
+            request_id=self.request_id(),
+        )
+        self.pending_alter_since = now
+        return self.pending_alter
+
+    def on_alter_partition_response(
+        self, msg: AlterPartitionResponse, now: int, out: Effects
+    ) -> None:
+        pending = self.pending_alter
+        if pending is None or msg.request_id != pending.request_id:
+            return
+        self.pending_alter = None
+        if msg.error is not Errors.NONE or self.role is not Role.LEADER:
+            return
+        if msg.leader != self.broker_id or msg.leader_epoch != self.leader_epoch:
+            return
+        self.isr = msg.isr
+        self.partition_epoch = msg.partition_epoch
+        self._maybe_advance_hw(out)
+        self._complete_parked(out, now=now)
+        self.check()
+
+    def on_alter_partition_failed(self, request: AlterPartition) -> None:
+        if self.pending_alter is not None and self.pending_alter.request_id == request.request_id:
+            self.pending_alter = None
+
+    # ------------------------------------------------------------------ fetch (follower side)
+
+    def build_fetch(
+        self, broker_epoch: int, max_bytes: int, max_wait_ns: int, now: int
+    ) -> Fetch | None:
+        if self.role is not Role.FOLLOWER or self.fetcher is None:
+            return None
+        if now < self.fetcher.next_fetch_at:
+            return None
+        return self.fetcher.build_fetch(
+            replica_id=self.broker_id,
+            broker_epoch=broker_epoch,
+            topic=self.topic,
+            partition=self.partition,
+            fetch_offset=self.leo,
+            fenced=self.config.fenced,
+            last_fetched_epoch=self.latest_epoch(),
+            max_bytes=max_bytes,
+            max_wait_ns=max_wait_ns,
+            now=now,
+        )
+
+    def on_fetch_response(self, msg: FetchResponse, now: int, backoff_ns: int) -> bool:
+        """Apply a fetch response; returns whether it was applied."""
+        fetcher = self.fetcher
+        if self.role is not Role.FOLLOWER or fetcher is None:
+            return False
+        if not fetcher.accept(msg, self.leo):
+            return False
+        if msg.error is not Errors.NONE or msg.diverging:
+            fetcher.next_fetch_at = now + backoff_ns
+            return False
+        if msg.records:
+            try:
+                self.log.append_as_follower(msg.records)
+            except (StorageError, OffsetOutOfRangeError):
+                fetcher.next_fetch_at = now + backoff_ns
+                return False
+        self._set_hw(min(msg.high_watermark, self.leo))
+        self.check()
+        return True
+
+    # ------------------------------------------------------------------ time
+
+    def tick(self, now: int, out: Effects, request_timeout_ns: int | None = None) -> None:
+        """Expire purgatory entries, parked fetches and an unanswered ISR change."""
+        if (
+            self.pending_alter is not None
+            and request_timeout_ns is not None
+            and now - self.pending_alter_since > request_timeout_ns
+        ):
+            self.pending_alter = None
+        if self.purgatory:
+            expired = [p for p in self.purgatory if p.deadline is not None and p.deadline <= now]
+            if expired:
+                self.purgatory = [p for p in self.purgatory if p not in expired]
+                for p in expired:
+                    out.note(
+                        ProduceFailed(
+                            self.broker_id,
+                            self.topic,
+                            self.partition,
+                            p.base_offset,
+                            Errors.REQUEST_TIMED_OUT,
+                        )
+                    )
+                    out.send(
+                        p.client,
+                        ProduceResponse(
+                            p.request_id, self.topic, self.partition, Errors.REQUEST_TIMED_OUT
+                        ),
+                    )
+        self._complete_parked(out, now=now)
+
+    # ------------------------------------------------------------------ checks
+
+    def check(self) -> None:
+        assert 0 <= self.hw <= self.leo, (self.name, self.hw, self.leo)
+        assert len(self.purgatory) <= self.config.max_purgatory, self.name
+        if self.role is Role.LEADER:
+            assert self.leader == self.broker_id, self.name
+            assert self.broker_id in self.isr, f"{self.name}: a leader is in its own ISR"
+            assert self.isr <= frozenset(self.replicas), (self.name, self.isr, self.replicas)
+            assert self.fetcher is None, self.name
+            for p in self.purgatory:
+                assert p.last_offset < self.leo, (self.name, p)
+        else:
+            assert not self.purgatory, f"{self.name}: only a leader has a purgatory"
+            assert not self.remotes, self.name
+        if self.role is Role.FOLLOWER:
+            assert self.fetcher is not None and self.leader not in (NO_LEADER, self.broker_id)
+        if self.role is Role.OFFLINE:
+            assert self.leader == NO_LEADER and self.leader_epoch == NIL_EPOCH
+
+    def describe(self) -> str:
+        return (
+            f"{self.name} {self.role.value} epoch={self.leader_epoch} leader={self.leader} "
+            f"isr={sorted(self.isr)} hw={self.hw} leo={self.leo}"
+        )

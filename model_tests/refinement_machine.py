@@ -1,0 +1,467 @@
+"""The refinement machine: Hypothesis drives the implementation, the spec judges each step.
+
+``make_machine(config, ...)`` returns a ``RuleBasedStateMachine`` whose rules are the
+implementation's events, in refinement mode (``impl.cluster``): produce, deliver / drop a
+chosen in-flight message, redeliver an old LeaderAndIsr, a replica fetch round trip, tick
+a broker or the controller (after letting logical time pass), a preferred-leader election,
+crash a broker with a drawn torn tail, restart it, flush it, pause / resume a node,
+partition two nodes / heal, a consumer fetch, crash / restart the controller.
+
+After every event (a rule may run several, like ``settle``), ``impl.abstraction`` maps the
+world to a ``spec.replication.State`` and checks that it equals the previous one or is
+reached from it by exactly one spec action (``check_step``), then that every spec invariant
+holds, except those this configuration is known to violate (``expect_violated``: the spec
+itself violates them, so an implementation that refines it may too).
+
+Swarm testing: each test case enables a random subset of the optional rules (crashes,
+pauses, partitions, drops, ...), so that some runs go deep without faults and others are
+all faults. ``hypothesis.target`` steers towards rare states: an ISR of one replica,
+records removed by truncation, an unclean election, an acknowledged write, logs that
+disagree. Matched spec actions are reported as Hypothesis events
+(``--hypothesis-show-statistics``) and counted in ``COVERAGE``.
+
+A broken implementation is plugged in with ``cluster_class`` (see
+``model_tests/test_refinement.py``).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import currently_in_test_context, event, target
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
+from impl.cluster import Cluster, ClusterConfig
+from impl.controller import CONTROLLER
+from impl.sim.clock import ms
+from impl.sim.network import Envelope, NetworkConfig
+from impl.sim.node import NodeState
+from spec.framework import Step
+from spec.replication import NONE, Replication, State
+
+__all__ = ["COVERAGE", "OPTIONAL_RULES", "InvariantViolation", "make_machine", "refinement_config"]
+
+COVERAGE: collections.Counter[str] = collections.Counter()
+"""Spec actions matched, over every machine run in this process (for non-vacuity tests)."""
+
+STATS: collections.Counter[str] = collections.Counter()
+"""``steps``: Hypothesis steps run (rules executed); ``events``: implementation events
+checked against the spec."""
+
+TOLERATED: collections.Counter[str] = collections.Counter()
+"""Known disagreements with the spec met and tolerated (see ``make_machine``'s
+``tolerate``), by finding name."""
+
+Tolerate = Callable[[Replication, State, State], "str | None"]
+
+OPTIONAL_RULES = (
+    "fail_leader",
+    "drop",
+    "redeliver",
+    "crash",
+    "pause",
+    "partition",
+    "consumer",
+    "preferred",
+    "controller_crash",
+)
+
+DELAYS = (0, 0, ms(1), ms(10), ms(50), ms(200))
+"""Logical time a tick rule lets pass first (the lag and session timeouts are below)."""
+
+
+def counted(fn: Callable[..., None]) -> Callable[..., None]:
+    """Count a rule's executions in ``STATS["steps"]`` (keeps its signature for Hypothesis)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        STATS["steps"] += 1
+        fn(*args, **kwargs)
+
+    return run
+
+
+def _describe_delivery(envelope: Envelope) -> str:
+    return f"deliver {envelope.describe()}"
+
+
+def _event(text: str) -> None:
+    if currently_in_test_context():
+        event(text)
+
+
+class InvariantViolation(AssertionError):
+    """A spec invariant fails on the abstract state of the implementation."""
+
+
+def refinement_config(
+    *,
+    truncation: str = "kip320",
+    acks: str = "all",
+    min_isr: int = 2,
+    brokers: int = 3,
+    unclean: bool = False,
+) -> ClusterConfig:
+    return ClusterConfig(
+        brokers=brokers,
+        truncation=truncation,
+        acks=acks,
+        min_insync_replicas=min_isr,
+        unclean=unclean,
+        refinement=True,
+        producers=1,
+        consumers=0,
+        replica_lag_time_max_ns=ms(100),
+        session_timeout_ns=ms(600),
+        heartbeat_interval_ns=ms(50),
+        network=NetworkConfig(fifo=False),
+    )
+
+
+def make_machine(
+    config: ClusterConfig,
+    *,
+    expect_violated: frozenset[str] = frozenset(),
+    cluster_class: type[Cluster] = Cluster,
+    always_on: frozenset[str] = frozenset(),
+    disabled: frozenset[str] = frozenset(),
+    tolerate: Tolerate | None = None,
+    name: str = "RefinementMachine",
+) -> type[RuleBasedStateMachine]:
+    """A machine for ``config``; ``expect_violated`` names spec invariants not checked;
+    ``always_on``/``disabled`` force optional rules on or off in every test case.
+
+    ``tolerate(spec, before, after)`` may name a *known, documented* disagreement between
+    the implementation and the spec (a finding): a step it names is counted in
+    ``TOLERATED`` instead of failing, and checking goes on from the implementation's
+    state. Anything else that is no spec step fails."""
+    spec = Replication(spec_params(config))
+    invariants = [d for d in spec.invariants() if d.name not in expect_violated]
+    transitions = [d for d in spec.transition_properties() if d.name not in expect_violated]
+    brokers = st.sampled_from(config.broker_ids)
+    nodes = st.sampled_from((CONTROLLER, *(f"b{b}" for b in config.broker_ids)))
+
+    class Machine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cluster: Cluster | None = None
+            self.prev: State | None = None
+            self.enabled: frozenset[str] = frozenset()
+            self.steps: list[str] = []
+            self.max_truncated = 0
+            self.min_isr_seen = config.brokers
+            self.unclean_seen = 0
+            self.acked_seen = 0
+            self.max_divergence = 0
+
+        # ------------------------------------------------------------ plumbing
+
+        @initialize(
+            seed=st.integers(0, 2**32),
+            swarm=st.sets(st.sampled_from(OPTIONAL_RULES)),
+            bootstrap=st.sampled_from([True, True, True, False]),
+        )
+        def start(self, seed: int, swarm: set[str], bootstrap: bool) -> None:
+            """A new cluster; the optional rules this test case enables; and, if
+            ``bootstrap``, a first election with its LeaderAndIsr delivered (each step
+            checked), so that most test cases start with a leader."""
+            self.enabled = (frozenset(swarm) | always_on) - disabled
+            self.cluster = cluster_class(config, seed)
+            self.prev = abstract(self.cluster)
+            initial = next(iter(spec.init()))
+            assert self.prev == initial, (
+                "the initial world is not the spec's initial state:\n"
+                + describe_state(spec, self.prev)
+            )
+            if bootstrap:
+                self.c.tick(CONTROLLER)
+                self._after("controller tick (bootstrap)")
+                self._settle()
+
+        def on(self, name: str) -> bool:
+            return name in self.enabled
+
+        @property
+        def c(self) -> Cluster:
+            assert self.cluster is not None
+            return self.cluster
+
+        def _after(self, what: str | Callable[[], str]) -> None:
+            """The refinement check and the invariants, after one implementation event
+            (``what`` describes it; a callable is only called to report a failure)."""
+            assert self.prev is not None
+            STATS["events"] += 1
+            now = abstract(self.c)
+
+            def described() -> str:
+                return what() if callable(what) else what
+
+            try:
+                step = check_step(spec, self.prev, now)
+            except RefinementError:
+                finding = tolerate(spec, self.prev, now) if tolerate is not None else None
+                if finding is None:
+                    check_step(spec, self.prev, now, described())  # raises, described
+                    raise
+                TOLERATED[finding] += 1
+                _event(f"tolerated finding: {finding}")
+                self.prev = now
+                return
+            if step is not None:
+                self.steps.append(step.action)
+                COVERAGE[step.action] += 1
+                _event(f"spec action: {step.action}")
+                self._observe(step, self.prev, now)
+                for decl in transitions:
+                    if not getattr(spec, decl.method)(self.prev, step, now):
+                        raise InvariantViolation(
+                            f"transition property {decl.name} fails on {step.describe()} "
+                            f"(after {described()!r}): {decl.doc}\n" + describe_state(spec, now)
+                        )
+            for decl in invariants:
+                if not getattr(spec, decl.method)(now):
+                    raise InvariantViolation(
+                        f"invariant {decl.name} fails after {described()!r}"
+                        + (f" = {step.describe()}" if step else "")
+                        + f": {decl.doc}\n"
+                        + describe_state(spec, now)
+                    )
+            self.prev = now
+
+        def _observe(self, step: Step, before: State, after: State) -> None:
+            if step.action.startswith("become_follower"):
+                lost = sum(
+                    b.leo - a.leo for a, b in zip(after.replicas, before.replicas, strict=True)
+                )
+                self.max_truncated = max(self.max_truncated, lost)
+            if after.quorum.leader != NONE:
+                self.min_isr_seen = min(self.min_isr_seen, len(after.quorum.isr))
+            if step.action == "unclean_elect":
+                self.unclean_seen += 1
+            self.acked_seen = len(after.acked)
+            logs = [rep.log for rep in after.replicas]
+            for i, a in enumerate(logs):
+                for b in logs[i + 1 :]:
+                    differ = sum(1 for x, y in zip(a, b, strict=False) if x != y)
+                    self.max_divergence = max(self.max_divergence, differ)
+
+        def teardown(self) -> None:
+            if self.cluster is None or not currently_in_test_context():
+                return
+            target(float(self.max_truncated), label="records removed by one truncation")
+            target(float(config.brokers - self.min_isr_seen), label="ISR shrinkage")
+            target(float(self.unclean_seen), label="unclean elections")
+            target(float(self.acked_seen), label="acknowledged writes")
+            target(float(self.max_divergence), label="records two logs disagree on")
+
+        # ------------------------------------------------------------ client events
+
+        @rule(b=brokers)
+        @counted
+        def produce(self, b: int) -> None:
+            self.c.raw_produce(b)
+            self._after(f"produce to b{b}")
+
+        @precondition(lambda self: bool(self.c.deliverable()))
+        @rule(data=st.data())
+        @counted
+        def deliver(self, data: Any) -> None:
+            ready = self.c.deliverable()
+            # Bias towards the oldest message: most runs progress, some reorder.
+            i = data.draw(st.integers(0, len(ready) - 1) | st.just(0), label="message")
+            envelope = ready[i]
+            self.c.deliver(envelope.seq)
+            self._after(lambda: f"deliver {envelope.describe()}")
+
+        @precondition(lambda self: bool(self.c.deliverable()))
+        @rule()
+        @counted
+        def settle(self) -> None:
+            """Deliver every deliverable message, oldest first (bounded)."""
+            self._settle()
+
+        def _settle(self) -> None:
+            for _ in range(12):
+                ready = self.c.deliverable()
+                if not ready:
+                    break
+                envelope = ready[0]
+                self.c.deliver(envelope.seq)
+                self._after(functools.partial(_describe_delivery, envelope))
+
+        @precondition(lambda self: self.on("drop") and bool(self.c.network.in_flight()))
+        @rule(data=st.data())
+        @counted
+        def drop(self, data: Any) -> None:
+            flying = self.c.network.in_flight()
+            envelope = flying[data.draw(st.integers(0, len(flying) - 1), label="message")]
+            self.c.drop(envelope.seq)
+            self._after(lambda: f"drop {envelope.describe()}")
+
+        @precondition(lambda self: self.on("redeliver") and bool(self.c.sent_leader_and_isr))
+        @rule(data=st.data())
+        @counted
+        def redeliver(self, data: Any) -> None:
+            sent = self.c.sent_leader_and_isr
+            i = data.draw(st.integers(0, len(sent) - 1), label="old LeaderAndIsr")
+            if self.c.redeliver(i):
+                self._after(lambda: f"redeliver {sent[i][0]} {sent[i][1].describe()}")
+
+        @precondition(lambda self: self.on("consumer"))
+        @rule(b=brokers)
+        @counted
+        def consumer_fetch(self, b: int) -> None:
+            self.c.raw_consumer_fetch(b)
+            self._after(f"consumer fetch from b{b}")
+
+        # ------------------------------------------------------------ replication
+
+        def _fetchers(self) -> list[int]:
+            result = []
+            for b in config.broker_ids:
+                broker = self.c.brokers.get(b)
+                if broker is None or not self.c.running(f"b{b}"):
+                    continue
+                replica = broker.replica(config.topic, 0)
+                if replica is not None and replica.fetcher is not None:
+                    result.append(b)
+            return result
+
+        @precondition(lambda self: bool(self._fetchers()))
+        @rule(data=st.data())
+        @counted
+        def fetch(self, data: Any) -> None:
+            b = data.draw(st.sampled_from(self._fetchers()), label="follower")
+            if self.c.replica_fetch(b):
+                self._after(f"replica fetch by b{b}")
+
+        @rule(b=brokers, delay=st.sampled_from(DELAYS))
+        @counted
+        def tick_broker(self, b: int, delay: int) -> None:
+            self.c.advance(delay)
+            if self.c.tick(f"b{b}"):
+                self._after(f"tick b{b} after {delay}ns")
+
+        @rule(delay=st.sampled_from(DELAYS))
+        @counted
+        def tick_controller(self, delay: int) -> None:
+            self.c.advance(delay)
+            if self.c.tick(CONTROLLER):
+                self._after(f"controller tick after {delay}ns")
+
+        @precondition(lambda self: self.on("fail_leader"))
+        @rule(resume=st.booleans())
+        @counted
+        def fail_leader(self, resume: bool) -> None:
+            """A macro of checked events: the leader stops (SIGSTOP), the others keep
+            heartbeating while its session runs out, the controller replaces it, its
+            decision is delivered, and (``resume``) the old leader wakes up."""
+            leader = self.c.store.partitions[(config.topic, 0)].leader
+            name = f"b{leader}"
+            if leader == NONE or not self.c.running(name) or not self.c.running(CONTROLLER):
+                return
+            self.c.pause(name)
+            self._after(f"pause {name}")
+            for _ in range(8):
+                self.c.advance(ms(100))
+                for b in config.broker_ids:
+                    if self.c.tick(f"b{b}"):
+                        self._after(f"tick b{b} (+100ms)")
+                if self.c.tick(CONTROLLER):
+                    self._after("controller tick (+100ms)")
+                if not self.c.store.is_registered(leader):
+                    break
+            self._settle()
+            if resume:
+                self.c.resume(name)
+                self._after(f"resume {name}")
+
+        @precondition(lambda self: self.on("preferred"))
+        @rule()
+        @counted
+        def preferred_election(self) -> None:
+            if self.c.elect_preferred():
+                self._after("preferred leader election")
+
+        # ------------------------------------------------------------ faults
+
+        @precondition(lambda self: self.on("crash"))
+        @rule(b=brokers, data=st.data())
+        @counted
+        def crash(self, b: int, data: Any) -> None:
+            name = f"b{b}"
+            if not self.c.nodes.state(name).alive:
+                return
+            torn = {
+                path: data.draw(st.integers(0, unflushed), label=f"torn bytes of {path}")
+                for path, unflushed in self.c.unflushed_files(b)
+            }
+            self.c.crash(name, torn=torn)
+            self._after(f"crash {name} keeping {torn}")
+
+        def _restartable(self) -> list[int]:
+            q = self.c.store.partitions[(config.topic, 0)]
+            return [
+                b
+                for b in config.broker_ids
+                if self.c.nodes.state(f"b{b}") is NodeState.CRASHED
+                # The spec's restart: once the controller has handled the failure.
+                and (b not in q.isr or (q.isr == frozenset({b}) and q.leader == NONE))
+            ]
+
+        @precondition(lambda self: self.on("crash") and bool(self._restartable()))
+        @rule(data=st.data())
+        @counted
+        def restart(self, data: Any) -> None:
+            b = data.draw(st.sampled_from(self._restartable()), label="broker")
+            self.c.restart(f"b{b}")
+            self._after(f"restart b{b}")
+
+        @rule(b=brokers)
+        @counted
+        def flush(self, b: int) -> None:
+            if self.c.flush(b):
+                self._after(f"flush b{b}")
+
+        @precondition(lambda self: self.on("pause"))
+        @rule(node=nodes)
+        @counted
+        def pause_or_resume(self, node: str) -> None:
+            state = self.c.nodes.state(node)
+            if state is NodeState.RUNNING:
+                self.c.pause(node)
+                self._after(f"pause {node}")
+            elif state is NodeState.PAUSED:
+                self.c.resume(node)
+                self._after(f"resume {node}")
+
+        @precondition(lambda self: self.on("partition"))
+        @rule(a=nodes, b=nodes)
+        @counted
+        def partition(self, a: str, b: str) -> None:
+            if a == b:
+                self.c.heal()
+                self._after("heal")
+                return
+            self.c.partition([(a, b), (b, a)])
+            self._after(f"partition {a} | {b}")
+
+        @precondition(lambda self: self.on("controller_crash"))
+        @rule()
+        @counted
+        def controller_crash_or_restart(self) -> None:
+            state = self.c.nodes.state(CONTROLLER)
+            if state.alive:
+                self.c.crash(CONTROLLER)
+                self._after("crash the controller")
+            else:
+                self.c.restart(CONTROLLER)
+                self._after("restart the controller")
+
+    Machine.__name__ = Machine.__qualname__ = name
+    return Machine

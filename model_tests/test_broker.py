@@ -1,0 +1,473 @@
+"""The broker and its replicas, one request at a time (``impl.broker``, ``impl.replica``,
+``impl.isr``, ``impl.fetcher``): Kafka's leader and follower rules, checked directly on
+the state machines with hand-built requests (no network, no controller)."""
+
+from __future__ import annotations
+
+import pytest
+
+from impl.broker import Broker, BrokerConfig
+from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
+from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
+from impl.log import EpochEntry, LeaderEpochCache, RecordBatch
+from impl.log.batch import read_header
+from impl.protocol import (
+    ANY_EPOCH,
+    Acked,
+    BrokerRegistrationResponse,
+    Errors,
+    Fetch,
+    FetchResponse,
+    LeaderAndIsr,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    Produce,
+    ProduceFailed,
+    ProduceResponse,
+)
+from impl.replica import (
+    TRANSITIONS,
+    Replica,
+    ReplicaConfig,
+    Role,
+    RoleEvent,
+    next_role,
+    roles_to_markdown,
+    roles_to_mermaid,
+)
+from impl.sim.clock import ms
+from impl.sim.disk import SimDisk
+
+T = "t"
+
+
+def make_broker(
+    broker_id: int = 1,
+    *,
+    truncation: str = "kip320",
+    min_isr: int = 1,
+    atomic: bool = True,
+    disk: SimDisk | None = None,
+    broker_epoch: int = 10,
+) -> Broker:
+    config = BrokerConfig(
+        replica=ReplicaConfig(
+            truncation=truncation,
+            min_insync_replicas=min_isr,
+            replica_lag_time_max_ns=ms(100),
+            produce_timeout_ns=None if atomic else ms(1000),
+        ),
+        atomic=atomic,
+        hw_checkpoint_interval_ns=None if atomic else ms(5000),
+    )
+    broker = Broker(broker_id, disk or SimDisk(f"b{broker_id}"), config, now=0)
+    broker.start(0)
+    broker.step("controller", BrokerRegistrationResponse(Errors.NONE, broker_epoch, 1), 0)
+    return broker
+
+
+def lai(
+    leader: int,
+    epoch: int,
+    isr: tuple[int, ...] = (1, 2, 3),
+    *,
+    broker_epoch: int = 10,
+    controller_epoch: int = 1,
+    replicas: tuple[int, ...] = (1, 2, 3),
+) -> LeaderAndIsr:
+    return LeaderAndIsr(
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+        topic=T,
+        partition=0,
+        leader=leader,
+        leader_epoch=epoch,
+        isr=frozenset(isr),
+        partition_epoch=epoch,
+        replicas=replicas,
+    )
+
+
+def produce(acks: int = -1, value: bytes = b"v", request_id: int = 1) -> Produce:
+    return Produce("p1", request_id, T, 0, acks, ((None, value),))
+
+
+def fetch(
+    replica: int, offset: int, epoch: int = ANY_EPOCH, fetch_id: int = 1, last: int = -1
+) -> Fetch:
+    return Fetch(replica, 10, T, 0, offset, epoch, last, 1 << 20, fetch_id)
+
+
+def only(effects, kind):
+    found = [m for _, m in effects.sends if isinstance(m, kind)]
+    assert len(found) == 1, effects.sends
+    return found[0]
+
+
+def replica_of(broker: Broker) -> Replica:
+    r = broker.replica(T, 0)
+    assert r is not None
+    return r
+
+
+# --------------------------------------------------------------------------- life cycle
+
+
+def test_role_table_never_leads_back_to_offline_and_draws_itself():
+    assert all(t.target is not Role.OFFLINE for t in TRANSITIONS)
+    assert next_role("x", Role.OFFLINE, RoleEvent.BECOME_LEADER) is Role.LEADER
+    assert next_role("x", Role.LEADER, RoleEvent.BECOME_FOLLOWER) is Role.FOLLOWER
+    assert "offline --> leader: become-leader" in roles_to_mermaid()
+    assert roles_to_markdown().count("\n") == len(TRANSITIONS) + 2
+
+
+def test_a_leader_and_isr_for_another_incarnation_or_controller_is_ignored():
+    broker = make_broker(1, broker_epoch=10)
+    broker.step("controller", lai(1, 0, broker_epoch=9), 0)
+    assert broker.replica(T, 0) is None, "STALE_BROKER_EPOCH: meant for a previous life"
+    broker.step("controller", lai(1, 0, controller_epoch=2), 0)
+    assert replica_of(broker).role is Role.LEADER
+    broker.step("controller", lai(2, 1, controller_epoch=1), 0)
+    assert replica_of(broker).role is Role.LEADER, "STALE_CONTROLLER_EPOCH"
+    broker.step("controller", lai(2, 0, controller_epoch=2), 0)
+    assert replica_of(broker).leader_epoch == 0, "an older leader epoch is ignored"
+
+
+def test_becoming_leader_resets_remote_states_and_records_the_epoch_start():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0), 0)
+    broker.step("p1", produce(acks=1), 0)
+    replica = replica_of(broker)
+    replica.remotes[2].leo = 1
+    broker.step("controller", lai(1, 3), ms(5))
+    assert all(r.leo == -1 for r in replica.remotes.values())
+    assert replica.epoch_start_offset() == 1
+    assert replica.log.epoch_cache.entries[-1] == EpochEntry(3, 1)
+
+
+# --------------------------------------------------------------------------- produce, HW
+
+
+def test_acks_1_is_answered_on_append_and_acks_all_waits_for_the_hw():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0), 0)
+    out = broker.step("p1", produce(acks=1, request_id=1), 0)
+    assert only(out, ProduceResponse).error is Errors.NONE
+    assert [n.acks for n in out.notes if isinstance(n, Acked)] == [1]
+    out = broker.step("p1", produce(acks=-1, request_id=2), 0)
+    assert not [m for _, m in out.sends if isinstance(m, ProduceResponse)]
+    replica = replica_of(broker)
+    assert replica.hw == 0 and len(replica.purgatory) == 1
+    for follower in (2, 3):
+        broker.step(f"b{follower}", fetch(follower, 2), ms(1))
+    assert replica.hw == 2
+    assert replica.purgatory == []
+
+
+def test_the_fetch_response_carries_the_hw_read_before_the_follower_is_recorded():
+    """Kafka's order: a follower learns of the HW advance its own fetch caused one fetch
+    later (the lag KIP-101's data loss needs)."""
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0, isr=(1, 2), replicas=(1, 2)), 0)
+    broker.step("p1", produce(acks=-1), 0)
+    first = only(broker.step("b2", fetch(2, 0, fetch_id=1), 0), FetchResponse)
+    assert first.records and first.high_watermark == 0
+    second = broker.step("b2", fetch(2, 1, fetch_id=2), 0)
+    response = only(second, FetchResponse)
+    assert response.high_watermark == 0, "read before the follower's LEO was recorded"
+    assert replica_of(broker).hw == 1, "...which then advanced the HW"
+    assert only(second, ProduceResponse).error is Errors.NONE
+
+
+def test_acks_all_is_refused_below_min_insync_replicas():
+    broker = make_broker(1, min_isr=2)
+    broker.step("controller", lai(1, 0, isr=(1,)), 0)
+    out = broker.step("p1", produce(acks=-1), 0)
+    assert only(out, ProduceResponse).error is Errors.NOT_ENOUGH_REPLICAS
+    assert replica_of(broker).leo == 0, "nothing appended"
+
+
+def test_an_isr_shrinking_below_min_insync_fails_waiting_writes_after_append():
+    broker = make_broker(1, min_isr=2)
+    broker.step("controller", lai(1, 0, isr=(1, 2), replicas=(1, 2)), 0)
+    broker.step("b2", fetch(2, 0), 0)
+    broker.step("p1", produce(acks=-1), 0)
+    replica = replica_of(broker)
+    change = replica.isr_change(10, ms(500))
+    assert change is not None and change.new_isr == frozenset({1})
+    from impl.protocol import AlterPartitionResponse
+
+    out = broker.step(
+        "controller",
+        AlterPartitionResponse(T, 0, Errors.NONE, change.request_id, 1, 0, frozenset({1}), 1),
+        ms(500),
+    )
+    assert replica.hw == 1, "the ISR of one has everything"
+    assert only(out, ProduceResponse).error is Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert not [n for n in out.notes if isinstance(n, Acked)]
+
+
+def test_a_leader_that_stops_leading_fails_its_purgatory():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0), 0)
+    broker.step("p1", produce(acks=-1), 0)
+    broker.step("b2", fetch(2, 0), 0)  # the new leader holds the record
+    out = broker.step("controller", lai(2, 1, isr=(1, 2)), 0)
+    # The epoch exchange goes to b2 first (atomic mode): nothing changed yet.
+    assert replica_of(broker).role is Role.LEADER
+    request = only(out, OffsetsForLeaderEpoch)
+    answer = OffsetsForLeaderEpochResponse(T, 0, Errors.NONE, request.request_id, 0, 1)
+    out = broker.step("b2", answer, 0)
+    assert replica_of(broker).role is Role.FOLLOWER
+    assert only(out, ProduceResponse).error is Errors.NOT_LEADER_OR_FOLLOWER
+    assert any(isinstance(n, ProduceFailed) for n in out.notes)
+
+
+# --------------------------------------------------------------------------- fetch errors
+
+
+def test_kip320_fetches_in_another_epoch_are_fenced_and_change_nothing():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 4), 0)
+    broker.step("p1", produce(acks=-1), 0)
+    replica = replica_of(broker)
+    old = only(broker.step("b2", fetch(2, 1, epoch=3), 0), FetchResponse)
+    new = only(broker.step("b2", fetch(2, 1, epoch=5), 0), FetchResponse)
+    assert old.error is Errors.FENCED_LEADER_EPOCH
+    assert new.error is Errors.UNKNOWN_LEADER_EPOCH
+    assert replica.remotes[2].leo == -1 and replica.hw == 0
+    ok = only(broker.step("b2", fetch(2, 1, epoch=4), 0), FetchResponse)
+    assert ok.error is Errors.NONE and replica.remotes[2].leo == 1
+
+
+def test_a_fetch_past_the_log_end_is_out_of_range_and_not_recorded():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0), 0)
+    response = only(broker.step("b2", fetch(2, 3), 0), FetchResponse)
+    assert response.error is Errors.OFFSET_OUT_OF_RANGE
+    assert replica_of(broker).remotes[2].leo == -1
+
+
+def test_a_follower_sets_its_hw_to_the_leaders_capped_at_its_own_leo():
+    leader = make_broker(1)
+    leader.step("controller", lai(1, 0, isr=(1,)), 0)
+    for i in range(3):
+        leader.step("p1", produce(acks=1, request_id=i), 0)
+    assert replica_of(leader).hw == 3
+    follower = make_broker(2, truncation="high_watermark")
+    follower.step("controller", lai(1, 0, isr=(1,)), 0)
+    request = follower.build_fetch(T, 0, 0)
+    assert request is not None and request.max_bytes == 1, "one record per fetch (atomic)"
+    response = only(leader.step("b2", request, 0), FetchResponse)
+    follower.step("b1", response, 0)
+    assert replica_of(follower).leo == 1 and replica_of(follower).hw == 1
+
+
+def test_a_stale_fetch_response_is_discarded():
+    follower = make_broker(2, truncation="high_watermark")
+    follower.step("controller", lai(1, 0, isr=(1, 2)), 0)
+    request = follower.build_fetch(T, 0, 0)
+    assert request is not None
+    stale = FetchResponse(T, 0, Errors.NONE, request.fetch_id + 7, 0, 5, 5, b"")
+    follower.step("b1", stale, 0)
+    assert replica_of(follower).hw == 0
+
+
+# --------------------------------------------------------------------------- ISR
+
+
+def test_every_lagging_follower_leaves_the_isr_at_once_after_the_lag_time():
+    remotes = {2: RemoteReplica.reset(0, True), 3: RemoteReplica.reset(0, True)}
+    record_fetch(remotes[2], 0, 0, ms(10))  # caught up at 10ms
+    assert (
+        out_of_sync(
+            leader=1,
+            isr={1, 2, 3},
+            remotes=remotes,
+            leader_leo=1,
+            now=ms(100),
+            lag_time_max_ns=ms(100),
+        )
+        == frozenset()
+    )
+    assert out_of_sync(
+        leader=1, isr={1, 2, 3}, remotes=remotes, leader_leo=1, now=ms(111), lag_time_max_ns=ms(100)
+    ) == frozenset({2, 3})
+    # A follower at the leader's LEO is never out of sync, however long ago it fetched.
+    record_fetch(remotes[3], 1, 1, ms(5))
+    assert 3 not in out_of_sync(
+        leader=1, isr={1, 2, 3}, remotes=remotes, leader_leo=1, now=ms(900), lag_time_max_ns=ms(100)
+    )
+
+
+def test_a_follower_rejoins_at_the_hw_and_with_kip320_at_the_epoch_start():
+    remotes = {2: RemoteReplica(leo=3)}
+
+    def candidates(hw: int, start: int | None) -> list[int]:
+        return caught_up_candidates(
+            leader=1,
+            isr={1},
+            replicas=[2],
+            remotes=remotes,
+            high_watermark=hw,
+            epoch_start_offset=start,
+        )
+
+    assert candidates(3, None) == [2]
+    assert candidates(4, None) == []
+    assert candidates(3, 5) == [], "KIP-320: not yet at the start of the leader's epoch"
+
+
+# --------------------------------------------------------------------------- truncation
+
+
+def exchange(truncation, follower_entries, leo, hw, leader_cache, leader_leo, current=5):
+    ex = TruncationExchange(
+        truncation=truncation,
+        replica_id=2,
+        topic=T,
+        partition=0,
+        entries=tuple(EpochEntry(*e) for e in follower_entries),
+        log_end_offset=leo,
+        high_watermark=hw,
+        current_leader_epoch=current,
+        first_request_id=0,
+    )
+    cache = LeaderEpochCache(None, [EpochEntry(*e) for e in leader_cache])
+    result: OffsetsForLeaderEpoch | ExchangeDone | ExchangeFailed = ex.start()
+    asked = []
+    while isinstance(result, OffsetsForLeaderEpoch):
+        asked.append(result.leader_epoch)
+        found = cache.end_offset_for(result.leader_epoch, leader_leo)
+        result = ex.on_response(
+            OffsetsForLeaderEpochResponse(
+                T, 0, Errors.NONE, result.request_id, found.leader_epoch, found.end_offset
+            )
+        )
+    return result, asked
+
+
+def test_kip279_repeats_the_exchange_until_both_sides_name_the_same_epoch():
+    """KIP-279's fast failover: the follower's log is epochs [0,0,1,1,3], the leader's
+    [0,0,2,2,2] (+ its current epoch 4). Asking for epoch 3 gets (2, 5); the follower knows
+    no epoch 2, cuts to where its epoch 1 ends (5... its LEO) and asks for 1: (0, 2)."""
+    follower = [(0, 0), (1, 2), (3, 4)]
+    leader = [(0, 0), (2, 2), (4, 5)]
+    result, asked = exchange("kip279", follower, 5, 0, leader, 5)
+    assert asked == [3, 1]
+    assert result == ExchangeDone(2, 2)
+    # KIP-101 takes the first answer's end offset: too far, the logs stay diverged.
+    result, asked = exchange("kip101", follower, 5, 0, leader, 5)
+    assert asked == [3] and result.offset == 5
+
+
+def test_high_watermark_truncation_needs_no_exchange():
+    result, asked = exchange("high_watermark", [(0, 0)], 4, 2, [(0, 0)], 9)
+    assert asked == [] and result == ExchangeDone(2, 0)
+
+
+def test_kip320_validates_the_leader_even_with_an_empty_log():
+    result, asked = exchange("kip320", [], 0, 0, [(4, 0)], 0)
+    assert asked == [-1] and result.offset == 0
+    ex = TruncationExchange(
+        truncation="kip320",
+        replica_id=2,
+        topic=T,
+        partition=0,
+        entries=(),
+        log_end_offset=0,
+        high_watermark=0,
+        current_leader_epoch=5,
+        first_request_id=0,
+    )
+    request = ex.start()
+    assert isinstance(request, OffsetsForLeaderEpoch) and request.current_leader_epoch == 5
+    fenced = OffsetsForLeaderEpochResponse(T, 0, Errors.FENCED_LEADER_EPOCH, 0, -1, -1)
+    assert ex.on_response(fenced) == ExchangeFailed(Errors.FENCED_LEADER_EPOCH)
+
+
+def test_the_leader_answers_offsets_for_leader_epoch_only_in_its_own_epoch():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 2), 0)
+    replica = replica_of(broker)
+    ask = OffsetsForLeaderEpoch(2, T, 0, 1, 0, 1)
+    assert replica.handle_offsets_for_leader_epoch(ask).error is Errors.FENCED_LEADER_EPOCH
+    ask = OffsetsForLeaderEpoch(2, T, 0, 3, 0, 1)
+    assert replica.handle_offsets_for_leader_epoch(ask).error is Errors.UNKNOWN_LEADER_EPOCH
+    ask = OffsetsForLeaderEpoch(2, T, 0, 2, 2, 1)
+    answer = replica.handle_offsets_for_leader_epoch(ask)
+    assert (answer.error, answer.leader_epoch, answer.end_offset) == (Errors.NONE, 2, 0)
+
+
+def test_an_atomic_follower_transition_changes_nothing_when_the_exchange_fails():
+    broker = make_broker(2)
+    broker.step("controller", lai(2, 0), 0)
+    broker.step("p1", produce(acks=1), 0)
+    replica = replica_of(broker)
+    out = broker.step("controller", lai(1, 1), 0)
+    request = only(out, OffsetsForLeaderEpoch)
+    broker.step(
+        "b1",
+        OffsetsForLeaderEpochResponse(
+            T, 0, Errors.UNKNOWN_LEADER_EPOCH, request.request_id, -1, -1
+        ),
+        0,
+    )
+    assert replica.role is Role.LEADER and replica.leader_epoch == 0 and replica.leo == 1
+    # The same request delivered again is honoured.
+    out = broker.step("controller", lai(1, 1), 0)
+    request = only(out, OffsetsForLeaderEpoch)
+    broker.step(
+        "b1", OffsetsForLeaderEpochResponse(T, 0, Errors.NONE, request.request_id, -1, 0), 0
+    )
+    assert replica.role is Role.FOLLOWER and replica.leo == 0 and replica.leader_epoch == 1
+
+
+# --------------------------------------------------------------------------- restart
+
+
+def test_a_restart_recovers_the_log_and_clamps_the_checkpointed_hw():
+    disk = SimDisk("b1")
+    broker = make_broker(1, disk=disk)
+    broker.step("controller", lai(1, 0, isr=(1,)), 0)
+    for i in range(3):
+        broker.step("p1", produce(acks=1, request_id=i), 0)
+    replica = replica_of(broker)
+    assert replica.hw == 3
+    # Nothing was fsynced; power fails after write-back of the first two batches.
+    path = replica.log.active_segment.log_path
+    first = read_header(disk.read(path))
+    assert first is not None
+    disk.crash(torn={path: 2 * first.size})
+    again = Broker(1, disk, broker.config, now=0, incarnation=1)
+    recovered = replica_of(again)
+    assert recovered.leo == 2 and recovered.hw == 2, "HW checkpoint 3, clamped to the log"
+    assert recovered.log.recovery_point == 2
+    assert recovered.role is Role.OFFLINE and recovered.leader_epoch == -1
+
+
+def test_a_zombie_leader_cannot_append_an_older_epoch_than_its_log_holds():
+    """Unfenced variants only: a replica that fetched epoch-5 records and then is made
+    leader of epoch 4 refuses produce (KAFKA_STORAGE_ERROR) instead of breaking its log."""
+    broker = make_broker(2, truncation="kip279")
+    broker.step("controller", lai(1, 3), 0)
+    replica = replica_of(broker)
+    data = RecordBatch.of(b"x").with_placement(0, 5).encode()
+    replica.log.append_as_follower(data)
+    broker.step("controller", lai(2, 4), 0)
+    assert replica.role is Role.LEADER
+    out = broker.step("p1", produce(acks=1), 0)
+    assert only(out, ProduceResponse).error is Errors.KAFKA_STORAGE_ERROR
+    assert replica.leo == 1
+
+
+@pytest.mark.parametrize("acks", [0, 1])
+def test_acks_0_gets_no_answer_unless_it_fails(acks):
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0), 0)
+    out = broker.step("p1", produce(acks=acks), 0)
+    responses = [m for _, m in out.sends if isinstance(m, ProduceResponse)]
+    assert len(responses) == (0 if acks == 0 else 1)
+    follower = make_broker(2)
+    out = follower.step("p1", produce(acks=acks), 0)
+    assert only(out, ProduceResponse).error is Errors.NOT_LEADER_OR_FOLLOWER
