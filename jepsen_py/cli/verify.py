@@ -1,15 +1,22 @@
 """``kmodel verify``: check recorded histories for linearizability (and, for Kafka logs,
 the anomaly taxonomy), one verdict per file.
 
-The work is `jepsen_py.checker.engine`'s; this module parses flags, prints a table per
-input (key, operations, verdict, time) and sets the exit code: 0 when every input is OK, 1
-when any key is illegal or any anomaly was found, 2 when something is unknown (timeout,
-budget) or an input could not be read, or lines of it were rejected.
+Two engines do the work: `jepsen_py.checker.engine` in this process (``--engine local``),
+and `jepsen_py.checker.spark` on Spark (``--engine spark``: ``local[*]`` by default, any
+cluster with ``--master``). ``--engine auto`` (the default) takes the local engine for a
+few small files and Spark for many runs or big inputs, and says which and why on stderr.
+This module parses flags, prints a table per input (key, operations, verdict, time) and
+sets the exit code: 0 when every input is OK, 1 when any key is illegal or any anomaly was
+found, 2 when something is unknown (timeout, budget) or an input could not be read, or
+lines of it were rejected.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import time
 from typing import Any
 
 import click
@@ -29,6 +36,12 @@ from jepsen_py.history import FORMATS
 
 _STYLE = {Verdict.OK: "green", Verdict.ILLEGAL: "bold red", Verdict.UNKNOWN: "yellow"}
 _REJECTED_SHOWN = 10
+_KEYS_SHOWN = 60
+"""Above this many keys in all, Spark results are summarized instead of tabled per input."""
+
+AUTO_SPARK_BYTES = 256 << 20
+AUTO_SPARK_FILES = 64
+"""``--engine auto`` picks Spark above this many bytes or files, or for a remote path."""
 
 
 def parse_initial(text: str | None) -> Any:
@@ -122,8 +135,107 @@ def _print_human(result: InputResult) -> None:
         console.print(f"... and {more} more rejected lines (--json lists them all)")
 
 
+def choose_engine(paths: tuple[str, ...]) -> tuple[str, str]:
+    """(engine, why) for ``--engine auto``: Spark for a remote path, more than
+    `AUTO_SPARK_FILES` files or more than `AUTO_SPARK_BYTES` bytes (when Java is here),
+    else local."""
+    from jepsen_py.checker.spark.inputs import is_remote, list_local
+
+    remote = [p for p in paths if is_remote(p)]
+    if remote:
+        return "spark", f"{remote[0]} is a remote path"
+    files = [f for p in paths for f in list_local(p, None) if f.error is None]
+    size = sum(f.size for f in files)
+    what = f"{len(files)} file(s), {size / (1 << 20):.1f} MB"
+    if len(files) <= AUTO_SPARK_FILES and size <= AUTO_SPARK_BYTES:
+        return "local", f"{what}: at most {AUTO_SPARK_FILES} files and {AUTO_SPARK_BYTES >> 20} MB"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "local", f"{what}, but no Java for Spark (scripts/check-java says how)"
+    return "spark", f"{what}: more than {AUTO_SPARK_FILES} files or {AUTO_SPARK_BYTES >> 20} MB"
+
+
+def local_paths(paths: tuple[str, ...]) -> list[str]:
+    """The files the local engine checks: a file as given (a missing one too, so that its
+    error is reported), every file of a directory or glob."""
+    from jepsen_py.checker.spark.inputs import list_local
+
+    out: list[str] = []
+    for path in paths:
+        if os.path.isdir(path) or any(c in path for c in "*?["):
+            out.extend(f.display for f in list_local(path, None))
+        else:
+            out.append(path)
+    return out
+
+
+def _print_spark_summary(results: list[InputResult], figures: dict[str, Any]) -> None:
+    """Many keys: the totals, then every key that is not OK with its counterexample."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    numbers = totals(results)
+    table = Table(title="verdicts")
+    for column in ("inputs", "keys", "ops", "ok", "illegal", "unknown", "anomalies", "rejected"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        *(
+            str(numbers[name])
+            for name in ("inputs", "keys", "ops", "ok", "illegal", "unknown", "anomalies")
+        ),
+        str(numbers["rejected_lines"]),
+    )
+    console.print(table)
+    shown = 0
+    for result in results:
+        if result.error is not None:
+            console.print(f"{result.path}: not checked: {result.error}", markup=False)
+            continue
+        for key in result.keys:
+            if key.verdict is Verdict.OK:
+                continue
+            shown += 1
+            if shown > _KEYS_SHOWN:
+                continue
+            style = _STYLE[key.verdict]
+            console.print(
+                f"[{style}]{key.verdict.value.upper()}[/] {result.path} key {_key_name(key)} "
+                f"({key.ops} ops): {key.explanation}",
+                markup=True,
+                highlight=False,
+            )
+        for name, groups in sorted(result.anomalies.items()):
+            if groups:
+                lines = ", ".join(
+                    "[" + " ".join(str(op.line or op.index) for op in group) + "]"
+                    for group in groups[:3]
+                )
+                console.print(
+                    f"  {result.path}: anomaly {name}: {len(groups)} (lines {lines})", markup=False
+                )
+        for rejection in result.rejected[:_REJECTED_SHOWN]:
+            console.print(f"rejected {rejection}", markup=False)
+    if shown > _KEYS_SHOWN:
+        console.print(f"... and {shown - _KEYS_SHOWN} more keys not OK (see --output or --json)")
+
+
+def _figures_line(figures: dict[str, Any]) -> str:
+    ops = figures.get("ops", 0)
+    seconds = figures.get("seconds") or 0.0
+    rate = f", {ops / seconds:,.0f} ops/s" if seconds else ""
+    startup = figures.get("startup_seconds")
+    started = f" (start-up {startup:.1f} s)" if startup is not None else ""
+    reruns = figures.get("reruns") or {}
+    again = "; checked again: " + ", ".join(f"{k} {v}" for k, v in reruns.items()) if reruns else ""
+    sql = f"; {figures['sql_keys']} key(s) by Spark SQL" if figures.get("sql_keys") else ""
+    return (
+        f"spark {figures.get('master')}: {ops} ops in {figures.get('keys', 0)} keys, "
+        f"{figures.get('partitions')} partitions, {seconds:.1f} s{started}{rate}{sql}{again}"
+    )
+
+
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option(
     "--model",
     type=click.Choice(MODEL_NAMES),
@@ -148,7 +260,7 @@ def _print_human(result: InputResult) -> None:
     type=float,
     default=None,
     metavar="S",
-    help="Seconds per input before its verdict is unknown (default: none).",
+    help="Seconds per input (Spark: per key) before its verdict is unknown (default: none).",
 )
 @click.option(
     "--report",
@@ -158,6 +270,61 @@ def _print_human(result: InputResult) -> None:
     metavar="DIR",
     help="Write an HTML report per key into DIR.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["auto", "local", "spark"]),
+    default="auto",
+    show_default=True,
+    help="local: this process; spark: a Spark job; auto: Spark for many runs or big inputs.",
+)
+@click.option(
+    "--master",
+    default=None,
+    metavar="URL",
+    help="Spark master (default local[*]; spark://host:7077, yarn, k8s://...).",
+)
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Spark partitions for the per-key check (default: by input size, 2 per core at least).",
+)
+@click.option(
+    "--output",
+    "output_dir",
+    default=None,
+    metavar="DIR",
+    help="Write the verdict table (Parquet and JSON) and a summary into DIR.",
+)
+@click.option(
+    "--spark-log-level",
+    type=click.Choice(["ERROR", "WARN", "INFO", "DEBUG", "OFF"], case_sensitive=False),
+    default="ERROR",
+    show_default=True,
+    help="Level of Spark's own log on stderr.",
+)
+@click.option(
+    "--max-key-ops",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Spark: keys above N ops run the log checker as Spark SQL (default 250000).",
+)
+@click.option(
+    "--driver-memory",
+    default="2g",
+    show_default=True,
+    metavar="SIZE",
+    help="Spark driver memory (local mode: the executors' too).",
+)
+@click.option(
+    "--spark-conf",
+    "spark_conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark setting (repeatable), e.g. spark.executor.memory=4g or fs.s3a options.",
+)
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line of results.")
 def verify(
     paths: tuple[str, ...],
@@ -166,13 +333,23 @@ def verify(
     fmt: str | None,
     timeout: float | None,
     report_dir: str | None,
+    engine: str,
+    master: str | None,
+    partitions: int | None,
+    output_dir: str | None,
+    spark_log_level: str,
+    max_key_ops: int | None,
+    driver_memory: str,
+    spark_conf: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Check the histories PATH... for linearizability; each file gets its own verdict.
 
-    Formats: jsonl and parquet (this project's), edn (Jepsen/Knossos), porcupine-etcd and
-    porcupine-kv (Porcupine's test data). Models: log (Kafka partitions: the exact checker
-    and the anomaly taxonomy), register, cas-register, kv."""
+    A PATH is a file, a directory of runs or a glob; with the Spark engine also any URI
+    Spark reads (hdfs://, s3a://). Formats: jsonl and parquet (this project's), edn
+    (Jepsen/Knossos), porcupine-etcd and porcupine-kv (Porcupine's test data). Models: log
+    (Kafka partitions: the exact checker and the anomaly taxonomy), register,
+    cas-register, kv."""
     if timeout is not None and timeout <= 0:
         fail_input(f"--timeout must be a positive number of seconds, got {timeout}")
     if initial is not None and model in ("log",):
@@ -180,8 +357,50 @@ def verify(
     start_value = parse_initial(initial)
     if report_dir is not None and os.path.exists(report_dir) and not os.path.isdir(report_dir):
         fail_input(f"--report {report_dir}: exists and is not a directory")
+    settings = []
+    for item in spark_conf:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            fail_input(f"--spark-conf {item!r}: expected KEY=VALUE, e.g. spark.executor.memory=4g")
+        settings.append((name.strip(), value))
+    spark_flags = {
+        "--master": master,
+        "--partitions": partitions,
+        "--max-key-ops": max_key_ops,
+        "--spark-conf": spark_conf or None,
+    }
+    if engine == "auto":
+        if master is not None:
+            engine, why = "spark", f"--master {master}"
+        else:
+            engine, why = choose_engine(paths)
+        click.echo(f"engine: {engine} ({why})", err=True)
+    if engine == "local":
+        given = [flag for flag, value in spark_flags.items() if value is not None]
+        if given:
+            fail_input(f"{given[0]} applies to --engine spark, not to the local engine")
+    else:
+        if report_dir is not None:
+            fail_input("--report draws keys from the local engine: use --engine local")
+        _verify_spark(
+            paths,
+            model=model,
+            initial=initial,
+            fmt=fmt,
+            timeout=timeout,
+            master=master,
+            partitions=partitions,
+            output_dir=output_dir,
+            log_level=spark_log_level,
+            max_key_ops=max_key_ops,
+            driver_memory=driver_memory,
+            spark_conf=settings,
+            as_json=as_json,
+        )
+        return
+    started = time.perf_counter()
     results = []
-    for path in paths:
+    for path in local_paths(paths):
         result = verify_path(
             path,
             model=model,
@@ -194,12 +413,93 @@ def verify(
         if not as_json:
             _print_human(result)
     code = exit_code(results)
+    if output_dir is not None:
+        from jepsen_py.checker.spark.output import rows_from_inputs, write_local
+
+        summary = {"totals": totals(results), "exit_code": code, "engine": "local"}
+        summary["seconds"] = round(time.perf_counter() - started, 3)
+        write_local(output_dir, rows_from_inputs(results), summary)
     if as_json:
         emit_json(
             {
                 "inputs": [r.to_json() for r in results],
                 "totals": totals(results),
                 "exit_code": code,
+                "engine": "local",
             }
         )
+    raise SystemExit(code)
+
+
+def _verify_spark(
+    paths: tuple[str, ...],
+    *,
+    model: str | None,
+    initial: str | None,
+    fmt: str | None,
+    timeout: float | None,
+    master: str | None,
+    partitions: int | None,
+    output_dir: str | None,
+    log_level: str,
+    max_key_ops: int | None,
+    driver_memory: str,
+    spark_conf: list[tuple[str, str]],
+    as_json: bool,
+) -> None:
+    from jepsen_py.checker.spark import SessionOptions, SparkOptions, verify_spark
+    from jepsen_py.checker.spark.job import DEFAULT_MAX_KEY_OPS
+
+    initial_json = None
+    if initial is not None:
+        initial_json = orjson.dumps(parse_initial(initial)).decode()
+    options = SparkOptions(
+        model=model,
+        initial=initial_json,
+        fmt=fmt,
+        timeout=timeout,
+        partitions=partitions,
+        max_key_ops=DEFAULT_MAX_KEY_OPS if max_key_ops is None else max_key_ops,
+        output=output_dir,
+        session=SessionOptions(
+            master=master,
+            log_level=log_level.upper(),
+            driver_memory=driver_memory,
+            extra_conf=tuple(spark_conf),
+        ),
+    )
+
+    def say(message: str) -> None:
+        click.echo(f"spark: {message}", err=True)
+
+    def summarize(results: list[InputResult]) -> dict[str, Any]:
+        return {"totals": totals(results), "exit_code": exit_code(results), "engine": "spark"}
+
+    try:
+        report = verify_spark(paths, options, say=say, summarize=summarize)
+    except Exception as exc:  # Spark failed as a whole: say so, in one line, and exit 2
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        fail_input(f"the Spark job failed: {message}")
+    results = report.inputs
+    code = exit_code(results)
+    if not as_json:
+        if sum(len(r.keys) for r in results) <= _KEYS_SHOWN:
+            for result in results:
+                _print_human(result)
+        else:
+            _print_spark_summary(results, report.figures)
+        if output_dir is not None:
+            click.echo(f"verdict table: {output_dir.rstrip('/')}/verdicts.parquet (and .json)")
+    click.echo(_figures_line(report.figures), err=True)
+    if as_json:
+        emit_json(
+            {
+                "inputs": [r.to_json() for r in results],
+                "totals": totals(results),
+                "exit_code": code,
+                "engine": "spark",
+                "spark": report.figures,
+            }
+        )
+    sys.stdout.flush()
     raise SystemExit(code)

@@ -1,0 +1,177 @@
+"""Throughput of ``kmodel verify``: the local engine, and Spark on local[1] and local[2].
+
+For each size (``--sizes``, default 10^5, 10^6, 10^7 ops) it generates Kafka-log histories
+with ``histgen`` (seeded; about 1,000 keys in all: runs of at most 10^6 ops, each with
+1,000 / runs keys; unique values, overlapping windows, info and failed sends, stale and
+partial polls, a final read-back), injects a few anomalies into the first run (lost-write,
+duplicate, poll-skip, nonmonotonic-send), streams every run to a JSONL file in a temporary
+directory, and times:
+
+- ``local``: the local engine (`engine.verify_path`), file after file, in this process;
+- ``spark_local1`` / ``spark_local2``: `checker.spark.verify_spark` on the directory with a
+  fresh session per configuration. ``startup_seconds`` is the session's start (the JVM);
+  ``warmup_seconds`` a first verification of a tiny history (JIT, Python workers): the
+  fixed cost of a Spark verification, paid once per session; ``seconds`` then the
+  verification of the size itself.
+
+Every configuration must return the same verdicts (it raises otherwise). Prints ONE JSON
+line per size, as soon as that size is done: ops/second for each configuration, ns per
+op, and local[2]'s speed-up over local[1]; compare the ns per op across the lines to see
+whether the cost per op stays flat as histories grow. The load average is printed with
+the figures: this machine is shared, and its other work slows everything measured here.
+
+    .venv/bin/python benchmarks/spark_verify.py [--sizes 100000,1000000,10000000]
+        [--configs local,spark1,spark2] [--data DIR] [--seed 1] [--driver-memory 3g]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from jepsen_py.checker.histgen import INJECTORS, LogWorkload, generate
+from jepsen_py.history import write_jsonl
+
+KEYS = 1000
+RUN_OPS = 1_000_000
+INJECTED = ("lost-write", "duplicate", "poll-skip", "nonmonotonic-send")
+
+
+def make_histories(folder: Path, size: int, seed: int) -> dict[str, Any]:
+    """Write the runs of ``size`` ops into ``folder`` (reused when already there)."""
+    runs = max(1, size // RUN_OPS)
+    keys = max(1, KEYS // runs)
+    marker = folder / "_generated.json"  # hidden from the readers (a leading "_")
+    if marker.exists():
+        return dict(json.loads(marker.read_text()))
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    total = 0
+    nbytes = 0
+    for run in range(runs):
+        rng = random.Random(seed * 1000 + run)
+        workload = LogWorkload(ops=size // runs, keys=keys, producers=20, consumers=20)
+        ops = generate(rng, workload)
+        if run == 0:
+            for name in INJECTED:
+                ops = INJECTORS[name](ops, rng) or ops
+        path = folder / f"run-{run:03d}.jsonl"
+        write_jsonl(path, ops)
+        total += len(ops)
+        nbytes += path.stat().st_size
+        del ops
+    info = {
+        "ops": total,
+        "runs": runs,
+        "keys": runs * keys,
+        "bytes": nbytes,
+        "generate_seconds": round(time.perf_counter() - started, 1),
+    }
+    marker.write_text(json.dumps(info))
+    return info
+
+
+def run_local(folder: Path) -> dict[str, Any]:
+    from jepsen_py.checker.engine import verify_path
+
+    started = time.perf_counter()
+    verdicts: dict[str, str] = {}
+    ops = 0
+    for path in sorted(folder.glob("*.jsonl")):
+        result = verify_path(path)
+        verdicts[path.name] = result.verdict.value
+        ops += result.ops
+    seconds = time.perf_counter() - started
+    return {"seconds": round(seconds, 2), "ops": ops, "verdicts": verdicts}
+
+
+def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str, Any]:
+    from jepsen_py.checker.spark import SessionOptions, SparkOptions, verify_spark
+    from jepsen_py.checker.spark.session import start
+
+    started = time.perf_counter()
+    spark = start(SessionOptions(master=master, driver_memory=memory, progress=False))
+    startup = time.perf_counter() - started
+    try:
+        tiny = scratch / "tiny"
+        tiny.mkdir(exist_ok=True)
+        write_jsonl(tiny / "tiny.jsonl", generate(random.Random(0), LogWorkload(ops=200)))
+        began = time.perf_counter()
+        verify_spark([str(tiny)], SparkOptions(), spark=spark)
+        warmup = time.perf_counter() - began
+        began = time.perf_counter()
+        report = verify_spark([str(folder)], SparkOptions(), spark=spark)
+        seconds = time.perf_counter() - began
+    finally:
+        spark.stop()
+    verdicts = {Path(r.path).name: r.verdict.value for r in report.inputs}
+    return {
+        "startup_seconds": round(startup, 2),
+        "warmup_seconds": round(warmup, 2),
+        "seconds": round(seconds, 2),
+        "ops": report.figures.get("ops", 0),
+        "partitions": report.figures.get("partitions"),
+        "steps": report.figures.get("steps"),
+        "verdicts": verdicts,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000,10000000")
+    parser.add_argument("--configs", default="local,spark1,spark2")
+    parser.add_argument("--data", default=None, help="keep generated histories here")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--driver-memory", default="3g")
+    args = parser.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    configs = args.configs.split(",")
+    scratch = Path(args.data or tempfile.mkdtemp(prefix="kmodel-spark-bench-"))
+    for size in sizes:
+        folder = scratch / f"ops-{size}"
+        info = make_histories(folder, size, args.seed)
+        line: dict[str, Any] = {
+            "benchmark": "spark_verify",
+            "size": size,
+            **info,
+            "python": platform.python_version(),
+            "cores": os.cpu_count(),
+        }
+        results: dict[str, dict[str, Any]] = {}
+        for config in configs:
+            load = os.getloadavg()
+            if config == "local":
+                result = run_local(folder)
+            else:
+                master = {"spark1": "local[1]", "spark2": "local[2]"}[config]
+                result = run_spark(folder, master, args.driver_memory, scratch)
+            result["load_average_before"] = [round(x, 2) for x in load]
+            ops = info["ops"]
+            result["ops_per_second"] = round(ops / result["seconds"]) if result["seconds"] else 0
+            result["ns_per_op"] = round(result["seconds"] / ops * 1e9) if ops else 0
+            results[config] = result
+        verdicts = {name: r.pop("verdicts") for name, r in results.items()}
+        first = next(iter(verdicts.values()), {})
+        if any(v != first for v in verdicts.values()):
+            raise SystemExit(f"the engines disagree on size {size}: {verdicts}")
+        line["verdicts"] = {v: list(first.values()).count(v) for v in sorted(set(first.values()))}
+        line.update({("spark_local1" if k == "spark1" else "spark_local2" if k == "spark2"
+                      else k): v for k, v in results.items()})  # fmt: skip
+        if "spark1" in results and "spark2" in results:
+            line["speedup_local2_over_local1"] = round(
+                results["spark1"]["seconds"] / results["spark2"]["seconds"], 2
+            )
+        print(json.dumps(line, sort_keys=True))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,839 @@
+"""The Spark verification job: list the inputs, read their lines, group them by (run, key),
+check every group in the executors, and settle on the driver what no single group can.
+
+The usual path is one pass over the data after a cheap first one:
+
+1. `inputs.read_lines`: the first pass counts each file split's lines (exact line numbers)
+   and samples keys (their sizes); the lines DataFrame ``(pos, run_eff, key, text)``;
+2. per-key path: ``groupBy(run_eff, key)`` with the lines sorted by position, and
+   `keycheck.check_group` in a Python UDF (the local engine's checkers); keys estimated
+   above ``max_key_ops`` ops go to the SQL path instead (`logsql`, the Kafka-log model);
+3. on the driver, from small results: the processes whose ops interleave across keys
+   (a window over the pair table), the model of each file (from the ``f`` every group
+   saw), the rejected lines and which keys they downgrade.
+
+Only when step 3 finds something does more work follow, each time on the keys concerned
+alone: processes that interleave are validated exactly and their keys checked again
+without the rejected lines; keys that guessed another model than their file's are checked
+again with it; ops numbered by a guessed ordinal are numbered again; and if any op landed
+in the wrong group (the grouping columns are a guess), the whole job runs again with
+exact grouping. Each of these is counted in the figures (``reruns``).
+
+Results are sorted by (run, key), so the verdict table is the same on every run whatever
+the partitioning; a task that fails is retried by Spark (see `session`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from jepsen_py.checker.engine import (
+    MODEL_NAMES,
+    InputResult,
+    KeyResult,
+    _downgrade,
+)
+from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.spark import inputs as inputs_module
+from jepsen_py.checker.spark.frames import local_frame
+from jepsen_py.checker.spark.inputs import BLANK, DRIVER_FORMATS, list_inputs, normalize
+from jepsen_py.checker.spark.keycheck import (
+    FILE_RUN,
+    FILE_SHIFT,
+    INF_POS,
+    PAIR_DONE,
+    PAIR_STRAY,
+    RESULT_DDL,
+    JobSpec,
+    check_group,
+    file_of,
+    guess_model,
+    line_of,
+    run_of,
+    validate_lines,
+)
+from jepsen_py.checker.spark.session import SessionOptions, ship_package, start
+from jepsen_py.history import FORMATS, Op, Rejection
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_MAX_KEY_OPS = 250_000
+"""Keys estimated above this many ops are checked by the SQL formulation of the log
+checker (`logsql`), across the cluster, instead of in one Python worker."""
+
+BYTES_PER_PARTITION = 32 << 20
+"""Default shuffle partitions: one per this much input (at least 2 per core), so that the
+Python check of a partition stays a few seconds and the cluster stays busy."""
+
+MAX_REJECTIONS = 100_000
+"""Rejected lines brought to the driver (the counts are always exact)."""
+
+
+@attrs.frozen
+class SparkOptions:
+    """Everything ``kmodel verify --engine spark`` can be told."""
+
+    model: str | None = None
+    initial: str | None = None
+    """``--initial`` as JSON text."""
+    fmt: str | None = None
+    timeout: float | None = None
+    partitions: int | None = None
+    max_key_ops: int = DEFAULT_MAX_KEY_OPS
+    output: str | None = None
+    max_witnesses: int = 100
+    exact_grouping: bool = False
+    """Group by the Python parser from the start (slower; the fallback of a bad guess)."""
+    session: SessionOptions = attrs.field(factory=SessionOptions)
+
+
+@attrs.define
+class Group:
+    """The result of one (run, key), as the driver gathers it."""
+
+    run_eff: str
+    key: str | None
+    files: tuple[int, ...]
+    model: str | None
+    verdict: str | None
+    ops: int
+    seconds: float
+    explanation: str | None
+    witness: str | None
+    anomalies: str | None
+    fs: tuple[str, ...]
+    mismatches: int
+    client_ops: int
+    needs_ordinal: bool
+    timed_out: bool
+    engine: str = "per-key"
+
+    @property
+    def ident(self) -> tuple[str, str | None]:
+        return (self.run_eff, self.key)
+
+    @property
+    def run(self) -> str | None:
+        return None if self.run_eff.startswith(FILE_RUN) else self.run_eff
+
+
+@attrs.frozen
+class Rejected:
+    """A rejected line: where, why, the key and run it names, and which step rejected it
+    (``parse``, ``validate`` or ``model``)."""
+
+    pos: int
+    reason: str
+    key: str | None
+    run: str | None
+    stage: str
+    order: int = 0
+    """Its place among its group's rejections (the local engine's order within a key)."""
+
+    @property
+    def group(self) -> tuple[str, str | None]:
+        return (run_of(file_of(self.pos), self.run), self.key)
+
+
+@attrs.frozen(eq=False)
+class SparkReport:
+    """What the job found: one `InputResult` per file (the local engine's shape), the
+    verdict table's rows, and figures about the run."""
+
+    inputs: list[InputResult]
+    verdicts: list[dict[str, Any]]
+    figures: dict[str, Any]
+
+
+Say = Callable[[str], None]
+
+
+def verify_spark(
+    paths: Iterable[str],
+    options: SparkOptions,
+    *,
+    spark: SparkSession | None = None,
+    say: Say | None = None,
+    summarize: Callable[[list[InputResult]], dict[str, Any]] | None = None,
+) -> SparkReport:
+    """Check the histories under ``paths`` on Spark. Starts a session (and stops it) unless
+    one is given. Never raises for a user's mistake in the inputs: those come back as
+    inputs with ``error`` set. ``summarize`` gives the totals ``summary.json`` holds."""
+    tell: Say = say or (lambda message: None)
+    figures: dict[str, Any] = {"reruns": {}}
+    started = time.perf_counter()
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()  # a session this process runs already
+    own = spark is None
+    if spark is None:
+        tell(f"starting Spark ({options.session.master or 'local[*]'}) ...")
+        spark = start(options.session)
+        figures["startup_seconds"] = round(time.perf_counter() - started, 3)
+        shipped = ship_package(spark)
+        if shipped is not None:
+            tell(f"shipped the checker to the executors ({shipped})")
+    figures["master"] = spark.sparkContext.master
+    figures["default_parallelism"] = spark.sparkContext.defaultParallelism
+    try:
+        report = _Job(spark, list(paths), options, tell, figures, summarize).run()
+    finally:
+        if own:
+            spark.stop()
+    figures["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+class _Job:
+    def __init__(
+        self,
+        spark: SparkSession,
+        paths: list[str],
+        options: SparkOptions,
+        say: Say,
+        figures: dict[str, Any],
+        summarize: Callable[[list[InputResult]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.summarize = summarize
+        self.sql_keys: set[tuple[str, str | None]] = set()
+        self.fs_of: dict[int, set[str]] = {}
+        self.spark = spark
+        self.paths = paths
+        self.options = options
+        self.say = say
+        self.figures = figures
+
+    # --- the steps ---------------------------------------------------------------------
+
+    def run(self) -> SparkReport:
+        from pyspark.sql import functions as F
+
+        started = time.perf_counter()
+        files = list_inputs(self.paths, self.options.fmt, self.spark)
+        self.bad = [f for f in files if f.error is not None or f.format is None]
+        good = sorted(
+            (f for f in files if f.error is None and f.format is not None),
+            key=lambda f: normalize(f.uri),
+        )
+        self.good = good
+        ids = {normalize(f.uri): i for i, f in enumerate(good)}
+        models: list[str | None] = [None] * len(good)
+        spec = JobSpec(
+            files=tuple(f.display for f in good),
+            formats=tuple("op" if f.format in DRIVER_FORMATS else str(f.format) for f in good),
+            conventions=tuple(FORMATS[str(f.format)].conventions.name for f in good),
+            models=tuple(models),
+            model=self.options.model,
+            initial=self.options.initial,
+            timeout=self.options.timeout,
+            max_witnesses=self.options.max_witnesses,
+        )
+        total_bytes = sum(f.size for f in good)
+        partitions = self.options.partitions or self._default_partitions(total_bytes)
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        self.figures.update({"files": len(files), "bytes": total_bytes, "partitions": partitions})
+        if not good:
+            return self._assemble(spec, [], [], {}, None)
+        self.say(f"reading {len(good)} file(s), {_size(total_bytes)} ...")
+        exact = spec if self.options.exact_grouping else None
+        lines = inputs_module.read_lines(self.spark, good, ids, models, exact=exact)
+        spec = attrs.evolve(spec, models=tuple(models))
+        self.lines = lines
+        self.figures["first_pass_seconds"] = round(time.perf_counter() - started, 3)
+        self.figures["lines"] = sum(lines.stats.lines.values())
+        frame = lines.frame
+        if frame is None:
+            return self._assemble(spec, [], [], {}, lines)
+        self.frame = frame
+
+        huge = self._huge_keys(lines.stats.estimates, frame)
+        self.sql_keys = huge
+        checking = time.perf_counter()
+        per_key_frame = frame
+        if huge:
+            huge_frame = local_frame(self.spark, sorted(huge), "run_eff string, key string")
+            per_key_frame = frame.join(
+                F.broadcast(huge_frame),
+                (frame.run_eff == huge_frame.run_eff) & frame.key.eqNullSafe(huge_frame.key),
+                "left_anti",
+            )
+        self.say(
+            f"checking the keys in {partitions} partitions"
+            + (f" ({len(huge)} big key(s) by Spark SQL)" if huge else "")
+            + " ..."
+        )
+        checked = _check_frame(per_key_frame, spec)
+        from pyspark import StorageLevel
+
+        checked.persist(StorageLevel.MEMORY_AND_DISK)
+        release: Callable[[], None] | None = None
+        try:
+            with self.step("check"):
+                groups = [_group(row) for row in checked.select(*_RESULT_COLUMNS).collect()]
+            with self.step("rejections"):
+                rejected = _rejections(checked)
+            pairs = _pairs(checked)
+            if huge:
+                from jepsen_py.checker.spark.logsql import check_keys
+
+                with self.step("sql"):
+                    sql = check_keys(self.spark, frame, huge, spec)
+                groups.extend(sql.groups)
+                rejected.extend(sql.rejected)
+                release = sql.release
+                pairs = pairs.unionByName(sql.pairs)
+            mismatches = sum(g.mismatches for g in groups)
+            if mismatches and not self.options.exact_grouping:
+                self.figures["reruns"]["exact_grouping"] = mismatches
+                self.say(
+                    f"{mismatches} op(s) were grouped by a wrong guess of their run or key; "
+                    "checking again with exact grouping ..."
+                )
+                checked.unpersist()
+                options = attrs.evolve(self.options, exact_grouping=True)
+                again = _Job(
+                    self.spark, self.paths, options, self.say, self.figures, self.summarize
+                )
+                return again.run()
+            with self.step("processes"):
+                dirty = _dirty_processes(pairs)
+            if dirty:
+                groups, rejected = self._revalidate(spec, pairs, dirty, groups, rejected)
+        finally:
+            checked.unpersist()
+            if release is not None:
+                release()
+        groups, file_models = self._settle_models(spec, groups, rejected)
+        groups = self._renumber(spec, groups, rejected)
+        self.figures["check_seconds"] = round(time.perf_counter() - checking, 3)
+        return self._assemble(spec, groups, rejected, file_models, lines)
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time a step into ``figures["steps"]`` (seconds, summed over repeats)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            steps = self.figures.setdefault("steps", {})
+            steps[name] = round(steps.get(name, 0.0) + time.perf_counter() - started, 3)
+
+    def _default_partitions(self, total_bytes: int) -> int:
+        cores = self.spark.sparkContext.defaultParallelism
+        return max(2 * cores, min(4000, math.ceil(total_bytes / BYTES_PER_PARTITION)))
+
+    def _huge_keys(
+        self, estimates: dict[tuple[str, str | None], int], frame: DataFrame
+    ) -> set[Any]:
+        """The keys for the SQL path: estimated above ``max_key_ops`` ops (every key when
+        it is 0: the SQL path alone, as the tests and ``--max-key-ops 0`` ask)."""
+        if self.options.model not in (None, "log"):
+            return set()
+        limit = self.options.max_key_ops
+        if limit == 0:
+            rows = frame.select("run_eff", "key").distinct().collect()
+            return {(r["run_eff"], r["key"]) for r in rows}
+        return {group for group, n in estimates.items() if n > limit}
+
+    def _recheck(
+        self,
+        spec: JobSpec,
+        targets: dict[tuple[str, str | None], tuple[list[int], str | None]],
+    ) -> tuple[list[Group], list[Rejected]]:
+        """Check ``targets`` again: (run, key) -> (positions to leave out, model). Keys of
+        the SQL path stay on it while their model is the log's."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        sql = {
+            ident: excluded
+            for ident, (excluded, model) in targets.items()
+            if ident in self.sql_keys and model in (None, "log")
+        }
+        groups: list[Group] = []
+        rejected: list[Rejected] = []
+        if sql:
+            from jepsen_py.checker.spark.logsql import check_keys
+
+            result = check_keys(self.spark, self.frame, set(sql), spec, exclude=sql)
+            result.release()
+            groups.extend(result.groups)
+            rejected.extend(result.rejected)
+        rows = [
+            (run, key, sorted(ex), model)
+            for (run, key), (ex, model) in targets.items()
+            if (run, key) not in sql
+        ]
+        if not rows:
+            return groups, rejected
+        extra = local_frame(
+            self.spark, rows, "run_eff string, key string, exclude array<long>, override string"
+        )
+        frame = self.frame
+        chosen = frame.join(
+            F.broadcast(extra),
+            (frame.run_eff == extra.run_eff) & frame.key.eqNullSafe(extra.key),
+            "left_semi",
+        )
+        checked = _check_frame(chosen, spec, extra)
+        checked.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            groups.extend(_group(row) for row in checked.select(*_RESULT_COLUMNS).collect())
+            rejected.extend(_rejections(checked))
+        finally:
+            checked.unpersist()
+        return groups, rejected
+
+    def _revalidate(
+        self,
+        spec: JobSpec,
+        pairs: DataFrame,
+        dirty: list[tuple[str, str]],
+        groups: list[Group],
+        rejected: list[Rejected],
+    ) -> tuple[list[Group], list[Rejected]]:
+        """Validate the interleaving processes exactly, and check the keys that lose lines
+        again without them."""
+        from pyspark.sql import functions as F
+
+        self.figures["reruns"]["interleaving_processes"] = len(dirty)
+        self.say(f"{len(dirty)} process(es) run ops that overlap; validating them exactly ...")
+        wanted = local_frame(self.spark, dirty, "run_eff string, proc string")
+        where = (
+            pairs.join(F.broadcast(wanted), ["run_eff", "proc"])
+            .select("run_eff", "proc", F.explode(F.array("inv", "comp")).alias("pos"))
+            .where((F.col("pos") >= 0) & (F.col("pos") < INF_POS))
+        )
+        frame = self.frame.select("pos", "text")
+        streams = (
+            where.join(frame, "pos")
+            .groupBy("run_eff", "proc")
+            .agg(F.sort_array(F.collect_list(F.struct("pos", "text"))).alias("l"))
+        )
+        validate = F.udf(
+            functools.partial(validate_lines, spec),
+            "array<struct<pos:long, reason:string, key:string, run:string>>",
+            useArrow=False,
+        )
+        found = (
+            streams.select(F.explode(validate(F.col("l.pos"), F.col("l.text"))).alias("x"))
+            .select("x.*")
+            .collect()
+        )
+        fresh = [Rejected(r["pos"], r["reason"], r["key"], r["run"], "validate") for r in found]
+        if not fresh:
+            return groups, rejected
+        targets: dict[tuple[str, str | None], tuple[list[int], str | None]] = {}
+        for r in fresh:
+            targets.setdefault(r.group, ([], None))[0].append(r.pos)
+        known = {g.ident: g for g in groups}
+        for ident in list(targets):
+            if ident not in known:
+                del targets[ident]
+            else:
+                targets[ident] = (targets[ident][0], known[ident].model)
+        if targets:
+            again, again_rejected = self._recheck(spec, targets)
+            groups = _replace(groups, again)
+            # the lines left out take their model rejections with them: the check again
+            # of the rest has the ones that still hold
+            rejected = [r for r in rejected if not (r.group in targets and r.stage == "model")]
+            rejected.extend(r for r in again_rejected if r.stage == "model")
+        return groups, rejected + fresh
+
+    def _settle_models(
+        self, spec: JobSpec, groups: list[Group], rejected: list[Rejected]
+    ) -> tuple[list[Group], dict[int, str | None]]:
+        """The model of each file (``--model``, its format's, or `guess_model` over every
+        ``f`` its keys saw, as `engine.choose_model` decides per file), and the keys that
+        guessed another model checked again with it."""
+        fs_of: dict[int, set[str]] = {}
+        for g in groups:
+            for file_id in g.files:
+                fs_of.setdefault(file_id, set()).update(g.fs)
+        file_models: dict[int, str | None] = {}
+        for file_id in range(len(spec.files)):
+            if spec.model is not None:
+                file_models[file_id] = spec.model
+            elif spec.models[file_id] is not None:
+                file_models[file_id] = spec.models[file_id]
+            else:
+                file_models[file_id] = guess_model(fs_of.get(file_id, set()))
+        self.fs_of = fs_of
+        targets: dict[tuple[str, str | None], tuple[list[int], str | None]] = {}
+        excluded: dict[tuple[str, str | None], list[int]] = {}
+        for r in rejected:
+            if r.stage == "validate":
+                excluded.setdefault(r.group, []).append(r.pos)
+        for g in groups:
+            wanted = {file_models[f] for f in g.files}
+            if len(wanted) != 1 or None in wanted or g.client_ops == 0:
+                continue
+            (model,) = wanted
+            if model != g.model:
+                targets[g.ident] = (excluded.get(g.ident, []), model)
+        if targets:
+            self.figures["reruns"]["model"] = len(targets)
+            self.say(f"{len(targets)} key(s) guessed another model than their file's ...")
+            again, again_rejected = self._recheck(spec, targets)
+            groups = _replace(groups, again)
+            rejected[:] = [r for r in rejected if not (r.group in targets and r.stage == "model")]
+            rejected.extend(r for r in again_rejected if r.stage == "model")
+        return groups, file_models
+
+    def _renumber(
+        self, spec: JobSpec, groups: list[Group], rejected: list[Rejected]
+    ) -> list[Group]:
+        """Ops without an ``index`` took their line as their number; where blank or
+        rejected lines come before them, the local reader numbers them lower: check those
+        keys again with the holes known (explanations change, verdicts cannot)."""
+        from pyspark.sql import functions as F
+
+        needy = {f for g in groups if g.needs_ordinal for f in g.files}
+        parse_holes: dict[int, set[int]] = {}
+        for r in rejected:
+            if r.stage == "parse":
+                parse_holes.setdefault(file_of(r.pos), set()).add(line_of(r.pos))
+        blanks = self.lines.stats.blanks
+        files = {f for f in needy if blanks.get(f) or parse_holes.get(f)}
+        if not files:
+            return groups
+        holes = {f: set(parse_holes.get(f, ())) for f in files}
+        blank_files = [f for f in files if blanks.get(f)]
+        if blank_files:
+            frame = self.frame
+            found = (
+                frame.where(F.shiftright(F.col("pos"), FILE_SHIFT).isin(blank_files))
+                .where(F.col("text").rlike(BLANK))
+                .select("pos")
+                .collect()
+            )
+            for row in found:
+                holes[file_of(row["pos"])].add(line_of(row["pos"]))
+        spec = attrs.evolve(spec, holes={f: tuple(sorted(h)) for f, h in holes.items()})
+        excluded: dict[tuple[str, str | None], list[int]] = {}
+        for r in rejected:
+            if r.stage == "validate":
+                excluded.setdefault(r.group, []).append(r.pos)
+        targets = {
+            g.ident: (excluded.get(g.ident, []), g.model)
+            for g in groups
+            if g.needs_ordinal and files.intersection(g.files)
+        }
+        self.figures["reruns"]["ordinals"] = len(targets)
+        self.say(f"numbering the ops of {len(targets)} key(s) without an index field ...")
+        again, _ = self._recheck(spec, targets)
+        return _replace(groups, again)
+
+    # --- the results -------------------------------------------------------------------
+
+    def _assemble(
+        self,
+        spec: JobSpec,
+        groups: list[Group],
+        rejected: list[Rejected],
+        file_models: dict[int, str | None],
+        lines: inputs_module.Lines | None,
+    ) -> SparkReport:
+        from jepsen_py.checker.engine import _sorted_groups
+
+        self.figures["keys"] = len([g for g in groups if g.client_ops])
+        self.figures["ops"] = sum(g.client_ops for g in groups)
+        self.figures["sql_keys"] = sum(1 for g in groups if g.engine == "sql")
+        self.figures["timed_out_keys"] = sum(1 for g in groups if g.timed_out)
+        self.figures["rejected_lines"] = len(rejected)
+        results: list[InputResult] = []
+        for bad in self.bad:
+            results.append(
+                InputResult(
+                    bad.display, bad.format, self.options.model, Verdict.UNKNOWN, [], {}, [], 0.0,
+                    0, bad.error or f"{bad.display}: unknown format",
+                )
+            )  # fmt: skip
+        per_file: dict[int, list[Group]] = {}
+        for g in groups:
+            if g.client_ops and g.files:
+                per_file.setdefault(min(g.files), []).append(g)
+        rejections_of: dict[int, list[Rejected]] = {}
+        for r in rejected:
+            rejections_of.setdefault(file_of(r.pos), []).append(r)
+        by_group: dict[tuple[str, str | None], list[Rejected]] = {}
+        for r in rejected:
+            by_group.setdefault(r.group, []).append(r)
+        driver_rejections: dict[int, list[Rejection]] = {}
+        driver_errors: dict[int, str] = {}
+        if lines is not None:
+            for file_id, rejection in lines.driver_rejections:
+                driver_rejections.setdefault(file_id, []).append(rejection)
+            driver_errors = lines.driver_errors
+        verdict_rows: list[dict[str, Any]] = []
+        for file_id, file in enumerate(self.good):
+            mine = per_file.get(file_id, [])
+            fmt = file.format
+            model = file_models.get(file_id)
+            display = file.display
+            if file_id in driver_errors:
+                results.append(
+                    InputResult(
+                        display, fmt, None, Verdict.UNKNOWN, [], {}, [], 0.0, 0,
+                        driver_errors[file_id],
+                    )
+                )  # fmt: skip
+                continue
+            # the local engine's order: lines rejected while reading, in line order, then
+            # ops the model could not read, key after key (as `engine` checks the keys)
+            lines_out = rejections_of.get(file_id, [])
+            reading = [r for r in lines_out if r.stage != "model"]
+            modeled = sorted(
+                (r for r in lines_out if r.stage == "model"),
+                key=lambda r: (str(r.run), r.key is None, str(r.key), r.order),
+            )
+            file_rejections = sorted(
+                [*driver_rejections.get(file_id, []), *(_rejection(display, r) for r in reading)],
+                key=lambda r: r.line or 0,
+            ) + [_rejection(display, r) for r in modeled]
+            if model is None:
+                seen = ", ".join(sorted(self.fs_of.get(file_id, set()))) if groups else ""
+                error = (
+                    f"{display}: cannot tell the model from the ops' f ({seen or 'none'}); "
+                    f"pass --model ({', '.join(MODEL_NAMES)})"
+                )
+                results.append(
+                    InputResult(
+                        display, fmt, None, Verdict.UNKNOWN, [], {}, file_rejections, 0.0,
+                        sum(g.client_ops for g in mine), error,
+                    )
+                )  # fmt: skip
+                continue
+            keys: list[KeyResult] = []
+            anomalies: dict[str, list[list[Op]]] = {}
+            for g in mine:
+                key_result = _key_result(g, spec)
+                group_rejections = [
+                    Rejection(display, line_of(r.pos), r.reason, r.key, key_result.run)
+                    for r in by_group.get(g.ident, [])
+                ]
+                (key_result,) = _downgrade([key_result], group_rejections)
+                keys.append(key_result)
+                counts = {}
+                for name, entry in (orjson.loads(g.anomalies) if g.anomalies else {}).items():
+                    counts[name] = entry["count"]
+                    witnesses = [[_op(o) for o in w] for w in entry["witnesses"]]
+                    anomalies.setdefault(name, []).extend(witnesses)
+                verdict_rows.append(_verdict_row(g, key_result, file.display, counts))
+            order = {(k.run, k.key): k for k in keys}
+            keys = [order[g] for g in _sorted_groups({g: [] for g in order})]
+            verdicts = [k.verdict for k in keys]
+            if any(r.key is None for r in file_rejections):
+                verdicts.append(Verdict.UNKNOWN)
+            results.append(
+                InputResult(
+                    display,
+                    fmt,
+                    model,
+                    Verdict.combine(verdicts),
+                    keys,
+                    anomalies,
+                    file_rejections,
+                    sum(k.seconds for k in keys),
+                    sum(g.client_ops for g in mine),
+                )
+            )
+        verdict_rows.sort(key=lambda row: (str(row["run"]), row["key"] is None, str(row["key"])))
+        report = SparkReport(results, verdict_rows, self.figures)
+        if self.options.output is not None:
+            from jepsen_py.checker.spark.output import write_outputs
+
+            summary = self.summarize(results) if self.summarize is not None else {}
+            write_outputs(self.spark, self.options.output, report, rejected, spec, summary)
+        return report
+
+
+# --- the per-key path ------------------------------------------------------------------
+
+_RESULT_COLUMNS = (
+    "run_eff",
+    "key",
+    "files",
+    "r.model",
+    "r.verdict",
+    "r.ops",
+    "r.seconds",
+    "r.explanation",
+    "r.witness",
+    "r.anomalies",
+    "r.fs",
+    "r.mismatches",
+    "r.client_ops",
+    "r.needs_ordinal",
+    "r.timed_out",
+)
+
+
+def _check_frame(frame: DataFrame, spec: JobSpec, extra: DataFrame | None = None) -> DataFrame:
+    """``frame``'s lines grouped by (run, key), each group checked by `check_group`;
+    ``extra`` adds per group the positions to leave out and the model to use."""
+    from pyspark.sql import functions as F
+
+    grouped = frame.groupBy("run_eff", "key").agg(
+        F.sort_array(F.collect_list(F.struct("pos", "text"))).alias("l")
+    )
+    udf = F.udf(functools.partial(check_group, spec), RESULT_DDL, useArrow=False)
+    arguments = [F.col("run_eff"), F.col("key"), F.col("l.pos"), F.col("l.text")]
+    if extra is not None:
+        grouped = grouped.join(
+            extra.withColumnRenamed("run_eff", "x_run").withColumnRenamed("key", "x_key"),
+            (F.col("run_eff") == F.col("x_run")) & F.col("key").eqNullSafe(F.col("x_key")),
+        )
+        arguments += [F.col("exclude"), F.col("override")]
+    files = F.expr(f"array_distinct(transform(l.pos, p -> shiftright(p, {FILE_SHIFT})))")
+    return grouped.select("run_eff", "key", files.alias("files"), udf(*arguments).alias("r"))
+
+
+def _group(row: Any, engine: str = "per-key") -> Group:
+    return Group(
+        row["run_eff"],
+        row["key"],
+        tuple(sorted(int(f) for f in row["files"] or ())),
+        row["model"],
+        row["verdict"],
+        int(row["ops"] or 0),
+        float(row["seconds"] or 0.0),
+        row["explanation"],
+        row["witness"],
+        row["anomalies"],
+        tuple(row["fs"] or ()),
+        int(row["mismatches"] or 0),
+        int(row["client_ops"] or 0),
+        bool(row["needs_ordinal"]),
+        bool(row["timed_out"]),
+        engine,
+    )
+
+
+def _rejections(checked: DataFrame) -> list[Rejected]:
+    from pyspark.sql import functions as F
+
+    rows = (
+        checked.select(F.posexplode("r.rejections").alias("i", "x"))
+        .select("i", "x.*")
+        .orderBy("pos", "i")
+        .limit(MAX_REJECTIONS)
+        .collect()
+    )
+    return [Rejected(r["pos"], r["reason"], r["key"], r["run"], r["stage"], r["i"]) for r in rows]
+
+
+def _pairs(checked: DataFrame) -> DataFrame:
+    """The pair table: (run, process, invocation, completion, kind) of every client op."""
+    from pyspark.sql import functions as F
+
+    zipped = F.arrays_zip(
+        F.col("r.pair_proc").alias("proc"),
+        F.col("r.pair_inv").alias("inv"),
+        F.col("r.pair_comp").alias("comp"),
+        F.col("r.pair_kind").alias("kind"),
+    )
+    return checked.select("run_eff", F.explode(zipped).alias("p")).select(
+        "run_eff",
+        F.col("p.proc").alias("proc"),
+        F.col("p.inv").alias("inv"),
+        F.col("p.comp").alias("comp"),
+        F.col("p.kind").alias("kind"),
+    )
+
+
+def _dirty_processes(pairs: DataFrame) -> list[tuple[str, str]]:
+    """The (run, process) whose ops interleave across keys, or have a completion that
+    completes nothing: sorted by invocation, each op must complete (``ok``/``fail``)
+    before the next is invoked; an ``info`` or a pending op ends the process."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    end = F.when(F.col("kind") == PAIR_DONE, F.col("comp")).otherwise(F.lit(INF_POS))
+    order = Window.partitionBy("run_eff", "proc").orderBy("inv")
+    overlapping = (
+        pairs.where(F.col("kind") != PAIR_STRAY)
+        .select("run_eff", "proc", "inv", F.lag(end).over(order).alias("previous_end"))
+        .where(F.col("previous_end") >= F.col("inv"))
+        .select("run_eff", "proc")
+    )
+    strays = pairs.where(F.col("kind") == PAIR_STRAY).select("run_eff", "proc")
+    rows = overlapping.union(strays).distinct().collect()
+    return sorted((r["run_eff"], r["proc"]) for r in rows)
+
+
+def _replace(groups: list[Group], again: list[Group]) -> list[Group]:
+    fresh = {g.ident: g for g in again}
+    return [fresh.get(g.ident, g) for g in groups]
+
+
+def _rejection(display: str, r: Rejected) -> Rejection:
+    return Rejection(display, line_of(r.pos), r.reason, r.key, r.run)
+
+
+def _op(record: dict[str, Any]) -> Op:
+    process = record.get("process")
+    return Op(
+        int(record.get("index") or 0),
+        0,
+        process if isinstance(process, int | str) else str(process),
+        record.get("type") or "info",
+        record.get("f") or "?",
+        record.get("key"),
+        record.get("value"),
+        None,
+        record.get("line"),
+    )
+
+
+def _key_result(g: Group, spec: JobSpec) -> KeyResult:
+    verdict = Verdict(g.verdict) if g.verdict else Verdict.UNKNOWN
+    witness = [_op(o) for o in orjson.loads(g.witness)] if g.witness else []
+    return KeyResult(
+        g.run,
+        g.key,
+        g.ops,
+        verdict,
+        g.seconds,
+        g.explanation,
+        witness=witness,
+    )
+
+
+def _verdict_row(g: Group, key: KeyResult, file: str, anomalies: dict[str, int]) -> dict[str, Any]:
+    return {
+        "run": g.run if g.run is not None else file,
+        "key": g.key,
+        "model": g.model,
+        "verdict": key.verdict.value,
+        "ops": key.ops,
+        "anomalies": anomalies,
+        "time": round(key.seconds, 6),
+        "file": file,
+        "explanation": key.explanation,
+        "rejected_lines": key.rejected,
+        "engine": g.engine,
+        "witness": g.witness,
+        "anomaly_detail": g.anomalies,
+    }
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

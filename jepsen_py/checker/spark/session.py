@@ -1,0 +1,222 @@
+"""The SparkSession of ``kmodel verify --engine spark``: where it runs, how quiet it is, and
+how it survives a failed task.
+
+- Master: ``local[*]`` by default (every core of this machine, the embedded default of
+  DESIGN.md), written ``local[*,4]`` so that a failed task is retried up to 4 times as it
+  would be on a cluster (plain ``local[N]`` never retries). ``--master`` takes any Spark
+  master URL (``spark://host:7077``, ``yarn``, ``k8s://...``); there the cluster's own
+  ``spark.task.maxFailures`` (4 by default) applies.
+- Noise: the JVM logs through a log4j2 configuration written for this session (root level
+  ``--spark-log-level``, default ERROR, to stderr), so Spark's start-up chatter ("Using
+  Spark's default log4j profile", "Setting default log level", the native-hadoop warning)
+  never reaches the terminal; the JVM's own stderr passes through a filter that drops the
+  few lines no logger controls (the incubator-module warning of Java 17+, the shell's
+  "Setting default log level" notice).
+- Progress: Spark's own console progress bar (stage, tasks done / total) on stderr when
+  stderr is a terminal; ``--json`` output on stdout is never mixed with it.
+- Python workers run the interpreter of this process (``spark.pyspark.python``), so they
+  import the same ``jepsen_py``; a cluster gets the package shipped with ``addPyFile``
+  (`ship_package`), or through ``spark-submit --py-files`` (docs/spark.md).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+
+DEFAULT_MASTER = "local[*]"
+LOCAL_RETRIES = 4
+"""Attempts per task in local mode (Spark's cluster default for ``spark.task.maxFailures``)."""
+
+
+@attrs.frozen
+class SessionOptions:
+    """How to start Spark; every field has the CLI's default."""
+
+    master: str | None = None
+    """None: ``local[*]``, or under ``spark-submit`` the master it was given."""
+    log_level: str = "ERROR"
+    driver_memory: str = "2g"
+    shuffle_partitions: int | None = None
+    progress: bool | None = None
+    """None: a progress bar when stderr is a terminal."""
+    app_name: str = "kmodel-verify"
+    extra_conf: tuple[tuple[str, str], ...] = ()
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def effective_master(master: str) -> str:
+    """``local[N]`` and ``local[*]`` gain a retry count (``local[N,4]``): Spark's local mode
+    otherwise fails the job at the first failed task."""
+    if master == "local":
+        return f"local[1,{LOCAL_RETRIES}]"
+    if master.startswith("local[") and master.endswith("]") and "," not in master:
+        return f"{master[:-1]},{LOCAL_RETRIES}]"
+    return master
+
+
+_LOG4J = """\
+status = error
+name = kmodel
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark %p %c{{1}}: %m%n%ex
+rootLogger.level = {level}
+rootLogger.appenderRef.stdout.ref = console
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = error
+logger.shutdown.name = org.apache.spark.util.ShutdownHookManager
+logger.shutdown.level = off
+logger.blockmanager.name = org.apache.spark.storage.BlockManager
+logger.blockmanager.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
+"""
+
+
+def _log4j_file(level: str) -> str:
+    folder = Path(tempfile.gettempdir()) / "kmodel-spark"
+    folder.mkdir(exist_ok=True)
+    target = folder / f"log4j2-{level.lower()}.properties"
+    text = _LOG4J.format(level=level.lower())
+    if not target.exists() or target.read_text() != text:
+        scratch = target.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(text)
+        scratch.replace(target)
+    return str(target)
+
+
+def start(options: SessionOptions) -> SparkSession:
+    """Start (or join) the SparkSession ``options`` describe."""
+    level = options.log_level.upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"unknown Spark log level {options.log_level!r}: one of {LOG_LEVELS}")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    progress = options.progress
+    if progress is None:
+        progress = sys.stderr.isatty()
+    log4j = _log4j_file(level)
+    java_options = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
+    # under spark-submit the JVM exists: its --master and driver settings stand
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = options.master or (None if submitted else DEFAULT_MASTER)
+    settings = {
+        "spark.app.name": options.app_name,
+        "spark.ui.showConsoleProgress": "true" if progress else "false",
+        "spark.ui.enabled": "false",
+        "spark.pyspark.python": sys.executable,
+        "spark.sql.execution.pythonUDF.arrow.enabled": "false",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.python.worker.reuse": "true",
+    }
+    if master is not None:
+        settings["spark.master"] = effective_master(master)
+    if not submitted:
+        settings["spark.driver.memory"] = options.driver_memory
+        settings["spark.driver.extraJavaOptions"] = java_options
+    if master is not None and is_local(master) and not submitted:
+        # executors live in this JVM; a cluster's executors keep their own log4j setup
+        settings["spark.executor.extraJavaOptions"] = java_options
+    if options.shuffle_partitions is not None:
+        settings["spark.sql.shuffle.partitions"] = str(options.shuffle_partitions)
+    settings.update(dict(options.extra_conf))
+    _launch_quietly(settings)
+    builder = SparkSession.builder
+    for name, value in settings.items():
+        builder = builder.config(name, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(level)
+    return spark
+
+
+_NOISE = (
+    b"WARNING: Using incubator modules",
+    b'Setting default log level to "',  # Spark's shell notice; --spark-log-level rules
+    b"To adjust logging level use sc.setLogLevel(",
+)
+
+
+def _launch_quietly(settings: dict[str, str]) -> None:
+    """Start the JVM ourselves, its stderr piped through `_forward`, when this process has
+    no JVM yet (under ``spark-submit`` the JVM exists and its output is spark-submit's)."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._active_spark_context is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf()
+    for name, value in settings.items():
+        conf.set(name, value)
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    process = gateway.proc
+    if process is not None and process.stderr is not None:
+        threading.Thread(target=_forward, args=(process.stderr,), daemon=True).start()
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def _forward(stream: IO[bytes]) -> None:
+    """Copy the JVM's stderr to ours, without the `_NOISE` lines. Progress bars end their
+    segments with a carriage return: segments are forwarded as soon as they end."""
+    out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(stream.fileno(), 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        pending += chunk
+        cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
+        if not cut:
+            continue
+        ready, pending = pending[:cut], pending[cut:]
+        kept = b"".join(
+            segment for segment in ready.splitlines(keepends=True) if not segment.startswith(_NOISE)
+        )
+        if kept and out is not None:
+            try:
+                out.write(kept)
+                out.flush()
+            except (OSError, ValueError):
+                return
+
+
+def ship_package(spark: SparkSession) -> str | None:
+    """Zip ``jepsen_py`` and add it to the job (``SparkContext.addPyFile``), so executors of a
+    cluster import the checker without an install. Returns the zip's path (None in local
+    mode: the workers already import this process's package)."""
+    if is_local(spark.sparkContext.master or DEFAULT_MASTER):
+        return None
+    import jepsen_py
+
+    root = Path(jepsen_py.__file__).resolve().parent
+    folder = Path(tempfile.mkdtemp(prefix="kmodel-pyfiles-"))
+    target = folder / "jepsen_py.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*.py")):
+            archive.write(path, Path("jepsen_py") / path.relative_to(root))
+    spark.sparkContext.addPyFile(str(target))
+    return str(target)
