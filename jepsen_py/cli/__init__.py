@@ -10,6 +10,9 @@ import click
 
 from jepsen_py.cli.check import check
 from jepsen_py.cli.demo import demo
+from jepsen_py.cli.replay_cmd import replay_cmd
+from jepsen_py.cli.shrink_cmd import shrink_cmd
+from jepsen_py.cli.test_cmd import test_cmd
 from jepsen_py.cli.verify import verify
 
 
@@ -22,4 +25,7 @@ def main() -> None:
 
 main.add_command(check)
 main.add_command(demo)
+main.add_command(replay_cmd)
+main.add_command(shrink_cmd)
+main.add_command(test_cmd)
 main.add_command(verify)

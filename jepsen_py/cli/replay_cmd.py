@@ -1,0 +1,57 @@
+"""``kmodel replay STORE_DIR``: run a stored test's (config, seed) again, confirm that the
+history is identical (by hash), and print a step-by-step trace of what the cluster did
+around the first anomaly.
+
+Exit code: the run's verdict when the replay is identical (0 valid, 1 invalid); 2 when the
+history differs (a different code version, or a determinism bug) or the directory cannot
+be replayed.
+"""
+
+from __future__ import annotations
+
+import click
+
+from jepsen_py.cli.common import EXIT_UNKNOWN, emit_json, fail_input
+from jepsen_py.replay import ReplayError, format_trace, replay
+
+
+@click.command(name="replay")
+@click.argument("store_dir", type=click.Path(file_okay=False))
+@click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
+def replay_cmd(store_dir: str, json_mode: bool) -> None:
+    """Re-run STORE_DIR (a run directory, or a test directory's latest run) from its
+    test.json, compare the histories, and trace the first anomaly."""
+    try:
+        result = replay(store_dir)
+    except ReplayError as exc:
+        fail_input(str(exc))
+    if json_mode:
+        emit_json(result.to_json())
+        raise SystemExit(result.exit_code)
+    click.echo(f"replay of {result.run_dir} (seed {result.seed})")
+    if result.identical:
+        click.echo(f"  history: identical (blake2b {result.replayed_hash})")
+    else:
+        click.echo(
+            click.style("  history: DIFFERENT", fg="red", bold=True)
+            + f" (stored {result.stored_hash}, replayed {result.replayed_hash})"
+        )
+        click.echo(f"  first difference: {result.first_difference}")
+        if result.version_stored != result.version_now:
+            click.echo(
+                f"  the run was made by code {result.version_stored}; this is "
+                f"{result.version_now}: check out that version to reproduce it"
+            )
+    verdict = result.results["verdict"]
+    violations = ", ".join(result.results["violations"]) or "none"
+    click.echo(f"  verdict: {verdict.upper()} (violations: {violations})")
+    anomaly = result.anomaly
+    if anomaly is None:
+        click.echo("  no anomaly to trace")
+    else:
+        indices = ", ".join(str(op.index) for op in anomaly.witness)
+        click.echo(f"  first anomaly: {anomaly.name}, {anomaly.explanation}; witness {indices}")
+        click.echo("")
+        for line in format_trace(result.trace):
+            click.echo(line)
+    raise SystemExit(result.exit_code if result.identical else EXIT_UNKNOWN)

@@ -1,0 +1,307 @@
+"""``kmodel test``: a Jepsen-style fault-injection run on the simulated Kafka cluster.
+
+One run by default: the workload and the nemesis for ``--time-limit`` of logical time, then
+heal, recovery and final reads; the history is checked (linearizability and the Kafka
+anomaly taxonomy) and everything goes to a store directory (``--store``). With ``--runs N``
+(swarm mode) each run's configuration -- which faults, how often, how fast, how many
+clients -- is drawn from its seed (``--seed``, ``--seed``+1, ...), and a table of outcomes
+is printed; ``--stop-on-failure`` ends the swarm at the first invalid run.
+
+Exit code: 0 valid, 1 invalid (any run), 2 unknown (a run whose final reads never finished,
+or bad flags). Every run prints the one command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import click
+
+from impl.fetcher import TRUNCATIONS
+from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
+from jepsen_py.runner import (
+    EXIT_CODES,
+    ConfigError,
+    RunOutcome,
+    TestConfig,
+    format_duration,
+    parse_duration,
+    run_test,
+    swarm_config,
+)
+from jepsen_py.store import StoreError
+
+
+def describe_config(config: TestConfig) -> str:
+    election = "unclean election" if config.unclean else "clean election"
+    return (
+        f"{config.brokers} brokers, {config.partitions} partition(s), acks={config.acks}, "
+        f"min.insync.replicas={config.min_isr}, {election}, {config.truncation} truncation"
+    )
+
+
+def describe_workload(config: TestConfig) -> str:
+    if config.schedule is not None:
+        faults = f"an explicit schedule of {len(config.schedule)} nemesis ops"
+    elif config.nemesis:
+        faults = f"{', '.join(config.nemesis)} every ~{format_duration(config.interval_ns)}"
+    else:
+        faults = "no faults"
+    limit = f", at most {config.max_ops} ops" if config.max_ops is not None else ""
+    return (
+        f"{format_duration(config.time_limit_ns)} at {config.rate:g} ops/s by "
+        f"{config.concurrency} clients{limit}; nemesis: {faults}"
+    )
+
+
+def _counts(mapping: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in mapping.items()) or "none"
+
+
+def print_outcome(outcome: RunOutcome) -> None:
+    r = outcome.results
+    config = outcome.config
+    click.echo(f"{config.name} seed {outcome.seed}: {describe_config(config)}")
+    click.echo(f"  workload: {describe_workload(config)}")
+    click.echo(f"  history: {r['history']['ops']} ops ({_counts(r['completions'])})")
+    click.echo(f"  faults: {sum(r['faults'].values())} ({_counts(r['faults'])})")
+    lin = r["linearizable"]
+    if lin["verdict"] == "ok":
+        click.echo("  linearizable: yes")
+    else:
+        click.echo(f"  linearizable: {lin['verdict']}: {lin['explanation']}")
+    anomalies = r["anomalies"]["counts"]
+    found = {name: n for name, n in anomalies.items() if n}
+    click.echo(f"  anomalies: {_counts(found)}")
+    acked = r["completions"].get("send ok", 0)
+    click.echo(
+        f"  acknowledged writes lost: {r['lost_acknowledged_writes']} of {acked}"
+        + (f" (e.g. {r['lost_examples'][0]})" if r["lost_examples"] else "")
+    )
+    reads = r["final_reads"]
+    status = "complete" if reads["complete"] else "INCOMPLETE"
+    click.echo(
+        f"  final reads: {status} ({_counts({k: int(v) for k, v in reads['keys'].items()})})"
+    )
+    style = {"valid": "green", "invalid": "red", "unknown": "yellow"}[outcome.verdict]
+    why = f" ({', '.join(r['violations'])})" if r["violations"] else ""
+    click.echo("  verdict: " + click.style(outcome.verdict.upper(), fg=style, bold=True) + why)
+    if outcome.run_dir is not None:
+        click.echo(f"  store: {outcome.run_dir}")
+    click.echo(f"  reproduce: {r['command']}")
+    seconds = r["seconds"]
+    parts = [f"simulation {seconds['simulation']:.1f} s", f"checker {r['checker_seconds']:.2f} s"]
+    logical = r["run"]["logical_end_ns"] / 1e9
+    click.echo(
+        f"  verdict in {seconds['wall']:.1f} s of wall time ({', '.join(parts)}) for "
+        f"{logical:.1f} s of logical time"
+    )
+
+
+def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
+    r = outcome.results
+    return {
+        "verdict": outcome.verdict,
+        "exit_code": outcome.exit_code,
+        "seed": outcome.seed,
+        "store": str(outcome.run_dir) if outcome.run_dir is not None else None,
+        "config": outcome.config.to_json(),
+        "history_ops": r["history"]["ops"],
+        "history_hash": outcome.history_hash,
+        "faults": r["faults"],
+        "completions": r["completions"],
+        "linearizable": r["linearizable"]["verdict"],
+        "anomalies": {k: v for k, v in r["anomalies"]["counts"].items() if v},
+        "violations": r["violations"],
+        "lost_acknowledged_writes": r["lost_acknowledged_writes"],
+        "final_reads_complete": r["final_reads"]["complete"],
+        "command": r["command"],
+        "seconds": r["seconds"],
+        "checker_seconds": r["checker_seconds"],
+    }
+
+
+def _list_faults() -> None:
+    width = max(len(name) for name in CATALOGUE)
+    for name, fault in CATALOGUE.items():
+        click.echo(f"  {name.ljust(width)}  {fault.group:<9} {fault.summary}")
+    for alias, names in ALIASES.items():
+        click.echo(f"  {alias.ljust(width)}  alias     {', '.join(names) or '(no faults)'}")
+    for name, why in UNSUPPORTED.items():
+        click.echo(f"  {name.ljust(width)}  -         {why}")
+
+
+def _duration(flag: str, text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ConfigError as exc:
+        fail_input(f"{flag}: {exc}")
+
+
+@click.command(name="test")
+@click.option("--brokers", type=int, default=3, show_default=True)
+@click.option("--partitions", type=int, default=2, show_default=True)
+@click.option("--acks", type=click.Choice(["0", "1", "all"]), default="all", show_default=True)
+@click.option("--min-isr", type=int, default=2, show_default=True, help="min.insync.replicas")
+@click.option(
+    "--unclean/--clean",
+    default=False,
+    show_default=True,
+    help="unclean.leader.election.enable",
+)
+@click.option("--truncation", type=click.Choice(TRUNCATIONS), default="kip320", show_default=True)
+@click.option(
+    "--nemesis",
+    default="partition,kill,pause",
+    show_default=True,
+    help="Comma-separated faults or aliases (all, none, network, disk); --list-faults.",
+)
+@click.option("--time-limit", default="60s", show_default=True, help="Logical time, e.g. 60s.")
+@click.option("--interval", default="5s", show_default=True, help="Mean gap between faults.")
+@click.option("--recovery", default="20s", show_default=True, help="Quiet before final reads.")
+@click.option("--rate", type=float, default=100.0, show_default=True, help="Client ops/s.")
+@click.option("--concurrency", type=int, default=5, show_default=True, help="Client threads.")
+@click.option("--seed", type=int, default=None, help="The run's seed (default: a random one).")
+@click.option("--runs", type=int, default=1, show_default=True, help=">1: swarm mode.")
+@click.option("--stop-on-failure", is_flag=True, help="Swarm: stop at the first invalid run.")
+@click.option("--store", "store_root", default="store", show_default=True)
+@click.option("--name", default="kafka", show_default=True, help="The test's name in the store.")
+@click.option("--no-reports", is_flag=True, help="Skip timeline.html and the PNG plots.")
+@click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
+@click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
+def test_cmd(
+    brokers: int,
+    partitions: int,
+    acks: str,
+    min_isr: int,
+    unclean: bool,
+    truncation: str,
+    nemesis: str,
+    time_limit: str,
+    interval: str,
+    recovery: str,
+    rate: float,
+    concurrency: int,
+    seed: int | None,
+    runs: int,
+    stop_on_failure: bool,
+    store_root: str,
+    name: str,
+    no_reports: bool,
+    list_faults: bool,
+    json_mode: bool,
+) -> None:
+    """Run the Kafka workload against the simulated cluster under faults, check the
+    history, and store it; print the verdict and the command that reproduces it."""
+    if list_faults:
+        _list_faults()
+        raise SystemExit(EXIT_OK)
+    try:
+        faults = parse_faults(nemesis)
+    except NemesisError as exc:
+        fail_input(f"--nemesis: {exc}")
+    if runs < 1:
+        fail_input(f"--runs {runs}: run at least once")
+    if seed is not None and seed < 0:
+        fail_input(f"--seed {seed}: seeds are >= 0")
+    try:
+        base = TestConfig(
+            name=name,
+            brokers=brokers,
+            partitions=partitions,
+            acks=acks,
+            min_isr=min_isr,
+            unclean=unclean,
+            truncation=truncation,
+            nemesis=faults,
+            interval_ns=_duration("--interval", interval),
+            time_limit_ns=_duration("--time-limit", time_limit),
+            recovery_ns=_duration("--recovery", recovery),
+            rate=rate,
+            concurrency=concurrency,
+        )
+    except ConfigError as exc:
+        fail_input(str(exc))
+    first_seed = seed if seed is not None else secrets.randbelow(2**31)
+    outcomes: list[RunOutcome] = []
+    for i in range(runs):
+        run_seed = first_seed + i
+        config = base if runs == 1 else swarm_config(base, run_seed)
+        show = print_outcome if runs == 1 and not json_mode else None
+        try:
+            outcome = run_test(
+                config, run_seed, store_root=store_root, reports=not no_reports, on_checked=show
+            )
+        except StoreError as exc:
+            fail_input(f"--store: {exc}")
+        outcomes.append(outcome)
+        if not json_mode and runs == 1 and "reports" in outcome.results["seconds"]:
+            took = outcome.results["seconds"]["reports"]
+            click.echo(f"  reports: timeline.html, latency.png, rate.png ({took:.1f} s)")
+        elif not json_mode and runs > 1:
+            _print_swarm_row(i, outcome)
+        if stop_on_failure and outcome.verdict == "invalid":
+            break
+    code = _worst([o.exit_code for o in outcomes])
+    if runs > 1 and not json_mode:
+        _print_swarm_summary(outcomes, runs)
+    if json_mode:
+        if runs == 1:
+            emit_json(outcome_json(outcomes[0]))
+        else:
+            emit_json(
+                {
+                    "verdict": {0: "valid", 1: "invalid", 2: "unknown"}[code],
+                    "exit_code": code,
+                    "runs": [outcome_json(o) for o in outcomes],
+                    "invalid": sum(o.verdict == "invalid" for o in outcomes),
+                    "unknown": sum(o.verdict == "unknown" for o in outcomes),
+                }
+            )
+    raise SystemExit(code)
+
+
+def _worst(codes: list[int]) -> int:
+    if EXIT_VIOLATION in codes:
+        return EXIT_VIOLATION
+    if EXIT_UNKNOWN in codes:
+        return EXIT_UNKNOWN
+    return EXIT_OK
+
+
+def _print_swarm_row(i: int, outcome: RunOutcome) -> None:
+    r = outcome.results
+    c = outcome.config
+    if i == 0:
+        click.echo(
+            f"{'run':>4} {'seed':>10} {'faults':<34} {'int':>4} {'rate':>5} {'cli':>3} "
+            f"{'ops':>6} {'lost':>5} {'verdict':<8} violations"
+        )
+    faults = ",".join(c.nemesis) or "none"
+    if len(faults) > 34:
+        faults = faults[:33] + "…"
+    verdict = click.style(
+        f"{outcome.verdict:<8}",
+        fg={"valid": "green", "invalid": "red", "unknown": "yellow"}[outcome.verdict],
+    )
+    click.echo(
+        f"{i:>4} {outcome.seed:>10} {faults:<34} {format_duration(c.interval_ns):>4} "
+        f"{c.rate:>5g} {c.concurrency:>3} {r['history']['ops']:>6} "
+        f"{r['lost_acknowledged_writes']:>5} {verdict} {','.join(r['violations']) or '-'}"
+    )
+
+
+def _print_swarm_summary(outcomes: list[RunOutcome], planned: int) -> None:
+    counts = {v: sum(o.verdict == v for o in outcomes) for v in EXIT_CODES}
+    click.echo(
+        f"{len(outcomes)} of {planned} runs: {counts['valid']} valid, {counts['invalid']} "
+        f"invalid, {counts['unknown']} unknown"
+    )
+    for outcome in outcomes:
+        if outcome.verdict != "valid":
+            click.echo(
+                f"  seed {outcome.seed} ({outcome.verdict}): {outcome.results['command']}"
+                f"   [{outcome.run_dir}]"
+            )

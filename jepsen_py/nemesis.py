@@ -1,0 +1,709 @@
+"""The nemesis: Jepsen's fault catalogue, performed on the simulated cluster.
+
+Every fault has a start op and a stop op, named as `jepsen_py.generator.fault_ops` names
+them (``kill``/``restart``, ``pause``/``resume``, otherwise ``start-X``/``stop-X``), so the
+schedule generator, the history and the reports pair them the same way. A start op without
+a value draws its targets from the nemesis's own stream of the run's seed; with a value (an
+explicit schedule, a replay, a shrunk run) it performs exactly those targets. Either way the
+completion records the concrete targets, so the history alone says what was done, and a
+schedule read back from it replays the same faults.
+
+The catalogue (`CATALOGUE`):
+
+Partitions, among the servers (brokers ``b1``.. and the ``controller``; clients always reach
+every server, as Jepsen's clients reach their node). The value is Jepsen's *grudge*: each
+node -> the nodes whose messages it drops. Stopping any partition heals the network.
+
+- ``partition``: one of the shapes below, drawn at random;
+- ``partition-halves``: the servers, shuffled, cut into two halves;
+- ``partition-isolate``: one server cut off from the other servers;
+- ``partition-leader``: the current leader of a partition cut off from the other servers;
+- ``partition-bridge``: two halves that only one server in the middle talks to;
+- ``partition-ring``: majorities ring (each server hears a majority, no two the same one);
+- ``partition-asymmetric``: one server (the leader, half of the time) hears nobody but is
+  heard by all, or the reverse.
+
+Processes:
+
+- ``kill`` / ``restart``: a server (a broker or the controller) crashes; a broker's disk
+  loses every byte not fsynced (Kafka leaves flushing to the page cache, so that is most
+  of its recent log). The restart recovers from the disk;
+- ``kill-leader``: the same, aimed at the current leader of a partition;
+- ``sigkill``, ``sigkill-leader``: the process is killed but the machine stays up, so the
+  page cache survives (the nemesis makes the disk's content durable before the crash, as
+  the kernel's write-back would): only memory is lost. This isolates the replication
+  protocol's own losses (KIP-101's truncation to the high watermark) from the loss of
+  unflushed data;
+- ``kill-all``: every broker crashes at once: whole-cluster loss of unflushed data, a loss
+  Kafka's replication does not protect against (acks=all writes live in page caches). Not
+  in ``all``;
+- ``pause`` / ``resume``: SIGSTOP and SIGCONT of a server (the leader or the controller
+  half of the time): it keeps its state and wakes up acting on it, a zombie leader or
+  controller that only epochs can fence;
+- ``pause-leader``: the same, aimed at the current leader of a partition.
+
+Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
+
+- ``loss``: each message is dropped with a probability drawn in [0.05, 0.3];
+- ``duplicate``: each message is delivered twice with a probability in [0.1, 0.5] (a
+  retransmitted request: a duplicated produce appends twice, as a non-idempotent producer's
+  retry does);
+- ``delay``: delays of 20..300 ms instead of the usual milliseconds;
+- ``reorder``: delays spread over 0..50 ms on a network without per-link order, so messages
+  overtake each other. The runner builds that network (FIFO off, a constant delay, which
+  keeps order) when ``reorder`` is in the nemesis list: the simulator cannot switch FIFO off
+  while messages are in flight.
+
+Disks (a broker's, through ``cluster.disks``; each crashes the broker first, since a live
+broker's in-memory log would not see its files change, and restarts it at the stop):
+
+- ``disk-lose-unflushed``: a power loss during write-back, a torn write: each file keeps a
+  random prefix of its unflushed bytes and loses the rest;
+- ``disk-truncate``: the broker's process dies (its page cache is written back) and the
+  active segment of a partition is found with its last bytes gone (lost sectors, a
+  filesystem check);
+- ``disk-bitflip``: the same, with one bit of the active segment flipped, inside what a
+  batch's CRC-32C covers. Recovery scans the active segment batch by batch and cuts the log
+  at the corrupt batch. (A flip in an older, trusted segment, or in the header fields the
+  CRC leaves out, would go unnoticed until a reader's check: outside what Kafka protects.)
+
+Not offered: **clock skew**. The simulator's clock keeps per-node skews
+(``Clock.set_skew``), but every node is handed the global time, so a skew would change
+nothing: asking for ``clock`` is an error that says so.
+
+Randomness: one stream, ``SimRandom(seed).split("jepsen/nemesis")``, drawn only when a
+fault starts without a value; the network's and disks' streams are the cluster's.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from impl.cluster import Cluster, IllegalEvent
+from impl.controller import CONTROLLER, broker_node
+from impl.log.batch import read_header
+from impl.protocol import NO_LEADER
+from impl.sim.network import (
+    Link,
+    NetworkConfig,
+    bridge_links,
+    halves_links,
+    isolate_links,
+    majorities_ring_links,
+    split_halves,
+)
+from impl.sim.node import NodeState
+from jepsen_py.generator import (
+    Context,
+    Gen,
+    GeneratorError,
+    Invocation,
+    Pending,
+    Step,
+    fault_ops,
+)
+from jepsen_py.generator import nemesis as on_nemesis
+from jepsen_py.history.op import Op
+from jepsen_py.report.spans import fault_kind
+
+MILLISECOND = 1_000_000
+
+
+class NemesisError(ValueError):
+    """A fault that does not exist, or cannot be offered; the message says what to use."""
+
+
+@attrs.frozen
+class Fault:
+    name: str
+    group: str
+    summary: str
+
+
+CATALOGUE: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault("partition", "partition", "a partition of a random shape among the servers"),
+        Fault("partition-halves", "partition", "servers cut into two halves"),
+        Fault("partition-isolate", "partition", "one server cut off from the others"),
+        Fault("partition-leader", "partition", "a partition's leader cut off"),
+        Fault("partition-bridge", "partition", "two halves joined by one server"),
+        Fault("partition-ring", "partition", "majorities ring"),
+        Fault("partition-asymmetric", "partition", "one server deaf, or mute, to the others"),
+        Fault("kill", "process", "crash a server (unflushed data lost), restart it"),
+        Fault("kill-leader", "process", "crash a partition's leader, restart it"),
+        Fault("kill-all", "process", "crash every broker at once: whole-cluster data loss"),
+        Fault("sigkill", "process", "SIGKILL a server process (page cache kept), restart it"),
+        Fault("sigkill-leader", "process", "SIGKILL a partition's leader, restart it"),
+        Fault("pause", "process", "SIGSTOP a server (often the leader or controller)"),
+        Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
+        Fault("loss", "network", "drop messages at random"),
+        Fault("duplicate", "network", "deliver messages twice at random"),
+        Fault("delay", "network", "slow every message down (20..300 ms)"),
+        Fault("reorder", "network", "spread delays so messages overtake each other"),
+        Fault("disk-lose-unflushed", "disk", "crash with a torn write: part of the page cache"),
+        Fault("disk-truncate", "disk", "crash and cut the active segment's tail"),
+        Fault("disk-bitflip", "disk", "crash and flip a bit of the active segment"),
+    )
+}
+
+ALL = tuple(name for name in CATALOGUE if name != "kill-all")
+"""``--nemesis all``: every fault except whole-cluster loss of unflushed data."""
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "all": ALL,
+    "none": (),
+    "network": ("loss", "duplicate", "delay", "reorder"),
+    "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
+}
+
+UNSUPPORTED = {
+    "clock": "clock skew is not offered: the simulator's nodes are all handed the global "
+    "time (impl.sim.clock.Clock.local_now is never used), so a skew would change nothing",
+    "clock-skew": "clock skew is not offered: the simulator's nodes are all handed the "
+    "global time, so a skew would change nothing",
+}
+
+_SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
+
+_CRC_FIELD = 17
+"""Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
+
+REORDER_BASE_DELAY_NS = 2 * MILLISECOND
+"""The constant delay of a network built for ``reorder``: order is kept until it starts."""
+
+
+def parse_faults(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``"partition,kill,pause"`` (or a list) as fault names, aliases expanded, in
+    catalogue order, each once."""
+    items = [t.strip() for t in text.split(",")] if isinstance(text, str) else list(text)
+    chosen: set[str] = set()
+    for item in items:
+        if not item:
+            continue
+        if item in UNSUPPORTED:
+            raise NemesisError(UNSUPPORTED[item])
+        if item in ALIASES:
+            chosen.update(ALIASES[item])
+        elif item in CATALOGUE:
+            chosen.add(item)
+        else:
+            names = ", ".join([*CATALOGUE, *ALIASES])
+            raise NemesisError(f"unknown fault {item!r}; the faults are: {names}")
+    return tuple(name for name in CATALOGUE if name in chosen)
+
+
+def fault_of_op(f: str) -> tuple[str, str] | None:
+    """(fault, "start" | "stop") for a nemesis op of the catalogue; None otherwise."""
+    for name in CATALOGUE:
+        start, stop = fault_ops(name)
+        if f == start:
+            return name, "start"
+        if f == stop:
+            return name, "stop"
+    return None
+
+
+def grudge_of(links: Iterable[Link]) -> dict[str, list[str]]:
+    """Blocked links as Jepsen's grudge: node -> the nodes whose messages it drops."""
+    grudge: dict[str, set[str]] = {}
+    for src, dst in links:
+        grudge.setdefault(dst, set()).add(src)
+    return {dst: sorted(grudge[dst]) for dst in sorted(grudge)}
+
+
+def links_of(grudge: Mapping[str, Sequence[str]]) -> frozenset[Link]:
+    return frozenset((src, dst) for dst, srcs in grudge.items() for src in srcs)
+
+
+def network_for(faults: Sequence[str], base: NetworkConfig | None = None) -> NetworkConfig:
+    """The network a run with ``faults`` is built with: ``base`` (default: the simulator's
+    default), or, with ``reorder``, the same without per-link order and a constant delay."""
+    config = base if base is not None else NetworkConfig()
+    if "reorder" in faults:
+        return attrs.evolve(
+            config,
+            fifo=False,
+            min_delay_ns=REORDER_BASE_DELAY_NS,
+            max_delay_ns=REORDER_BASE_DELAY_NS,
+        )
+    return config
+
+
+class Nemesis:
+    """Performs nemesis ops on ``cluster``; tracks what each fault has running, so its stop
+    undoes exactly that. ``rng`` draws targets for ops without a value."""
+
+    def __init__(self, cluster: Cluster, rng: random.Random) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self.base_network = cluster.network.config
+        self.active: dict[str, Any] = {}
+        """fault -> what it holds down: nodes killed or paused, network settings."""
+        self.performed = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def servers(self) -> list[str]:
+        return [*(broker_node(b) for b in self.cluster.config.broker_ids), CONTROLLER]
+
+    @property
+    def brokers(self) -> list[str]:
+        return [broker_node(b) for b in self.cluster.config.broker_ids]
+
+    def _state(self, node: str) -> NodeState:
+        return self.cluster.nodes.state(node)
+
+    def leader(self, partition: int | None = None) -> tuple[int, str | None]:
+        """(partition, its leader's node) for ``partition`` or one drawn at random; the
+        leader is None when the partition has none."""
+        config = self.cluster.config
+        if partition is None:
+            partition = self.rng.randrange(config.partitions)
+        state = self.cluster.store.partitions[(config.topic, partition)]
+        return partition, None if state.leader == NO_LEADER else broker_node(state.leader)
+
+    def _pick(self, nodes: Sequence[str], state: NodeState = NodeState.RUNNING) -> str | None:
+        eligible = [n for n in nodes if self._state(n) is state]
+        return eligible[self.rng.randrange(len(eligible))] if eligible else None
+
+    # ------------------------------------------------------------------ dispatch
+
+    def perform(self, f: str, value: Any) -> Any:
+        """Do nemesis op ``f`` (with targets ``value``, or drawn when None); returns the
+        completion's value: the concrete targets, or why nothing was done."""
+        kind = fault_of_op(f)
+        if kind is None:
+            raise NemesisError(f"no fault has the op {f!r}")
+        fault, edge = kind
+        self.performed += 1
+        group = CATALOGUE[fault].group
+        given = value if isinstance(value, dict) else None
+        if edge == "stop":
+            return getattr(self, f"_stop_{group}")(fault)
+        return getattr(self, f"_start_{group}")(fault, given)
+
+    def heal_everything(self) -> list[tuple[str, Any]]:
+        """Stop every fault still running (for a driver that ends without the heal phase)."""
+        done = []
+        for fault in sorted(self.active):
+            stop = fault_ops(fault)[1]
+            done.append((stop, self.perform(stop, None)))
+        return done
+
+    # ------------------------------------------------------------------ partitions
+
+    def _start_partition(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if given is not None and "grudge" in given:
+            shape = given.get("shape", "given")
+            links = links_of(given["grudge"])
+            extra: dict[str, Any] = {k: v for k, v in given.items() if k not in ("grudge",)}
+        else:
+            shape = fault.removeprefix("partition-") if fault != "partition" else None
+            if shape is None:
+                shape = _SHAPES[self.rng.randrange(len(_SHAPES))]
+            links, extra = self._shape(shape)
+            extra = {"shape": shape, **extra}
+        self.cluster.heal()
+        self.cluster.partition(sorted(links))
+        self.active[fault] = sorted(links)
+        return {**extra, "grudge": grudge_of(links)}
+
+    def _shape(self, shape: str) -> tuple[frozenset[Link], dict[str, Any]]:
+        servers = self.servers
+        order = list(servers)
+        self.rng.shuffle(order)
+        if shape == "halves":
+            a, b = split_halves(order)
+            return halves_links(a, b), {"halves": [sorted(a), sorted(b)]}
+        if shape == "isolate":
+            node = order[0]
+            return isolate_links(servers, node), {"node": node}
+        if shape == "leader":
+            partition, leader = self.leader()
+            node = leader if leader is not None else order[0]
+            return isolate_links(servers, node), {"node": node, "partition": partition}
+        if shape == "bridge":
+            return bridge_links(order), {"bridge": order[len(order) // 2]}
+        if shape == "ring":
+            return majorities_ring_links(order), {"ring": order}
+        if shape == "asymmetric":
+            if self.rng.random() < 0.5:
+                partition, leader = self.leader()
+                node = leader if leader is not None else order[0]
+            else:
+                node = order[0]
+            others = [s for s in servers if s != node]
+            deaf = self.rng.random() < 0.5
+            links = (
+                frozenset((o, node) for o in others)
+                if deaf
+                else frozenset((node, o) for o in others)
+            )
+            return links, {"node": node, "direction": "deaf" if deaf else "mute"}
+        raise NemesisError(f"unknown partition shape {shape!r}; shapes: {', '.join(_SHAPES)}")
+
+    def _stop_partition(self, fault: str) -> Any:
+        held = [name for name in self.active if CATALOGUE[name].group == "partition"]
+        for name in held:
+            del self.active[name]
+        blocked = len(self.cluster.network.blocked_links())
+        self.cluster.heal()
+        return {"healed_links": blocked} if blocked else {"healed": "nothing was partitioned"}
+
+    # ------------------------------------------------------------------ processes
+
+    def _start_process(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if fault in self.active:
+            return {"skipped": f"{fault} is already holding {self.active[fault]}"}
+        if fault == "kill-all":
+            nodes = given.get("nodes") if given is not None else None
+            targets = [n for n in (nodes or self.brokers) if self._state(n).alive]
+            for node in targets:
+                self.cluster.crash(node)
+            self.active[fault] = targets
+            return {"nodes": targets}
+        pause = fault.startswith("pause")
+        out: dict[str, Any] = {}
+        node = given.get("node") if given is not None else None
+        if node is None:
+            node, out = self._process_target(fault)
+        if node is None:
+            return {"skipped": "no running server to target"}
+        if self._state(node) is not NodeState.RUNNING:
+            return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
+        if pause:
+            self.cluster.pause(node)
+        else:
+            if fault.startswith("sigkill"):
+                # The machine stays up: the kernel writes the page cache back.
+                out["page_cache_kept"] = self._write_back(node)
+            else:
+                out["unflushed_bytes_lost"] = sum(n for _, n in self._unflushed(node))
+            self.cluster.crash(node)
+        self.active[fault] = [node]
+        return {"node": node, **out}
+
+    def _process_target(self, fault: str) -> tuple[str | None, dict[str, Any]]:
+        if fault.endswith("-leader") or (fault == "pause" and self.rng.random() < 0.25):
+            partition, leader = self.leader()
+            if leader is not None and self._state(leader) is NodeState.RUNNING:
+                return leader, {"leader_of": partition}
+        if (
+            fault == "pause"
+            and self.rng.random() < 0.25
+            and self._state(CONTROLLER) is (NodeState.RUNNING)
+        ):
+            return CONTROLLER, {}
+        return self._pick(self.servers), {}
+
+    def _write_back(self, node: str) -> int:
+        """Make every byte of the node's disk durable (what the kernel does with the page
+        cache of a process that died while the machine stayed up); returns the bytes."""
+        if node == CONTROLLER:
+            return 0
+        disk = self.cluster.disks[int(node[1:])]
+        return sum(disk.fsync(path) for path in disk.paths())
+
+    def _unflushed(self, node: str) -> list[tuple[str, int]]:
+        if node == CONTROLLER:
+            return []
+        return self.cluster.unflushed_files(int(node[1:]))
+
+    def _stop_process(self, fault: str) -> Any:
+        nodes = self.active.pop(fault, None)
+        if not nodes:
+            return {"healed": f"no {fault} to undo"}
+        done = []
+        for node in nodes:
+            state = self._state(node)
+            if fault.startswith("pause") and state is NodeState.PAUSED:
+                self.cluster.resume(node)
+                done.append(node)
+            elif state in (NodeState.CRASHED, NodeState.STOPPED):
+                self.cluster.restart(node)
+                done.append(node)
+        return {"nodes": done}
+
+    # ------------------------------------------------------------------ network
+
+    def _network_config(self) -> NetworkConfig:
+        config = self.base_network
+        for fault in sorted(self.active):
+            if CATALOGUE[fault].group == "network":
+                config = attrs.evolve(config, **self.active[fault])
+        return config
+
+    def _start_network(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if given is not None:
+            settings = dict(given)
+        elif fault == "loss":
+            settings = {"drop_probability": round(0.05 + 0.25 * self.rng.random(), 3)}
+        elif fault == "duplicate":
+            settings = {"duplicate_probability": round(0.1 + 0.4 * self.rng.random(), 3)}
+        elif fault == "delay":
+            settings = {"min_delay_ns": 20 * MILLISECOND, "max_delay_ns": 300 * MILLISECOND}
+        else:
+            if self.base_network.fifo:
+                raise NemesisError(
+                    "reorder needs a network without per-link order: build the cluster's "
+                    "network with jepsen_py.nemesis.network_for(faults)"
+                )
+            settings = {"min_delay_ns": 0, "max_delay_ns": 50 * MILLISECOND}
+        self.active[fault] = settings
+        self.cluster.network.reconfigure(self._network_config())
+        return settings
+
+    def _stop_network(self, fault: str) -> Any:
+        settings = self.active.pop(fault, None)
+        self.cluster.network.reconfigure(self._network_config())
+        return {"restored": fault} if settings is not None else {"healed": f"no {fault} running"}
+
+    # ------------------------------------------------------------------ disks
+
+    def _start_disk(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if fault in self.active:
+            return {"skipped": f"{fault} is already holding {self.active[fault]}"}
+        node = given.get("node") if given is not None else self._pick(self.brokers)
+        if node is None:
+            return {"skipped": "no running broker"}
+        if not self._state(node).alive:
+            return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
+        broker = int(node[1:])
+        disk = self.cluster.disks[broker]
+        out: dict[str, Any] = {"node": node}
+        if fault == "disk-lose-unflushed":
+            torn = self._torn(disk, given)
+            out["unflushed_bytes"] = sum(n for _, n in self.cluster.unflushed_files(broker))
+            self.cluster.crash(node, torn=torn)
+            out["kept"] = torn
+        else:
+            # A damaged file, not a power loss: the process dies, the page cache is written
+            # back, and then the file is found damaged when the broker starts again.
+            out["page_cache_kept"] = self._write_back(node)
+            self.cluster.crash(node)
+            out.update(self._damage(fault, disk, given))
+        self.active[fault] = [node]
+        return out
+
+    def _torn(self, disk: Any, given: dict[str, Any] | None) -> dict[str, int]:
+        """How many unflushed bytes each file keeps: as given (clamped to what the file
+        has now), or drawn uniformly in [0, unflushed]."""
+        torn: dict[str, int] = {}
+        wanted = given.get("kept", {}) if given is not None else None
+        for path in disk.paths():
+            if disk.durable_image(path) is None:
+                continue
+            unflushed = disk.unflushed_bytes(path)
+            if unflushed <= 0:
+                continue
+            if wanted is None:
+                torn[path] = self.rng.randint(0, unflushed)
+            elif path in wanted:
+                torn[path] = min(int(wanted[path]), unflushed)
+        return torn
+
+    def _damage(self, fault: str, disk: Any, given: dict[str, Any] | None) -> dict[str, Any]:
+        path = given.get("path") if given is not None else None
+        if path is None:
+            segments = [p for p in disk.paths() if p.endswith(".log")]
+            directories = sorted({p.split("/", 1)[0] for p in segments})
+            # Each partition's active segment (its newest), if it holds anything.
+            active = [max(p for p in segments if p.startswith(d + "/")) for d in directories]
+            active = [p for p in active if disk.size(p) > 0]
+            if not active:
+                return {"skipped": "no partition has data on this disk"}
+            path = active[self.rng.randrange(len(active))]
+        if not disk.exists(path) or disk.size(path) == 0:
+            return {"path": path, "skipped": "the segment is empty or gone"}
+        size = disk.size(path)
+        if fault == "disk-truncate":
+            if given is not None and "bytes" in given:
+                cut = min(int(given["bytes"]), size)
+            else:
+                cut = self.rng.randint(1, min(size, 4096))
+            disk.truncate_tail(path, cut)
+            return {"path": path, "bytes": cut, "size": size}
+        if given is not None and "bit" in given and int(given["bit"]) < size * 8:
+            bit = int(given["bit"])
+        else:
+            bit = self._covered_bit(disk.read(path))
+        disk.flip_bit(path, bit)
+        return {"path": path, "bit": bit, "size": size}
+
+    def _covered_bit(self, data: bytes) -> int:
+        """A bit of a batch that its CRC-32C covers (from the crc field to the batch's end),
+        in a batch drawn at random. The fields before it (base offset, length, leader
+        epoch, magic) are outside the CRC in Kafka too; a flip there is not left to chance
+        (see ``impl.log.batch``)."""
+        batches: list[tuple[int, int]] = []
+        position = 0
+        while (header := read_header(data, position)) is not None and header.size > 0:
+            if position + header.size > len(data):
+                break
+            batches.append((position, header.size))
+            position += header.size
+        if not batches:
+            return self.rng.randrange(len(data) * 8)
+        start, size = batches[self.rng.randrange(len(batches))]
+        return self.rng.randrange((start + _CRC_FIELD) * 8, (start + size) * 8)
+
+    def _stop_disk(self, fault: str) -> Any:
+        nodes = self.active.pop(fault, None)
+        if not nodes:
+            return {"healed": f"no {fault} to undo"}
+        done = []
+        for node in nodes:
+            if self._state(node) in (NodeState.CRASHED, NodeState.STOPPED):
+                try:
+                    self.cluster.restart(node)
+                except IllegalEvent as exc:  # pragma: no cover - guarded by the state check
+                    return {"nodes": done, "error": str(exc)}
+                done.append(node)
+        return {"nodes": done}
+
+
+# --- explicit schedules ---------------------------------------------------------------
+
+
+def canonical(value: Any) -> Any:
+    """``value`` as JSON would read it back, with every object's keys sorted: so a value
+    written to ``test.json`` (sorted) and one built in memory serialize to the same bytes."""
+    return orjson.loads(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+@attrs.frozen
+class ScheduleStep:
+    """One nemesis op of an explicit schedule: at ``time`` (ns), op ``f`` with ``value``
+    (the targets; None: drawn when performed)."""
+
+    time: int
+    f: str
+    value: Any = attrs.field(default=None, converter=canonical)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time": self.time, "f": self.f, "value": self.value}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ScheduleStep:
+        if not isinstance(data, dict) or not isinstance(data.get("time"), int):
+            raise NemesisError(
+                f"a schedule step is {{'time': ns, 'f': op, 'value': ...}}: {data!r}"
+            )
+        f = data.get("f")
+        if not isinstance(f, str) or fault_of_op(f) is None:
+            raise NemesisError(f"schedule step {data!r}: {f!r} is no fault's start or stop op")
+        return cls(data["time"], f, data.get("value"))
+
+
+@attrs.frozen(slots=True)
+class _Scripted(Gen):
+    steps: tuple[ScheduleStep, ...]
+    position: int
+
+    def op(self, ctx: Context) -> Step:
+        if self.position >= len(self.steps):
+            # Never exhausted: a schedule ends when its phase does (a time limit), so that
+            # what follows (the final heal) happens when it would have with the faults
+            # the schedule was read from.
+            return Pending(None), self
+        step = self.steps[self.position]
+        if ctx.time < step.time:
+            return Pending(step.time), self
+        thread = ctx.first_free()
+        if thread is None:
+            return Pending(None), self
+        inv = Invocation(ctx.time, thread, ctx.workers[thread], step.f, None, step.value)
+        return inv, _Scripted(self.steps, self.position + 1)
+
+
+def scripted(steps: Sequence[ScheduleStep]) -> Gen:
+    """The nemesis ops of an explicit schedule, each at its time (in time order), on the
+    nemesis thread; then nothing, until a time limit around it ends it."""
+    ordered = tuple(sorted(steps, key=lambda s: s.time))
+    if any(s.time < 0 for s in ordered):
+        raise GeneratorError("schedule steps need times >= 0 ns")
+    return on_nemesis(_Scripted(ordered, 0))
+
+
+def realized_schedule(history: Iterable[Op], before: int | None = None) -> list[ScheduleStep]:
+    """The faults a run performed, with the concrete targets its completions recorded (the
+    nemesis logs each op twice, invocation and completion, both ``info``), as a schedule
+    that replays them; only ops invoked before ``before`` (the end of the main phase)."""
+    steps: list[ScheduleStep] = []
+    invoked: Op | None = None
+    for op in history:
+        if op.is_client or fault_kind(op.f) is None or fault_of_op(op.f) is None:
+            continue
+        if invoked is None:
+            invoked = op
+            continue
+        if op.f != invoked.f:
+            raise NemesisError(
+                f"history index {op.index}: nemesis op {op.f!r} completes {invoked.f!r}; "
+                "the nemesis runs one op at a time"
+            )
+        if before is None or invoked.time < before:
+            kind = fault_of_op(op.f)
+            assert kind is not None
+            if kind[1] == "stop":
+                steps.append(ScheduleStep(invoked.time, op.f, None))
+            elif isinstance(op.value, dict) and "skipped" not in op.value:
+                # A start that did nothing (no target) replays as nothing: left out.
+                steps.append(ScheduleStep(invoked.time, op.f, op.value))
+        invoked = None
+    return steps
+
+
+def fault_windows(steps: Sequence[ScheduleStep]) -> list[tuple[ScheduleStep, ...]]:
+    """The schedule as units for shrinking: each start with the stop of the same fault that
+    follows it (or alone when none does); stray stops alone."""
+    units: list[tuple[ScheduleStep, ...]] = []
+    used: set[int] = set()
+    for i, step in enumerate(steps):
+        if i in used:
+            continue
+        kind = fault_of_op(step.f)
+        assert kind is not None, step
+        fault, edge = kind
+        if edge == "stop":
+            units.append((step,))
+            used.add(i)
+            continue
+        stop = fault_ops(fault)[1]
+        j = next(
+            (k for k in range(i + 1, len(steps)) if k not in used and steps[k].f == stop), None
+        )
+        if j is None:
+            units.append((step,))
+            used.add(i)
+        else:
+            units.append((step, steps[j]))
+            used.update((i, j))
+    return units
+
+
+__all__ = [
+    "ALIASES",
+    "ALL",
+    "CATALOGUE",
+    "Fault",
+    "Nemesis",
+    "NemesisError",
+    "ScheduleStep",
+    "canonical",
+    "fault_of_op",
+    "fault_windows",
+    "grudge_of",
+    "links_of",
+    "network_for",
+    "parse_faults",
+    "realized_schedule",
+    "scripted",
+]

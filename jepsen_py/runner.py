@@ -1,0 +1,744 @@
+"""The runner: a Kafka workload and the nemesis on the simulated cluster, a store
+directory, and a verdict (Jepsen's ``jepsen.core/run!``).
+
+A run is a function of (code, `TestConfig`, seed): the same three give the same history,
+byte for byte (`RunOutcome.history_hash`). Streams of the seed (``impl.sim.rng``): the
+cluster splits its own (network, disks, nodes); the runner draws the workload from
+``jepsen/workload``, the nemesis's targets from ``jepsen/nemesis`` and the fault schedule
+from ``jepsen/schedule``. No wall clock enters the run; only the store directory's name
+and the timing figures of ``results.json`` read it.
+
+The run, on logical time:
+
+1. **main phase**, ``time_limit``: client threads invoke sends and polls at ``rate`` ops
+   per second over all threads (`jepsen_py.generator.stagger`; a thread runs one op at a
+   time, so blocked threads slow it down), while the nemesis starts and stops faults from
+   ``nemesis`` every ``interval`` or so (`jepsen_py.generator.nemesis_schedule`), or
+   follows an explicit ``schedule``;
+2. **heal**: at the time limit, the nemesis stops every fault it may have running
+   (`jepsen_py.generator.heal`: restart, resume, heal the network, restore its settings);
+   client ops still in flight complete;
+3. **recovery**: ``recovery`` of quiet, for elections, ISR expansion and catch-up;
+4. **final reads**: every key read back from offset 0 by polls marked ``final``
+   (`jepsen_py.generator.final_reads`), until a poll comes back empty at its high
+   watermark.
+
+The driver steps the cluster one event time at a time (the next message delivery or node
+tick, or the generator's next wake-up, whichever is first), so every completion is handed
+to the generator at the logical time it happened. The history is written to
+``history.jsonl`` as it goes.
+
+Checking (`check_history`): the exact Kafka-log checker (linearizability,
+`jepsen_py.checker.kafka_log.check_log`) and the anomaly taxonomy
+(`jepsen_py.checker.anomalies`), with the final-read convention: an acknowledged write
+never read back is a loss. If a key's final read gave up (the cluster never recovered),
+its ``unseen`` writes prove nothing and the verdict is *unknown* at best.
+Verdicts: ``valid`` (exit 0), ``invalid`` (1), ``unknown`` (2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from impl.cluster import Cluster, ClusterConfig
+from impl.fetcher import TRUNCATIONS
+from impl.sim.node import NodeState
+from impl.sim.rng import SimRandom, derive_seed
+from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies, summarize, violations
+from jepsen_py.checker.kafka_log import check_log, freeze
+from jepsen_py.checker.result import Verdict
+from jepsen_py.generator import (
+    EXHAUSTED,
+    NEMESIS,
+    SECOND,
+    Gen,
+    Interpreter,
+    Invocation,
+    Pending,
+    any_of,
+    clients,
+    concat,
+    final_reads,
+    heal,
+    info,
+    limit,
+    mix,
+    nemesis_schedule,
+    phases,
+    polls,
+    sends,
+    sleep,
+    stagger,
+    time_limit,
+)
+from jepsen_py.generator import nemesis as on_nemesis
+from jepsen_py.history.jsonl import op_to_record
+from jepsen_py.history.op import Op
+from jepsen_py.nemesis import (
+    CATALOGUE,
+    Nemesis,
+    NemesisError,
+    ScheduleStep,
+    canonical,
+    fault_of_op,
+    network_for,
+    parse_faults,
+    scripted,
+)
+from jepsen_py.workload import KafkaClients, partition_keys
+
+MILLISECOND = 1_000_000
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+EXIT_CODES = {VALID: 0, INVALID: 1, UNKNOWN: 2}
+
+_EXAMPLES = 5
+
+
+class ConfigError(ValueError):
+    """A test configuration that cannot run; the message names the field and the fix."""
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@attrs.frozen
+class TestConfig:
+    """Everything a run depends on besides its seed; written to ``test.json``."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str = "kafka"
+    brokers: int = 3
+    partitions: int = 2
+    acks: str = "all"
+    min_isr: int = 2
+    unclean: bool = False
+    truncation: str = "kip320"
+    nemesis: tuple[str, ...] = ("partition", "kill", "pause")
+    interval_ns: int = 5 * SECOND
+    """Mean time between nemesis ops (a fault's start, its stop, the next start...)."""
+    time_limit_ns: int = 60 * SECOND
+    rate: float = 100.0
+    """Client ops per second of logical time, over all threads."""
+    concurrency: int = 5
+    """Client threads (each owns a producer and a consumer per partition)."""
+    recovery_ns: int = 20 * SECOND
+    schedule: tuple[ScheduleStep, ...] | None = None
+    """An explicit fault schedule instead of the random one (replays, shrunk runs)."""
+    max_ops: int | None = None
+    """At most this many client ops in the main phase (shrinking)."""
+    final_strikes: int = 20
+    poll_timeout_ns: int = 5 * SECOND
+    request_timeout_ns: int = 3 * SECOND
+    delivery_timeout_ns: int = 10 * SECOND
+    session_timeout_ns: int = 6 * SECOND
+    replica_lag_time_max_ns: int = 10 * SECOND
+
+    def __attrs_post_init__(self) -> None:
+        if self.brokers < 1:
+            raise ConfigError(f"brokers={self.brokers}: a cluster needs at least 1 broker")
+        if self.partitions < 1:
+            raise ConfigError(f"partitions={self.partitions}: the topic needs at least one")
+        if self.acks not in ("0", "1", "all"):
+            raise ConfigError(f"acks={self.acks!r}: use 0, 1 or all")
+        if not 1 <= self.min_isr <= self.brokers:
+            raise ConfigError(
+                f"min_isr={self.min_isr}: min.insync.replicas must be in 1..{self.brokers} "
+                "(the number of brokers; every partition has a replica on each)"
+            )
+        if self.truncation not in TRUNCATIONS:
+            raise ConfigError(
+                f"truncation={self.truncation!r}: use one of {', '.join(TRUNCATIONS)}"
+            )
+        unknown = [f for f in self.nemesis if f not in CATALOGUE]
+        if unknown:
+            raise ConfigError(f"nemesis: unknown faults {unknown}; see jepsen_py.nemesis")
+        if self.interval_ns <= 0 or self.time_limit_ns < 0 or self.recovery_ns < 0:
+            raise ConfigError("interval must be > 0, time limit and recovery >= 0")
+        if not self.rate > 0:
+            raise ConfigError(f"rate={self.rate}: ops per second must be > 0")
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency={self.concurrency}: at least one client thread")
+        if self.max_ops is not None and self.max_ops < 0:
+            raise ConfigError(f"max_ops={self.max_ops} must be >= 0")
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every fault this run may start (and heals at the end): the nemesis list and
+        the faults of the explicit schedule, in catalogue order."""
+        named = set(self.nemesis)
+        for step in self.schedule or ():
+            kind = fault_of_op(step.f)
+            assert kind is not None, step
+            named.add(kind[0])
+        return tuple(name for name in CATALOGUE if name in named)
+
+    @property
+    def keys(self) -> list[str]:
+        return partition_keys(self.partitions)
+
+    def cluster_config(self) -> ClusterConfig:
+        return ClusterConfig(
+            brokers=self.brokers,
+            partitions=self.partitions,
+            truncation=self.truncation,
+            acks=self.acks,
+            min_insync_replicas=self.min_isr,
+            unclean=self.unclean,
+            producers=self.concurrency,
+            consumers=self.concurrency * self.partitions,
+            request_timeout_ns=self.request_timeout_ns,
+            produce_timeout_ns=self.request_timeout_ns,
+            delivery_timeout_ns=self.delivery_timeout_ns,
+            session_timeout_ns=self.session_timeout_ns,
+            replica_lag_time_max_ns=self.replica_lag_time_max_ns,
+            network=network_for(self.faults),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["nemesis"] = list(self.nemesis)
+        data["schedule"] = None if self.schedule is None else [s.to_json() for s in self.schedule]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> TestConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"a test config is a JSON object, got {type(data).__name__}")
+        fields = {f.name for f in attrs.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ConfigError(f"test config: unknown fields {unknown}; known: {sorted(fields)}")
+        values = dict(data)
+        if "nemesis" in values:
+            values["nemesis"] = tuple(values["nemesis"])
+        if values.get("schedule") is not None:
+            try:
+                values["schedule"] = tuple(ScheduleStep.from_json(s) for s in values["schedule"])
+            except NemesisError as exc:
+                raise ConfigError(str(exc)) from exc
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(f"test config: {exc}") from exc
+
+
+def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = None) -> str:
+    """The one command that reruns this run: ``kmodel test`` with its flags, or, for an
+    explicit schedule (which has no flags), ``kmodel replay`` of its store directory."""
+    if config.schedule is not None or config.max_ops is not None:
+        target = store_dir if store_dir is not None else "<store dir>"
+        return f"kmodel replay {shlex.quote(target)}"
+    default = TestConfig()
+    args = [
+        "kmodel test",
+        f"--brokers {config.brokers}",
+        f"--partitions {config.partitions}",
+        f"--acks {config.acks}",
+        f"--min-isr {config.min_isr}",
+        "--unclean" if config.unclean else "--clean",
+        f"--truncation {config.truncation}",
+        f"--nemesis {','.join(config.nemesis) or 'none'}",
+        f"--time-limit {format_duration(config.time_limit_ns)}",
+        f"--interval {format_duration(config.interval_ns)}",
+        f"--rate {config.rate:g}",
+        f"--concurrency {config.concurrency}",
+    ]
+    if config.recovery_ns != default.recovery_ns:
+        args.append(f"--recovery {format_duration(config.recovery_ns)}")
+    if config.name != default.name:
+        args.append(f"--name {shlex.quote(config.name)}")
+    args.append(f"--seed {seed}")
+    return " ".join(args)
+
+
+def format_duration(ns: int) -> str:
+    if ns % SECOND == 0:
+        return f"{ns // SECOND}s"
+    if ns % MILLISECOND == 0:
+        return f"{ns // MILLISECOND}ms"
+    return f"{ns}ns"
+
+
+def parse_duration(text: str) -> int:
+    """``60s``, ``500ms``, ``2m``, ``1.5s`` or a bare number of seconds, as nanoseconds."""
+    raw = text.strip().lower()
+    units = (("ms", MILLISECOND), ("m", 60 * SECOND), ("s", SECOND))
+    suffix, unit = next(((s, u) for s, u in units if raw.endswith(s)), ("", SECOND))
+    number = raw[: len(raw) - len(suffix)]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ConfigError(f"{text!r} is not a duration: use e.g. 60s, 500ms, 2m") from None
+    if value < 0:
+        raise ConfigError(f"{text!r}: a duration is >= 0")
+    return round(value * unit)
+
+
+# --- the generator of a run -----------------------------------------------------------
+
+
+def build_generator(config: TestConfig, seed: int) -> Gen:
+    """Main phase (clients and nemesis), heal at the time limit, recovery, final reads."""
+    keys = config.keys
+    workload: Gen = stagger(
+        max(1, round(SECOND / config.rate)), mix(sends(keys), polls(keys, p_rewind=0.05))
+    )
+    if config.max_ops is not None:
+        workload = limit(config.max_ops, workload)
+    faults = config.faults
+    if config.schedule is not None:
+        schedule: Gen = scripted(config.schedule)
+    elif faults:
+        schedule = nemesis_schedule(
+            list(faults), config.interval_ns, derive_seed(seed, "jepsen/schedule")
+        )
+    else:
+        schedule = on_nemesis(concat())
+    main = any_of(
+        clients(time_limit(config.time_limit_ns, workload)),
+        on_nemesis(concat(time_limit(config.time_limit_ns, schedule), heal(list(faults)))),
+    )
+    return phases(
+        main,
+        sleep(config.recovery_ns),
+        concat(
+            info("phase", "final-reads"),
+            clients(final_reads(keys, max_strikes=config.final_strikes)),
+        ),
+    )
+
+
+# --- running --------------------------------------------------------------------------
+
+
+@attrs.define
+class RunOutcome:
+    """What a run produced: the history, its hash, the check, and where it was stored."""
+
+    config: TestConfig
+    seed: int
+    history: list[Op]
+    history_hash: str
+    results: dict[str, Any]
+    run_dir: Path | None
+    wall_seconds: float
+
+    @property
+    def verdict(self) -> str:
+        return str(self.results["verdict"])
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def violations(self) -> list[str]:
+        return list(self.results["violations"])
+
+
+Observer = Callable[[Cluster, Op | None], None]
+"""Called after each step of the cluster (op None) and after each history op."""
+
+
+_MAX_STALLED_STEPS = 100_000
+"""Steps in a row at one logical time before the driver calls itself stuck."""
+
+
+def _next_event(cluster: Cluster) -> int | None:
+    """When the cluster next has something to do: a message delivery or a node's tick."""
+    paused = cluster.nodes.in_state(NodeState.PAUSED)
+    times = [t for t in (cluster.timers.peek_time(paused), cluster.network.next_delivery_time())]
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
+
+
+class _HistoryHash:
+    """The blake2b of the history as ``history.jsonl`` holds it, built as it is written."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.blake2b(digest_size=16, person=b"kmodel-history")
+
+    @staticmethod
+    def line(op: Op) -> bytes:
+        return orjson.dumps(op_to_record(op)) + b"\n"
+
+    def add(self, line: bytes) -> None:
+        self.digest.update(line)
+
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()
+
+
+def history_file_hash(path: str | os.PathLike[str]) -> str:
+    """The hash `RunOutcome.history_hash` of a stored ``history.jsonl``."""
+    digest = hashlib.blake2b(digest_size=16, person=b"kmodel-history")
+    with open(path, "rb") as handle:
+        for raw in handle:
+            digest.update(raw)
+    return digest.hexdigest()
+
+
+def simulate_run(
+    config: TestConfig,
+    seed: int,
+    *,
+    emit: Callable[[Op, bytes], None] | None = None,
+    observer: Observer | None = None,
+) -> tuple[list[Op], dict[str, Any]]:
+    """Run the test on a fresh simulated cluster; returns the history and figures of the
+    run (logical end, events, faults performed, whether it finished)."""
+    cluster = Cluster(config.cluster_config(), seed)
+    clients_ = KafkaClients(cluster, config.concurrency, poll_timeout_ns=config.poll_timeout_ns)
+    nemesis_ = Nemesis(cluster, SimRandom(seed).split("jepsen/nemesis"))
+    history: list[Op] = []
+
+    def record(op: Op) -> None:
+        history.append(op)
+        if emit is not None:
+            emit(op, _HistoryHash.line(op))
+        if observer is not None:
+            observer(cluster, op)
+
+    threads: list[int | str] = [*range(config.concurrency), NEMESIS]
+    interp = Interpreter(
+        build_generator(config, seed),
+        threads,
+        SimRandom(seed).split("jepsen/workload"),
+        emit=record,
+    )
+    # A bound on logical time, however the cluster behaves: the main phase, the slowest
+    # client op, recovery, and every final read striking out.
+    budget = (
+        config.time_limit_ns
+        + config.delivery_timeout_ns
+        + config.recovery_ns
+        + (config.final_strikes + 10) * len(config.keys) * config.poll_timeout_ns
+        + 60 * SECOND
+    )
+    finished = True
+    steps = stalled = 0
+    now = 0
+    while True:
+        result = interp.step(now)
+        if isinstance(result, Invocation):
+            if result.kind != "invoke":
+                continue
+            if result.thread == NEMESIS:
+                try:
+                    value = nemesis_.perform(result.f, result.value)
+                except NemesisError as exc:
+                    value = {"error": str(exc)}
+                interp.complete(now, NEMESIS, "info", canonical(value))
+            else:
+                clients_.invoke(result)
+                for done in clients_.collect():
+                    interp.complete(done.time, done.thread, done.type, done.value)
+            continue
+        if result is EXHAUSTED and not interp.busy:
+            break
+        wake = result.until if isinstance(result, Pending) else None
+        candidates = [
+            t for t in (wake, clients_.next_deadline(), _next_event(cluster)) if t is not None
+        ]
+        target = max(now, min(candidates)) if candidates else None
+        if target is None or target > budget:
+            finished = False
+            break
+        stalled = stalled + 1 if target == now else 0
+        if stalled > _MAX_STALLED_STEPS:
+            raise RuntimeError(
+                f"the run stopped advancing at t={now} ns: {stalled} steps without time "
+                f"moving (generator wake {wake}, client deadline {clients_.next_deadline()}, "
+                f"cluster event {_next_event(cluster)}); a bug in the driver"
+            )
+        cluster.run_until(target)
+        steps += 1
+        now = target
+        if observer is not None:
+            observer(cluster, None)
+        for done in clients_.collect():
+            interp.complete(done.time, done.thread, done.type, done.value)
+    figures = {
+        "logical_end_ns": now,
+        "steps": steps,
+        "finished": finished,
+        "nemesis_ops": nemesis_.performed,
+        "network": attrs.asdict(cluster.network.stats(), recurse=False),
+        "cluster_digest": cluster.digest(),
+    }
+    figures["network"]["sent_by_type"] = dict(figures["network"]["sent_by_type"])
+    return history, figures
+
+
+# --- checking -------------------------------------------------------------------------
+
+
+def final_read_status(history: Sequence[Op]) -> dict[str, bool]:
+    """Per key: did its final read reach the end (an ``ok`` final poll that returned
+    nothing from at or past the high watermark it reported)?"""
+    status: dict[str, bool] = {}
+    invoked: dict[Any, Op] = {}
+    for op in history:
+        if not op.is_client or op.f != "poll":
+            continue
+        if op.type == "invoke":
+            if isinstance(op.value, dict) and op.value.get("final") is True:
+                invoked[op.process] = op
+                status.setdefault(str(op.key), False)
+            continue
+        start = invoked.pop(op.process, None)
+        if start is None or op.type != "ok" or not isinstance(op.value, dict):
+            continue
+        hw = op.value.get("hw")
+        records = op.value.get("records") or []
+        if not records and isinstance(hw, int) and start.value.get("from", 0) >= hw:
+            status[str(start.key)] = True
+    return status
+
+
+def missing_from_final_read(history: Sequence[Op], reads: dict[str, bool]) -> list[Op]:
+    """The ``ok`` sends whose value the final read of their key did not return, for keys
+    whose final read completed: acknowledged writes that are gone, however they went
+    (never read: ``lost-write``/``unseen``; read once, then replaced:
+    ``inconsistent-offsets``)."""
+    final_values: dict[str, set[Any]] = {}
+    final_process: dict[Any, str] = {}
+    for op in history:
+        if not op.is_client or op.f != "poll":
+            continue
+        if op.type == "invoke":
+            if isinstance(op.value, dict) and op.value.get("final") is True:
+                final_process[op.process] = str(op.key)
+            else:
+                final_process.pop(op.process, None)
+            continue
+        key = final_process.pop(op.process, None)
+        if key is not None and op.type == "ok" and isinstance(op.value, dict):
+            seen = final_values.setdefault(key, set())
+            seen.update(freeze(r[1]) for r in op.value.get("records") or () if len(r) == 2)
+    return [
+        op
+        for op in history
+        if op.is_client
+        and op.f == "send"
+        and op.type == "ok"
+        and reads.get(str(op.key))
+        and isinstance(op.value, dict)
+        and freeze(op.value.get("value")) not in final_values.get(str(op.key), set())
+    ]
+
+
+def check_history(history: Sequence[Op]) -> dict[str, Any]:
+    """The verdict on a run's history, JSON-ready (see the module docstring)."""
+    started = time.perf_counter()
+    ops = list(history)
+    log = check_log(ops)
+    found = find_anomalies(ops)
+    broken = violations(found, ops)
+    reads = final_read_status(ops)
+    incomplete = sorted(k for k, done in reads.items() if not done)
+    if incomplete and "unseen" in broken:
+        # A key whose read-back gave up proves nothing about its unseen writes.
+        proven = [w for w in found["unseen"] if not any(o.key in incomplete for o in w)]
+        if not proven:
+            broken.remove("unseen")
+    if broken or log.verdict is Verdict.ILLEGAL:
+        verdict = INVALID
+    elif log.verdict is Verdict.UNKNOWN or incomplete or not reads:
+        verdict = UNKNOWN
+    else:
+        verdict = VALID
+    counts = completion_counts(ops)
+    missing = missing_from_final_read(ops, reads)
+    return {
+        "verdict": verdict,
+        "valid": {VALID: True, INVALID: False, UNKNOWN: None}[verdict],
+        "linearizable": log.to_json(),
+        "anomalies": summarize(found),
+        "anomaly_types": [name for name in ANOMALIES if found[name]],
+        "violations": broken,
+        "lost_acknowledged_writes": len(missing),
+        "lost_examples": [
+            {"index": op.index, "key": op.key, **op.value} for op in missing[:_EXAMPLES]
+        ],
+        "inconsistent_offsets": len(found["inconsistent-offsets"]),
+        "final_reads": {"keys": reads, "complete": bool(reads) and not incomplete},
+        "completions": dict(sorted(counts.items())),
+        "checker_seconds": round(time.perf_counter() - started, 6),
+    }
+
+
+def completion_counts(history: Iterable[Op]) -> dict[str, int]:
+    """Client completions by f and type (``send ok``, ``poll fail``, ``final poll ok``...)."""
+    counts: Counter[str] = Counter()
+    final: dict[Any, bool] = {}
+    for op in history:
+        if not op.is_client:
+            continue
+        if op.type == "invoke":
+            final[op.process] = isinstance(op.value, dict) and op.value.get("final") is True
+            continue
+        mark = "final " if final.pop(op.process, False) else ""
+        counts[f"{mark}{op.f} {op.type}"] += 1
+    return dict(sorted(counts.items()))
+
+
+def fault_counts(history: Iterable[Op]) -> dict[str, int]:
+    """How many times each fault was started (completions that did something)."""
+    counts: Counter[str] = Counter()
+    pending: Op | None = None
+    for op in history:
+        if op.is_client or fault_of_op(op.f) is None:
+            continue
+        if pending is None:
+            pending = op
+            continue
+        kind = fault_of_op(op.f)
+        assert kind is not None
+        if kind[1] == "start" and not (isinstance(op.value, dict) and "skipped" in op.value):
+            counts[kind[0]] += 1
+        pending = None
+    return dict(sorted(counts.items()))
+
+
+# --- the whole thing ------------------------------------------------------------------
+
+
+def run_test(
+    config: TestConfig,
+    seed: int,
+    *,
+    store_root: str | os.PathLike[str] | None = None,
+    reports: bool = True,
+    observer: Observer | None = None,
+    extra_results: dict[str, Any] | None = None,
+    on_checked: Callable[[RunOutcome], None] | None = None,
+) -> RunOutcome:
+    """Run, check, and (with ``store_root``) write the store directory: ``test.json``
+    first, ``history.jsonl`` as the run goes, then ``results.json`` and the reports.
+    ``on_checked`` sees the outcome as soon as the verdict is known, before the reports
+    (which take a second or two) are rendered; ``seconds.wall`` is the time to the
+    verdict, ``seconds.reports`` the rendering's."""
+    from jepsen_py.store import create_run
+
+    started = time.perf_counter()
+    hasher = _HistoryHash()
+    run = None
+    writer = None
+    if store_root is not None:
+        run = create_run(config.name, seed=seed, config=config.to_json(), root=store_root)
+        writer = run.history_writer(flush_every=256)
+
+    def emit(op: Op, line: bytes) -> None:
+        hasher.add(line)
+        if writer is not None:
+            writer.write(op)
+
+    try:
+        history, figures = simulate_run(config, seed, emit=emit, observer=observer)
+    finally:
+        if writer is not None:
+            writer.close()
+    simulated = time.perf_counter() - started
+    results = check_history(history)
+    if not figures["finished"]:
+        results["verdict"] = INVALID if results["verdict"] == INVALID else UNKNOWN
+        results["valid"] = False if results["verdict"] == INVALID else None
+    store_dir = str(run.path) if run is not None else None
+    results.update(
+        {
+            "seed": seed,
+            "history": {"ops": len(history), "blake2b": hasher.hexdigest()},
+            "faults": fault_counts(history),
+            "run": figures,
+            "command": reproduce_command(config, seed, store_dir),
+            "seconds": {"simulation": round(simulated, 3)},
+        }
+    )
+    if extra_results:
+        results.update(extra_results)
+    results["seconds"]["wall"] = round(time.perf_counter() - started, 3)
+    outcome = RunOutcome(
+        config,
+        seed,
+        history,
+        hasher.hexdigest(),
+        results,
+        run.path if run is not None else None,
+        time.perf_counter() - started,
+    )
+    if run is not None:
+        run.write_results(results)
+    if on_checked is not None:
+        on_checked(outcome)
+    if run is not None and reports:
+        rendered = time.perf_counter()
+        write_reports(history, run.path, title=f"{config.name} seed {seed}")
+        results["seconds"]["reports"] = round(time.perf_counter() - rendered, 3)
+        run.write_results(results)
+    return outcome
+
+
+def write_reports(history: Sequence[Op], directory: Path, *, title: str) -> None:
+    """``timeline.html``, ``latency.png`` and ``rate.png`` into a run's directory."""
+    from jepsen_py.report.plots import render_plots
+    from jepsen_py.report.spans import collect
+    from jepsen_py.report.timeline import write_timeline
+    from jepsen_py.store import TIMELINE_FILE
+
+    data = collect(list(history), source=title)
+    write_timeline(data, directory / TIMELINE_FILE, title=title)
+    render_plots(data, directory, title=title)
+
+
+# --- swarm ----------------------------------------------------------------------------
+
+
+def swarm_config(base: TestConfig, seed: int) -> TestConfig:
+    """A configuration drawn from ``seed`` (swarm testing: each run gets a random subset of
+    the faults and its own pace): the protocol settings (brokers, partitions, acks,
+    min.insync.replicas, election, truncation) and the time limit stay as given."""
+    rng = SimRandom(seed).split("config")
+    faults = [f for f in base.nemesis if rng.random() < 0.5]
+    if base.nemesis and not faults:
+        faults = [base.nemesis[rng.randrange(len(base.nemesis))]]
+    return attrs.evolve(
+        base,
+        nemesis=tuple(faults),
+        interval_ns=rng.choice((2, 3, 5, 8)) * SECOND,
+        rate=float(rng.choice((25, 50, 100, 200))),
+        concurrency=rng.randint(2, 8),
+    )
+
+
+__all__ = [
+    "EXIT_CODES",
+    "INVALID",
+    "UNKNOWN",
+    "VALID",
+    "ConfigError",
+    "RunOutcome",
+    "TestConfig",
+    "check_history",
+    "final_read_status",
+    "history_file_hash",
+    "parse_duration",
+    "parse_faults",
+    "reproduce_command",
+    "run_test",
+    "simulate_run",
+    "swarm_config",
+]

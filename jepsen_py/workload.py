@@ -1,0 +1,304 @@
+"""The Kafka client adapter: generator invocations become calls on the simulated cluster's
+producers and consumers, and what those clients report becomes history completions.
+
+Jepsen's Kafka client does the same against a real cluster: it owns one producer and one
+consumer per worker, turns ``send``/``poll`` ops into client calls, and classifies every
+outcome as ``ok``, ``fail`` (definitely not applied) or ``info`` (unknown).
+
+Mapping
+-------
+- Keys are partitions: key ``t-3`` is partition 3 of topic ``t`` (the cluster's producers
+  and consumers name them the same way).
+- Client thread ``i`` owns producer ``p{i+1}`` and one consumer per partition
+  (``c{i*P+p+1}`` reads partition ``p``: the cluster assigns consumer ``j`` to partition
+  ``j mod P``). A thread runs one op at a time, so its clients have at most one op each.
+- ``send`` of integer ``v`` to ``t-p`` is ``client_send(producer, K_p, b"v")`` where ``K_p``
+  is a record key that the Java partitioner (murmur2) maps to partition ``p``: the smallest
+  ``k<n>`` that does, found once. The producer retries on its own (retriable errors, request
+  timeouts) until ``delivery.timeout.ms``.
+- ``poll`` of ``t-p`` from ``N`` seeks the thread's consumer of ``p`` to ``N`` and polls
+  once; the consumer's fetch is bounded in size and reads up to the high watermark.
+
+Outcomes
+--------
+- send ``ok``: ``{"offset": o, "value": v}``, the offset the leader assigned.
+- send ``fail`` (definitely not applied): the producer gave up without ever sending it, or
+  every attempt it sent was answered with an error the broker returns *before* appending
+  (``NOT_ENOUGH_REPLICAS``: the ISR is below ``min.insync.replicas``;
+  ``KAFKA_STORAGE_ERROR``: the append itself failed). ``NOT_LEADER_OR_FOLLOWER`` and
+  ``REQUEST_TIMED_OUT`` do not count: a leader also answers them for records it appended
+  and then could not commit (leadership moved mid-request, the purgatory expired).
+- send ``info`` (unknown): anything else -- an attempt timed out, its connection dropped, or
+  it was answered with an ambiguous error; the record may be in the log, now or later.
+  The thread then goes on as a new process (the interpreter does that).
+- poll ``ok``: ``{"records": [[offset, value], ...], "hw": h}``; ``fail``: any error (a
+  read changes nothing, so a failed read is never ``info``).
+
+The producer's per-attempt answers are not in its history, so the adapter watches them: it
+wraps each producer's ``step`` (the cluster hands every message to ``producer.step``) and
+notes the error of each ``ProduceResponse`` for a request still in flight. Nothing else of
+the cluster is touched.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from impl.cluster import Cluster
+from impl.partitioner import partition_for_key
+from impl.protocol import Effects, Errors, ProduceResponse
+from jepsen_py.generator import Invocation, Thread
+
+DEFINITE_ERRORS = frozenset({Errors.NOT_ENOUGH_REPLICAS, Errors.KAFKA_STORAGE_ERROR})
+"""Produce errors a broker only answers before appending anything."""
+
+
+class WorkloadError(ValueError):
+    """An op the adapter cannot perform (unknown key or f, a busy thread); names the op."""
+
+
+def key_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def partition_keys(partitions: int, topic: str = "t") -> list[str]:
+    """The history keys of a topic's partitions: ``t-0``, ``t-1``, ..."""
+    return [key_name(topic, p) for p in range(partitions)]
+
+
+def record_key_for(partition: int, partitions: int) -> bytes:
+    """The smallest record key ``k<n>`` the default partitioner sends to ``partition``."""
+    for n in range(100_000):
+        key = f"k{n}".encode()
+        if partition_for_key(key, partitions) == partition:
+            return key
+    raise WorkloadError(f"no record key maps to partition {partition} of {partitions}")
+
+
+@attrs.frozen
+class Completion:
+    """A client op ended: at ``time``, on ``thread``, as ``type`` with ``value``."""
+
+    time: int
+    thread: Thread
+    type: str
+    value: Any
+
+
+@attrs.define
+class _Running:
+    """The op a thread has in flight."""
+
+    f: str
+    key: str
+    client: str
+    cursor: int
+    """Where the client's history stood when the op was invoked: its completion comes after."""
+    invoked_at: int
+    value: Any
+    op: int = -1
+    """The producer's op number of a send, to match its refused attempts."""
+    send: Any = None
+    """The producer's queued send (``impl.client._Send``), for its attempt count."""
+
+
+class KafkaClients:
+    """The adapter between the `Interpreter`'s client threads and the cluster's clients.
+
+    ``invoke(invocation)`` starts a ``send`` or ``poll``; after the cluster has run,
+    ``collect()`` returns the ops that completed, in (time, thread) order. A poll whose
+    consumer cannot even find a leader for ``poll_timeout_ns`` (no fetch in flight: the
+    controller is down or unreachable) is given up: ``fail``. A send needs no such timeout:
+    the producer's own ``delivery.timeout.ms`` ends every send.
+    """
+
+    def __init__(self, cluster: Cluster, threads: int, *, poll_timeout_ns: int) -> None:
+        config = cluster.config
+        if len(cluster.producers) < threads:
+            raise WorkloadError(
+                f"the cluster has {len(cluster.producers)} producers for {threads} client "
+                "threads: build it with ClusterConfig(producers=threads)"
+            )
+        if len(cluster.consumers) < threads * config.partitions:
+            raise WorkloadError(
+                f"the cluster has {len(cluster.consumers)} consumers; {threads} threads need "
+                f"{threads * config.partitions} (one per thread and partition)"
+            )
+        self.cluster = cluster
+        self.threads = threads
+        self.topic = config.topic
+        self.partitions = config.partitions
+        self.poll_timeout_ns = poll_timeout_ns
+        self.record_keys = [record_key_for(p, config.partitions) for p in range(config.partitions)]
+        self.running: dict[Thread, _Running] = {}
+        self.definite: dict[tuple[str, int], int] = {}
+        """(producer, op) -> how many of its attempts were refused before any append."""
+        for name in sorted(cluster.producers):
+            producer = cluster.producers[name]
+            # An instance attribute shadows the method: the cluster calls producer.step.
+            producer.step = functools.partial(self._producer_step, name, producer.step)  # type: ignore[method-assign]
+
+    # ------------------------------------------------------------------ names
+
+    def producer_of(self, thread: Thread) -> str:
+        assert isinstance(thread, int), thread
+        return f"p{thread + 1}"
+
+    def consumer_of(self, thread: Thread, partition: int) -> str:
+        assert isinstance(thread, int), thread
+        return f"c{thread * self.partitions + partition + 1}"
+
+    def partition_of(self, key: str | None) -> int:
+        prefix = f"{self.topic}-"
+        if key is None or not key.startswith(prefix) or not key[len(prefix) :].isdigit():
+            raise WorkloadError(
+                f"key {key!r} names no partition: use {prefix}0..{prefix}{self.partitions - 1}"
+            )
+        partition = int(key[len(prefix) :])
+        if partition >= self.partitions:
+            raise WorkloadError(f"key {key!r}: topic {self.topic} has {self.partitions} partitions")
+        return partition
+
+    # ------------------------------------------------------------------ producer answers
+
+    def _producer_step(
+        self,
+        name: str,
+        step: Callable[[str, object, int], Effects],
+        src: str,
+        msg: object,
+        now: int,
+    ) -> Effects:
+        if isinstance(msg, ProduceResponse) and msg.error in DEFINITE_ERRORS:
+            producer = self.cluster.producers[name]
+            entry = producer.in_flight.get(msg.request_id)
+            if entry is not None:
+                op = entry[0].op
+                self.definite[(name, op)] = self.definite.get((name, op), 0) + 1
+        return step(src, msg, now)
+
+    # ------------------------------------------------------------------ ops
+
+    def invoke(self, inv: Invocation) -> None:
+        """Start ``inv`` (a ``send`` or ``poll`` on a client thread) on the cluster now."""
+        thread = inv.thread
+        if thread is None or not isinstance(thread, int) or not 0 <= thread < self.threads:
+            raise WorkloadError(f"{inv}: not one of the {self.threads} client threads")
+        if thread in self.running:
+            raise WorkloadError(f"{inv}: thread {thread} already has an op running")
+        partition = self.partition_of(inv.key)
+        assert inv.key is not None
+        now = self.cluster.clock.now
+        if inv.f == "send":
+            if isinstance(inv.value, bool) or not isinstance(inv.value, int):
+                raise WorkloadError(f"{inv}: a send's value must be an int (values are unique)")
+            name = self.producer_of(thread)
+            producer = self.cluster.producers[name]
+            cursor = len(producer.history)
+            op = self.cluster.client_send(
+                name, self.record_keys[partition], str(inv.value).encode()
+            )
+            send = next((s for s in producer.queue if s.op == op), None)
+            if send is None:
+                send = next((e[0] for e in producer.in_flight.values() if e[0].op == op), None)
+            self.running[thread] = _Running("send", inv.key, name, cursor, now, inv.value, op, send)
+        elif inv.f == "poll":
+            start = inv.value.get("from") if isinstance(inv.value, dict) else None
+            if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+                raise WorkloadError(f"{inv}: a poll's value must be {{'from': offset >= 0}}")
+            name = self.consumer_of(thread, partition)
+            consumer = self.cluster.consumers[name]
+            if consumer.in_flight is not None or consumer.wants_poll:
+                raise WorkloadError(f"{inv}: consumer {name} is still busy")
+            consumer.position = start
+            cursor = len(consumer.history)
+            self.cluster.client_poll(name)
+            self.running[thread] = _Running("poll", inv.key, name, cursor, now, inv.value)
+        else:
+            raise WorkloadError(f"{inv}: the Kafka workload performs send and poll only")
+
+    def busy(self) -> bool:
+        return bool(self.running)
+
+    def next_deadline(self) -> int | None:
+        """When a poll still looking for a leader will be given up (None: none will). A
+        poll whose fetch is in flight has no deadline here: the consumer's own
+        ``request.timeout.ms`` ends it."""
+        now = self.cluster.clock.now
+        times = [
+            deadline
+            for r in self.running.values()
+            if r.f == "poll" and (deadline := r.invoked_at + self.poll_timeout_ns) > now
+        ]
+        return min(times) if times else None
+
+    def collect(self) -> list[Completion]:
+        """The client ops that completed since the last call, by (time, thread)."""
+        done: list[Completion] = []
+        now = self.cluster.clock.now
+        for thread in sorted(self.running, key=str):
+            running = self.running[thread]
+            completion = (
+                self._send_done(thread, running)
+                if running.f == "send"
+                else self._poll_done(thread, running, now)
+            )
+            if completion is not None:
+                done.append(completion)
+        for completion in done:
+            del self.running[completion.thread]
+        done.sort(key=lambda c: (c.time, str(c.thread)))
+        return done
+
+    def _send_done(self, thread: Thread, running: _Running) -> Completion | None:
+        producer = self.cluster.producers[running.client]
+        for entry in producer.history[running.cursor :]:
+            if entry["type"] == "invoke":
+                continue
+            value = entry["value"]
+            echoed = value.get("value") if isinstance(value, dict) else value
+            if echoed != str(running.value):
+                raise AssertionError(
+                    f"{running.client} completed {echoed!r} while thread {thread} awaited "
+                    f"{running.value!r}: a producer runs one op at a time here"
+                )
+            if entry["type"] == "ok":
+                out = {"offset": value["offset"], "value": running.value}
+                return Completion(entry["time"], thread, "ok", out)
+            attempts = running.send.attempts if running.send is not None else None
+            refused = self.definite.pop((running.client, running.op), 0)
+            if entry["type"] == "fail" or (attempts is not None and attempts == refused):
+                reason = "never sent" if entry["type"] == "fail" else "refused before append"
+                return Completion(entry["time"], thread, "fail", {"error": reason})
+            return Completion(entry["time"], thread, "info", {"error": "outcome unknown"})
+        return None
+
+    def _poll_done(self, thread: Thread, running: _Running, now: int) -> Completion | None:
+        consumer = self.cluster.consumers[running.client]
+        for entry in consumer.history[running.cursor :]:
+            if entry["type"] == "invoke":
+                continue
+            value = entry["value"]
+            if entry["type"] == "ok":
+                records = [[o, _int_or_text(v)] for o, v in value["records"]]
+                out = {"records": records, "hw": value["hw"]}
+                return Completion(entry["time"], thread, "ok", out)
+            return Completion(entry["time"], thread, "fail", {"error": value.get("error")})
+        if consumer.in_flight is None and now >= running.invoked_at + self.poll_timeout_ns:
+            # Still looking for a leader (no fetch ever sent): give the poll up.
+            consumer.wants_poll = 0
+            return Completion(now, thread, "fail", {"error": "no leader found"})
+        return None
+
+
+def _int_or_text(value: str) -> int | str:
+    """A record's value as the int the workload sent; anything else stays text (it can only
+    come from a corrupt record, and the checker will say so)."""
+    try:
+        return int(value)
+    except ValueError:
+        return value

@@ -1,0 +1,264 @@
+"""The fault catalogue: every fault does what it says to the simulated cluster, records its
+concrete targets, and is undone by its stop; a schedule read back from a history replays
+the same faults; the Kafka client adapter classifies outcomes as ok / fail / info."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from impl.cluster import Cluster
+from impl.sim.node import NodeState
+from jepsen_py.generator import SECOND, fault_ops
+from jepsen_py.nemesis import (
+    ALL,
+    CATALOGUE,
+    Nemesis,
+    NemesisError,
+    ScheduleStep,
+    fault_of_op,
+    fault_windows,
+    grudge_of,
+    links_of,
+    network_for,
+    parse_faults,
+    realized_schedule,
+)
+from jepsen_py.report.spans import collect, fault_kind
+from jepsen_py.runner import TestConfig, run_test, simulate_run
+
+SERVERS = {"b1", "b2", "b3", "controller"}
+
+
+def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -> Cluster:
+    """A 3-broker, 2-partition cluster that has replicated a few records to both keys."""
+    config = TestConfig(nemesis=faults).cluster_config()
+    cluster = Cluster(config, seed)
+    for i in range(sends):
+        cluster.client_send("p1", b"k0" if i % 2 else b"k3", str(i).encode())
+        cluster.run_until(cluster.clock.now + 50_000_000)
+    cluster.run_until(cluster.clock.now + SECOND)
+    return cluster
+
+
+def states(cluster: Cluster) -> dict[str, NodeState]:
+    return {name: cluster.nodes.state(name) for name in sorted(SERVERS)}
+
+
+def all_running(cluster: Cluster) -> bool:
+    return all(state is NodeState.RUNNING for state in states(cluster).values())
+
+
+# --- the catalogue --------------------------------------------------------------------
+
+
+def test_parse_faults_expands_aliases_in_catalogue_order() -> None:
+    assert parse_faults("pause,partition") == ("partition", "pause")
+    assert parse_faults("all") == ALL
+    assert "kill-all" not in ALL and "kill-all" in CATALOGUE
+    assert parse_faults("network") == ("loss", "duplicate", "delay", "reorder")
+    assert parse_faults(["kill", "kill"]) == ("kill",)
+    assert parse_faults("none") == ()
+
+
+def test_unknown_and_unsupported_faults_are_refused_with_the_reason() -> None:
+    with pytest.raises(NemesisError, match="unknown fault 'partiton'"):
+        parse_faults("partiton")
+    with pytest.raises(NemesisError, match="global time"):
+        parse_faults("clock")
+
+
+def test_every_fault_names_its_ops_as_the_generator_and_the_reports_do() -> None:
+    for name in CATALOGUE:
+        start, stop = fault_ops(name)
+        assert fault_of_op(start) == (name, "start")
+        assert fault_of_op(stop) == (name, "stop")
+        assert fault_kind(start) == (name, "start")
+        assert fault_kind(stop) == (name, "stop")
+    assert fault_of_op("send") is None
+
+
+@pytest.mark.parametrize("fault", list(CATALOGUE))
+def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -> None:
+    cluster = busy_cluster((fault,))
+    base_network = cluster.network.config
+    nemesis = Nemesis(cluster, random.Random(7))
+    start, stop = fault_ops(fault)
+    done = nemesis.perform(start, None)
+    assert isinstance(done, dict) and "skipped" not in done and "error" not in done, done
+    group = CATALOGUE[fault].group
+    if group == "partition":
+        blocked = set(cluster.network.blocked_links())
+        assert blocked and blocked == set(links_of(done["grudge"]))
+        assert {n for link in blocked for n in link} <= SERVERS, "clients are never cut off"
+    elif group == "network":
+        assert cluster.network.config != base_network
+    elif fault == "kill-all":
+        assert all(states(cluster)[b] is NodeState.CRASHED for b in ("b1", "b2", "b3"))
+    else:
+        expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
+        assert states(cluster)[done["node"]] is expected
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    healed = nemesis.perform(stop, None)
+    assert "healed" not in healed, healed
+    assert not cluster.network.blocked_links()
+    assert cluster.network.config == base_network
+    assert all_running(cluster)
+    assert nemesis.active == {}
+
+
+def test_partition_shapes_are_jepsens_grudges() -> None:
+    cluster = busy_cluster()
+    nemesis = Nemesis(cluster, random.Random(3))
+    halves = nemesis.perform("start-partition-halves", None)
+    a, b = halves["halves"]
+    assert len(a) == 2 and len(b) == 2 and not set(a) & set(b)
+    assert len(cluster.network.blocked_links()) == 2 * 2 * 2
+    nemesis.perform("stop-partition-halves", None)
+    leader = nemesis.perform("start-partition-leader", None)
+    store_leader = cluster.store.partitions[("t", leader["partition"])].leader
+    assert leader["node"] == f"b{store_leader}"
+    assert set(leader["grudge"][leader["node"]]) == SERVERS - {leader["node"]}
+    nemesis.perform("stop-partition-leader", None)
+    bridge = nemesis.perform("start-partition-bridge", None)
+    assert bridge["bridge"] not in bridge["grudge"], "the bridge hears everyone"
+    nemesis.perform("stop-partition-bridge", None)
+    ring = nemesis.perform("start-partition-ring", None)
+    for node in SERVERS:  # each server hears a majority (itself included) of the 4
+        assert len(SERVERS) - len(ring["grudge"].get(node, [])) >= 3
+    nemesis.perform("stop-partition-ring", None)
+    asym = nemesis.perform("start-partition-asymmetric", None)
+    links = links_of(asym["grudge"])
+    assert all((dst, src) not in links for src, dst in links), "one way only"
+
+
+def test_a_fault_with_a_value_hits_exactly_those_targets() -> None:
+    cluster = busy_cluster()
+    nemesis = Nemesis(cluster, random.Random(0))
+    grudge = {"b2": ["b1"], "b1": ["b2"]}
+    done = nemesis.perform("start-partition", {"shape": "given", "grudge": grudge})
+    assert done["grudge"] == grudge
+    assert set(cluster.network.blocked_links()) == {("b1", "b2"), ("b2", "b1")}
+    nemesis.perform("stop-partition", None)
+    assert nemesis.perform("kill", {"node": "b3"})["node"] == "b3"
+    assert cluster.nodes.state("b3") is NodeState.CRASHED
+    again = nemesis.perform("start-disk-truncate", {"node": "b3"})
+    assert "skipped" in again, "a crashed broker cannot be crashed again"
+
+
+def test_kill_loses_the_page_cache_and_sigkill_keeps_it() -> None:
+    for fault, loses in (("kill", True), ("sigkill", False)):
+        cluster = busy_cluster()
+        nemesis = Nemesis(cluster, random.Random(0))
+        disk = cluster.disks[2]
+        before = {p: disk.size(p) for p in disk.paths() if p.endswith(".log")}
+        assert any(before.values())
+        start, stop = fault_ops(fault)
+        done = nemesis.perform(start, {"node": "b2"})
+        after = {p: disk.size(p) for p in disk.paths() if p.endswith(".log")}
+        if loses:
+            assert done["unflushed_bytes_lost"] > 0
+            assert sum(after.values()) < sum(before.values())
+        else:
+            assert done["page_cache_kept"] > 0
+            assert after == before
+        nemesis.perform(stop, None)
+
+
+@pytest.mark.parametrize("fault", ["disk-truncate", "disk-bitflip"])
+def test_disk_damage_is_found_by_recovery_which_cuts_the_log(fault: str) -> None:
+    cluster = busy_cluster()
+    nemesis = Nemesis(cluster, random.Random(5))
+    done = nemesis.perform(f"start-{fault}", {"node": "b3"})
+    assert done["path"].endswith(".log") and done["size"] > 0
+    partition = int(done["path"].split("/")[0].split("-")[1])
+    leo_before = cluster.brokers[1].replica("t", partition).leo  # type: ignore[union-attr]
+    nemesis.perform(f"stop-{fault}", None)
+    replica = cluster.brokers[3].replica("t", partition)  # type: ignore[union-attr]
+    assert replica is not None and replica.leo < leo_before, "recovery cut the damaged tail"
+
+
+def test_a_bitflip_lands_where_the_batch_crc_covers() -> None:
+    cluster = busy_cluster()
+    nemesis = Nemesis(cluster, random.Random(11))
+    for _ in range(20):
+        data = cluster.disks[1].read("t-1/00000000000000000000.log")
+        bit = nemesis._covered_bit(data)
+        position, offset = 0, bit // 8
+        from impl.log.batch import read_header
+
+        while True:
+            header = read_header(data, position)
+            assert header is not None
+            if position <= offset < position + header.size:
+                assert offset - position >= 17, "not in the offset/length/epoch/magic header"
+                break
+            position += header.size
+
+
+def test_reorder_needs_a_network_without_per_link_order() -> None:
+    assert network_for(("reorder",)).fifo is False
+    assert network_for(("kill",)).fifo is True
+    cluster = busy_cluster(())
+    with pytest.raises(NemesisError, match="per-link order"):
+        Nemesis(cluster, random.Random(0)).perform("start-reorder", None)
+
+
+def test_grudges_and_links_round_trip() -> None:
+    links = {("b1", "b2"), ("b3", "b2"), ("controller", "b1")}
+    assert grudge_of(links) == {"b1": ["controller"], "b2": ["b1", "b3"]}
+    assert set(links_of(grudge_of(links))) == links
+
+
+# --- schedules from histories ---------------------------------------------------------
+
+
+def test_a_runs_faults_read_back_from_its_history_replay_the_same_run() -> None:
+    config = TestConfig(
+        nemesis=("partition", "kill", "pause"),
+        interval_ns=2 * SECOND,
+        time_limit_ns=12 * SECOND,
+        recovery_ns=8 * SECOND,
+        partitions=1,
+    )
+    history, _ = simulate_run(config, 21)
+    steps = realized_schedule(history, before=config.time_limit_ns)
+    assert len(steps) >= 4
+    assert all(s.value is not None for s in steps if fault_of_op(s.f)[1] == "start")  # type: ignore[index]
+    scripted = TestConfig.from_json({**config.to_json(), "schedule": [s.to_json() for s in steps]})
+    replayed, _ = simulate_run(scripted, 21)
+    clients = [op for op in history if op.is_client]
+    assert clients == [op for op in replayed if op.is_client]
+
+
+def test_fault_windows_pair_each_start_with_its_stop() -> None:
+    steps = [
+        ScheduleStep(1, "kill", {"node": "b1"}),
+        ScheduleStep(2, "start-partition", {"grudge": {}}),
+        ScheduleStep(3, "restart"),
+        ScheduleStep(4, "stop-partition"),
+        ScheduleStep(5, "resume"),
+    ]
+    units = fault_windows(steps)
+    assert [[s.time for s in unit] for unit in units] == [[1, 3], [2, 4], [5]]
+
+
+def test_nemesis_ops_are_logged_twice_with_targets_and_paired_by_the_reports() -> None:
+    config = TestConfig(
+        nemesis=("kill", "partition-leader"),
+        interval_ns=2 * SECOND,
+        time_limit_ns=9 * SECOND,
+        recovery_ns=6 * SECOND,
+        partitions=1,
+    )
+    outcome = run_test(config, 4)
+    nemesis_ops = [op for op in outcome.history if not op.is_client and fault_of_op(op.f)]
+    assert len(nemesis_ops) % 2 == 0 and nemesis_ops
+    for invoked, completed in zip(nemesis_ops[::2], nemesis_ops[1::2], strict=True):
+        assert invoked.type == completed.type == "info" and invoked.f == completed.f
+        if fault_of_op(completed.f)[1] == "start":  # type: ignore[index]
+            assert "node" in completed.value or "grudge" in completed.value
+    periods = collect(outcome.history).faults
+    assert {p.fault for p in periods} <= {"kill", "partition-leader"}
+    assert periods and all(p.end is not None for p in periods), "every fault was stopped"
