@@ -236,8 +236,8 @@ def check_step(spec: Replication, before: State, after: State, event: str = "") 
         describe_state(spec, before),
         "after (implementation):",
         describe_state(spec, after),
-        "what changed: " + "; ".join(_differences(before, after)),
-        "closest spec steps:",
+        "what changed (before vs after): " + "; ".join(_differences(before, after)),
+        "closest spec steps (spec's result vs the implementation's):",
     ]
     for _, step, nxt in candidates[:3]:
         lines.append(f"  {step.describe()}: differs in " + "; ".join(_differences(nxt, after)))

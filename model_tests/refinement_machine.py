@@ -5,7 +5,10 @@ implementation's events, in refinement mode (``impl.cluster``): produce, deliver
 chosen in-flight message, redeliver an old LeaderAndIsr, a replica fetch round trip, tick
 a broker or the controller (after letting logical time pass), a preferred-leader election,
 crash a broker with a drawn torn tail, restart it, flush it, pause / resume a node,
-partition two nodes / heal, a consumer fetch, crash / restart the controller.
+partition two nodes / heal, a consumer fetch, crash / restart the controller. A few rules
+are *macros* of such events, to make progress likely (``settle``: deliver everything;
+``write_to_leader``; ``replicate``: every follower fetches; ``fail_leader``: the leader
+stops and is replaced); each event inside a macro is checked on its own.
 
 After every event (a rule may run several, like ``settle``), ``impl.abstraction`` maps the
 world to a ``spec.replication.State`` and checks that it equals the previous one or is
@@ -266,6 +269,33 @@ def make_machine(
         def produce(self, b: int) -> None:
             self.c.raw_produce(b)
             self._after(f"produce to b{b}")
+
+        @rule()
+        @counted
+        def write_to_leader(self) -> None:
+            """A macro of checked events: a produce to the broker the store names leader,
+            delivered at once (most writes go where the metadata says)."""
+            leader = self.c.store.partitions[(config.topic, 0)].leader
+            if leader == NONE:
+                return
+            self.c.raw_produce(leader)
+            self._after(f"produce to b{leader}")
+            for envelope in self.c.deliverable():
+                if envelope.dst == f"b{leader}" and type(envelope.message).__name__ == "Produce":
+                    self.c.deliver(envelope.seq)
+                    self._after(functools.partial(_describe_delivery, envelope))
+                    break
+
+        @precondition(lambda self: bool(self._fetchers()))
+        @rule(rounds=st.integers(1, 3))
+        @counted
+        def replicate(self, rounds: int) -> None:
+            """A macro of checked events: every follower fetches, ``rounds`` times (two
+            rounds move a record to the followers and the HW past it)."""
+            for _ in range(rounds):
+                for b in self._fetchers():
+                    if self.c.replica_fetch(b):
+                        self._after(f"replica fetch by b{b}")
 
         @precondition(lambda self: bool(self.c.deliverable()))
         @rule(data=st.data())
