@@ -18,7 +18,10 @@ Every configuration must return the same verdicts (it raises otherwise). Prints 
 line per size, as soon as that size is done: ops/second for each configuration, ns per
 op, and local[2]'s speed-up over local[1]; compare the ns per op across the lines to see
 whether the cost per op stays flat as histories grow. The load average is printed with
-the figures: this machine is shared, and its other work slows everything measured here.
+the figures: this machine is shared, and its other work slows everything measured here;
+``cpu_seconds`` (the CPU time of this process, the JVM and its Python workers, from
+/proc) depends much less on that load, and ``cpu_seconds / cores`` is the least wall
+time the same work could take on an idle machine with that many cores.
 
     .venv/bin/python benchmarks/spark_verify.py [--sizes 100000,1000000,10000000]
         [--configs local,spark1,spark2] [--data DIR] [--seed 1] [--driver-memory 3g]
@@ -79,9 +82,36 @@ def make_histories(folder: Path, size: int, seed: int) -> dict[str, Any]:
     return info
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of process ``root`` and every process below it (Linux
+    /proc): the JVM, its Python daemon and workers. CPU time does not depend on what else
+    the machine runs, so ``ops / cpu_seconds`` compares configurations on a shared box."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        total += times.get(pid, 0.0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
 def run_local(folder: Path) -> dict[str, Any]:
     from jepsen_py.checker.engine import verify_path
 
+    cpu = os.times()
     started = time.perf_counter()
     verdicts: dict[str, str] = {}
     ops = 0
@@ -90,7 +120,14 @@ def run_local(folder: Path) -> dict[str, Any]:
         verdicts[path.name] = result.verdict.value
         ops += result.ops
     seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 2), "ops": ops, "verdicts": verdicts}
+    after = os.times()
+    cpu_seconds = (after.user - cpu.user) + (after.system - cpu.system)
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 2),
+        "ops": ops,
+        "verdicts": verdicts,
+    }
 
 
 def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str, Any]:
@@ -107,9 +144,15 @@ def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str
         began = time.perf_counter()
         verify_spark([str(tiny)], SparkOptions(), spark=spark)
         warmup = time.perf_counter() - began
+        jvm = spark.sparkContext._gateway.proc  # the JVM, its Python daemon and workers
+        jvm_cpu = tree_cpu_seconds(jvm.pid)
+        own = os.times()  # this process: the driver's Python
         began = time.perf_counter()
         report = verify_spark([str(folder)], SparkOptions(), spark=spark)
         seconds = time.perf_counter() - began
+        mine = os.times()
+        cpu_seconds = tree_cpu_seconds(jvm.pid) - jvm_cpu
+        cpu_seconds += (mine.user - own.user) + (mine.system - own.system)
     finally:
         spark.stop()
     verdicts = {Path(r.path).name: r.verdict.value for r in report.inputs}
@@ -117,6 +160,7 @@ def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str
         "startup_seconds": round(startup, 2),
         "warmup_seconds": round(warmup, 2),
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 2),
         "ops": report.figures.get("ops", 0),
         "partitions": report.figures.get("partitions"),
         "steps": report.figures.get("steps"),
@@ -157,6 +201,7 @@ def main() -> None:
             ops = info["ops"]
             result["ops_per_second"] = round(ops / result["seconds"]) if result["seconds"] else 0
             result["ns_per_op"] = round(result["seconds"] / ops * 1e9) if ops else 0
+            result["cpu_ns_per_op"] = round(result["cpu_seconds"] / ops * 1e9) if ops else 0
             results[config] = result
         verdicts = {name: r.pop("verdicts") for name, r in results.items()}
         first = next(iter(verdicts.values()), {})

@@ -242,16 +242,33 @@ def _string_field(column: Any, pattern: str) -> Any:
     return F.when(raw.startswith('"'), inner).otherwise(F.lit(None).cast("string"))
 
 
-def _key_expr(column: Any) -> Any:
+def _run_expr(column: Any) -> Any:
+    """The ``run`` of a line: null at once for the usual line, which has no ``"run"``;
+    else the regular expression."""
     from pyspark.sql import functions as F
 
+    return F.when(F.instr(column, '"run"') == 0, F.lit(None).cast("string")).otherwise(
+        _string_field(column, RUN_PATTERN)
+    )
+
+
+def _key_expr(column: Any) -> Any:
+    """The ``key`` of a line: the text after the first ``"key":"`` up to the next quote
+    when the line has that literal (this project's writers', a substring search), else
+    the regular expression. Either may guess wrong (escaped quotes, a ``"key"`` inside a
+    value): the workers check every op's key against the real parser."""
+    from pyspark.sql import functions as F
+
+    at = F.instr(column, '"key":"')
+    fast = F.substring_index(column.substr(at + F.lit(7), F.lit(1 << 30)), '"', 1)
     raw = F.regexp_extract(column, KEY_PATTERN, 1)
     inner = F.substring_index(F.substring_index(raw, '"', 2), '"', -1)
-    return (
+    slow = (
         F.when(raw.startswith('"'), inner)
         .when((raw == "") | (raw == "null"), F.lit(None).cast("string"))
         .otherwise(raw)
     )
+    return F.when(at > 0, fast).otherwise(slow)
 
 
 def read_lines(
@@ -296,7 +313,7 @@ def read_lines(
                 "mid",
                 F.when(F.col("text").rlike(BLANK), 1).otherwise(0).alias("blank"),
                 sampled.alias("sampled"),
-                F.when(sampled, _string_field(F.col("text"), RUN_PATTERN)).alias("srun"),
+                F.when(sampled, _run_expr(F.col("text"))).alias("srun"),
                 F.when(sampled, _key_expr(F.col("text"))).alias("skey"),
             )
             .groupBy("path", "block", "sampled", "srun", "skey")
@@ -337,7 +354,7 @@ def read_lines(
             lines = lines.select(
                 "pos",
                 F.coalesce(
-                    _string_field(F.col("text"), RUN_PATTERN),
+                    _run_expr(F.col("text")),
                     F.concat(F.lit(FILE_RUN), F.col("file_id").cast("string")),
                 ).alias("run_eff"),
                 _key_expr(F.col("text")).alias("key"),

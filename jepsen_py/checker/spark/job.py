@@ -50,6 +50,8 @@ from jepsen_py.checker.spark.keycheck import (
     FILE_SHIFT,
     INF_POS,
     PAIR_DONE,
+    PAIR_INFO,
+    PAIR_PENDING,
     PAIR_STRAY,
     RESULT_DDL,
     JobSpec,
@@ -399,7 +401,7 @@ class _Job:
         self,
         spec: JobSpec,
         pairs: DataFrame,
-        dirty: list[tuple[str, str]],
+        dirty: list[tuple[str, int]],
         groups: list[Group],
         rejected: list[Rejected],
     ) -> tuple[list[Group], list[Rejected]]:
@@ -409,7 +411,7 @@ class _Job:
 
         self.figures["reruns"]["interleaving_processes"] = len(dirty)
         self.say(f"{len(dirty)} process(es) run ops that overlap; validating them exactly ...")
-        wanted = local_frame(self.spark, dirty, "run_eff string, proc string")
+        wanted = local_frame(self.spark, dirty, "run_eff string, proc long")
         where = (
             pairs.join(F.broadcast(wanted), ["run_eff", "proc"])
             .select("run_eff", "proc", F.explode(F.array("inv", "comp")).alias("pos"))
@@ -736,25 +738,38 @@ def _rejections(checked: DataFrame) -> list[Rejected]:
 
 
 def _pairs(checked: DataFrame) -> DataFrame:
-    """The pair table: (run, process, invocation, completion, kind) of every client op."""
+    """The pair table: (run, process, invocation, completion, kind) of every client op,
+    from the per-key results (`keycheck.pair_code`)."""
     from pyspark.sql import functions as F
 
     zipped = F.arrays_zip(
         F.col("r.pair_proc").alias("proc"),
         F.col("r.pair_inv").alias("inv"),
-        F.col("r.pair_comp").alias("comp"),
-        F.col("r.pair_kind").alias("kind"),
+        F.col("r.pair_code").alias("code"),
+    )
+    code = F.col("p.code")
+    comp = (
+        F.when(code >= 0, code)
+        .when(code <= -10, -code - 10)
+        .when(code == -2, F.lit(INF_POS))
+        .otherwise(F.lit(-1))
+    )
+    kind = (
+        F.when(code >= 0, F.lit(PAIR_DONE))
+        .when(code <= -10, F.lit(PAIR_INFO))
+        .when(code == -2, F.lit(PAIR_PENDING))
+        .otherwise(F.lit(PAIR_STRAY))
     )
     return checked.select("run_eff", F.explode(zipped).alias("p")).select(
         "run_eff",
         F.col("p.proc").alias("proc"),
         F.col("p.inv").alias("inv"),
-        F.col("p.comp").alias("comp"),
-        F.col("p.kind").alias("kind"),
+        comp.alias("comp"),
+        kind.alias("kind"),
     )
 
 
-def _dirty_processes(pairs: DataFrame) -> list[tuple[str, str]]:
+def _dirty_processes(pairs: DataFrame) -> list[tuple[str, int]]:
     """The (run, process) whose ops interleave across keys, or have a completion that
     completes nothing: sorted by invocation, each op must complete (``ok``/``fail``)
     before the next is invoked; an ``info`` or a pending op ends the process."""

@@ -38,6 +38,7 @@ import contextlib
 import signal
 import threading
 import time
+import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
@@ -70,8 +71,8 @@ RESULT_DDL = (
     "model string, verdict string, ops long, seconds double, explanation string, "
     "witness string, anomalies string, fs array<string>, "
     "rejections array<struct<pos:long, reason:string, key:string, run:string, stage:string>>, "
-    "pair_proc array<string>, pair_inv array<long>, pair_comp array<long>, "
-    "pair_kind array<int>, mismatches long, client_ops long, needs_ordinal boolean, "
+    "pair_proc array<long>, pair_inv array<long>, pair_code array<long>, "
+    "mismatches long, client_ops long, needs_ordinal boolean, "
     "timed_out boolean"
 )
 """What `check_group` returns to Spark (the UDF's return type)."""
@@ -134,6 +135,15 @@ def run_of(file_id: int, run: str | None) -> str:
 def process_repr(process: int | str) -> str:
     """A process as text that keeps 3 and "3" apart (they are different processes)."""
     return f"i:{process}" if type(process) is int else f"s:{process}"
+
+
+def process_id(process: int | str) -> int:
+    """A process as a number for the pair table: an integer process itself (doubled), a
+    named one a hash (odd). Two processes that share a number only look as if their ops
+    could interleave, which sends them to the exact validation: never a wrong verdict."""
+    if type(process) is int and -(1 << 60) < process < (1 << 60):
+        return process * 2
+    return (zlib.crc32(str(process).encode()) << 1) | 1
 
 
 class LineError(ValueError):
@@ -253,37 +263,38 @@ def deadline(seconds: float | None) -> Iterator[None]:
 
 @attrs.define
 class _Pairs:
-    """Per process, this key's ops as (invocation, completion, kind) rows."""
+    """Per process, this key's ops as (`process_id`, invocation, code) rows; the code is
+    the completion of an ``ok``/``fail``, ``-10 - completion`` for an ``info``, -2 for an
+    invocation never completed here, -3 for a completion that completes nothing here
+    (its own position is then the "invocation")."""
 
-    proc: list[str] = attrs.field(factory=list)
+    proc: list[int] = attrs.field(factory=list)
     inv: list[int] = attrs.field(factory=list)
-    comp: list[int] = attrs.field(factory=list)
-    kind: list[int] = attrs.field(factory=list)
-    pending: dict[str, tuple[int, str]] = attrs.field(factory=dict)
-
-    def add(self, proc: str, inv: int, comp: int, kind: int) -> None:
-        self.proc.append(proc)
-        self.inv.append(inv)
-        self.comp.append(comp)
-        self.kind.append(kind)
+    code: list[int] = attrs.field(factory=list)
+    pending: dict[int, tuple[int, str]] = attrs.field(factory=dict)
 
     def see(self, op: Op, pos: int) -> None:
-        proc = process_repr(op.process)
+        proc = process_id(op.process)
         open_ = self.pending.get(proc)
         if op.type == "invoke":
             if open_ is not None:
-                self.add(proc, open_[0], INF_POS, PAIR_PENDING)
+                self._add(proc, open_[0], -2)
             self.pending[proc] = (pos, op.f)
             return
         if open_ is None or open_[1] != op.f:
-            self.add(proc, pos, -1, PAIR_STRAY)
+            self._add(proc, pos, -3)
             return
         del self.pending[proc]
-        self.add(proc, open_[0], pos, PAIR_INFO if op.type == "info" else PAIR_DONE)
+        self._add(proc, open_[0], -10 - pos if op.type == "info" else pos)
+
+    def _add(self, proc: int, inv: int, code: int) -> None:
+        self.proc.append(proc)
+        self.inv.append(inv)
+        self.code.append(code)
 
     def close(self) -> None:
         for proc, (pos, _) in sorted(self.pending.items(), key=lambda item: item[1][0]):
-            self.add(proc, pos, INF_POS, PAIR_PENDING)
+            self._add(proc, pos, -2)
         self.pending.clear()
 
 
@@ -378,8 +389,7 @@ def check_group(
         rejections,
         pairs.proc,
         pairs.inv,
-        pairs.comp,
-        pairs.kind,
+        pairs.code,
         mismatches,
         len(ops),
         needs_ordinal,

@@ -78,6 +78,7 @@ from jepsen_py.checker.spark.keycheck import (
     file_of,
     line_of,
     op_json,
+    process_id,
     process_repr,
 )
 from jepsen_py.history.op import Op
@@ -105,7 +106,7 @@ REC_OK, REC_UNPACK, REC_NOT_INT, REC_GAP, REC_NEGATIVE, REC_ABOVE_HW, REC_HUGE =
 FROM_NONE, FROM_INT, FROM_OTHER = range(3)
 
 LINE_DDL = (
-    "acc boolean, reason string, rkey string, run string, okey string, proc string, "
+    "acc boolean, reason string, rkey string, run string, okey string, proc string, pid long, "
     "client boolean, type string, f string, defaulted boolean, "
     "val string, ack int, off long, echo string, aoff long, "
     "fkind int, fnum long, fstrict long, final boolean, "
@@ -168,6 +169,7 @@ def line_fields(spec: JobSpec, pos: int, text: str) -> tuple[Any, ...]:
         run=op.run,
         okey=op.key,
         proc=process_repr(op.process),
+        pid=process_id(op.process),
         client=op.is_client,
         type=op.type,
         f=op.f,
@@ -187,7 +189,7 @@ def line_fields(spec: JobSpec, pos: int, text: str) -> tuple[Any, ...]:
 
 
 _FIELDS = [
-    "acc", "reason", "rkey", "run", "okey", "proc", "client", "type", "f", "defaulted",
+    "acc", "reason", "rkey", "run", "okey", "proc", "pid", "client", "type", "f", "defaulted",
     "val", "ack", "off", "echo", "aoff", "fkind", "fnum", "fstrict", "final",
     "pkind", "pdict", "hw", "recs", "first_bad", "intra_back", "gaps", "first_wf", "last_wf",
 ]  # fmt: skip
@@ -490,7 +492,7 @@ def _pair_table(stream: DataFrame) -> DataFrame:
     completes = (F.col("n_type") != "invoke") & (F.col("n_f") == F.col("f"))
     invokes = stream.where(invoke).select(
         "gid",
-        "proc",
+        F.col("pid").alias("proc"),
         F.col("pos").alias("inv"),
         F.when(completes, F.col("n_pos")).otherwise(F.lit(INF_POS)).alias("comp"),
         F.when(~F.coalesce(completes, F.lit(False)), F.lit(PAIR_PENDING))
@@ -499,8 +501,8 @@ def _pair_table(stream: DataFrame) -> DataFrame:
         .alias("kind"),
     )
     strays = stream.where(~invoke & ~F.col("matched")).select(
-        "gid", "proc", F.col("pos").alias("inv"), F.lit(-1).cast("long").alias("comp"),
-        F.lit(PAIR_STRAY).alias("kind"),
+        "gid", F.col("pid").alias("proc"), F.col("pos").alias("inv"),
+        F.lit(-1).cast("long").alias("comp"), F.lit(PAIR_STRAY).alias("kind"),
     )  # fmt: skip
     return invokes.unionByName(strays)
 

@@ -162,7 +162,11 @@ def _launch_quietly(settings: dict[str, str]) -> None:
     no JVM yet (under ``spark-submit`` the JVM exists and its output is spark-submit's)."""
     from pyspark import SparkConf, SparkContext
 
-    if SparkContext._active_spark_context is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if (
+        SparkContext._active_spark_context is not None
+        or SparkContext._gateway is not None  # a JVM from an earlier session: reused
+        or "PYSPARK_GATEWAY_PORT" in os.environ
+    ):
         return
     from pyspark.java_gateway import launch_gateway
 
