@@ -289,14 +289,6 @@ class Nemesis:
             return getattr(self, f"_stop_{group}")(fault)
         return getattr(self, f"_start_{group}")(fault, given)
 
-    def heal_everything(self) -> list[tuple[str, Any]]:
-        """Stop every fault still running (for a driver that ends without the heal phase)."""
-        done = []
-        for fault in sorted(self.active):
-            stop = fault_ops(fault)[1]
-            done.append((stop, self.perform(stop, None)))
-        return done
-
     # ------------------------------------------------------------------ partitions
 
     def _start_partition(self, fault: str, given: dict[str, Any] | None) -> Any:
@@ -395,11 +387,8 @@ class Nemesis:
             partition, leader = self.leader()
             if leader is not None and self._state(leader) is NodeState.RUNNING:
                 return leader, {"leader_of": partition}
-        if (
-            fault == "pause"
-            and self.rng.random() < 0.25
-            and self._state(CONTROLLER) is (NodeState.RUNNING)
-        ):
+        controller_up = self._state(CONTROLLER) is NodeState.RUNNING
+        if fault == "pause" and self.rng.random() < 0.25 and controller_up:
             return CONTROLLER, {}
         return self._pick(self.servers), {}
 
@@ -558,7 +547,7 @@ class Nemesis:
         nodes = self.active.pop(fault, None)
         if not nodes:
             return {"healed": f"no {fault} to undo"}
-        done = []
+        done: list[str] = []
         for node in nodes:
             if self._state(node) in (NodeState.CRASHED, NodeState.STOPPED):
                 try:

@@ -15,6 +15,7 @@ the first anomaly, in time order: the step-by-step story of how the write was lo
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,8 +32,8 @@ from jepsen_py.checker.result import Verdict
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import fault_of_op
 from jepsen_py.runner import (
+    HistoryHash,
     TestConfig,
-    _HistoryHash,
     check_history,
     history_file_hash,
     simulate_run,
@@ -41,7 +42,7 @@ from jepsen_py.store import StoreError, code_version, load_run
 
 SECOND = 1_000_000_000
 TRACE_MARGIN_NS = 2 * SECOND
-"""How far before the first witnessing op and after the last the trace reaches."""
+"""How far before and after each witnessing op the trace reaches."""
 TRACE_LINES = 120
 
 
@@ -75,18 +76,18 @@ class Tracer:
         config = cluster.config
         servers = [*(broker_node(b) for b in config.broker_ids), CONTROLLER]
         for name in servers:
-            state = cluster.nodes.state(name)
-            signature = (state.value, cluster.nodes.incarnation(name))
-            if self._nodes.get(name, ("running", 0)) != signature:
-                self.events.append(TraceEvent(now, name, f"{name} is {state.value}"))
-            self._nodes[name] = signature
+            node_state = cluster.nodes.state(name)
+            life = (node_state.value, cluster.nodes.incarnation(name))
+            if self._nodes.get(name, ("running", 0)) != life:
+                self.events.append(TraceEvent(now, name, f"{name} is {node_state.value}"))
+            self._nodes[name] = life
         for p in range(config.partitions):
             key = f"{config.topic}-{p}"
-            state = cluster.store.partitions[(config.topic, p)]
-            signature = (state.leader, state.leader_epoch, tuple(sorted(state.isr)))
+            quorum = cluster.store.partitions[(config.topic, p)]
+            signature = (quorum.leader, quorum.leader_epoch, tuple(sorted(quorum.isr)))
             changed = self._metadata.get(p) != signature
             self._metadata[p] = signature
-            notes = []
+            notes: list[str] = []
             for b in config.broker_ids:
                 broker = cluster.brokers.get(b)
                 replica = broker.replica(config.topic, p) if broker is not None else None
@@ -136,11 +137,27 @@ class Anomaly:
     explanation: str | None = None
 
 
+SEVERITY = (
+    "lost-write",
+    "unseen",
+    "inconsistent-offsets",
+    "aborted-read",
+    "poll-skip",
+    "nonmonotonic-poll",
+    "nonmonotonic-send",
+    "duplicate",
+    "nonlinearizable",
+)
+"""Failure types, the gravest first: lost acknowledged writes before reordering, before
+duplicates (which a non-idempotent producer's retries make by design)."""
+assert set(SEVERITY) == {*ANOMALIES, "nonlinearizable"}
+
+
 def first_anomaly(history: Sequence[Op]) -> Anomaly | None:
-    """The first violated anomaly type (taxonomy order), or a linearizability violation
-    when no anomaly is found; None for a valid history."""
+    """The gravest anomaly type found (`SEVERITY`), or a linearizability violation when no
+    anomaly is; None for a valid history."""
     found = find_anomalies(list(history))
-    for name in ANOMALIES:
+    for name in SEVERITY[:-1]:
         if found[name]:
             return Anomaly(name, tuple(found[name][0]), f"{len(found[name])} witness(es)")
     log = check_log(list(history))
@@ -173,13 +190,17 @@ def trace_around(
     margin: int = TRACE_MARGIN_NS,
     max_lines: int = TRACE_LINES,
 ) -> list[TraceEvent]:
-    """The cluster events, nemesis ops and the anomaly's witnessing ops from ``margin``
-    before the first witness to ``margin`` after the last, in time order; the lines
-    nearest the witnesses are kept when there are more than ``max_lines``."""
+    """The cluster events and nemesis ops within ``margin`` of a witnessing op of the
+    anomaly, and those ops, in time order; the lines nearest the witnesses are kept when
+    there are more than ``max_lines``."""
     if not anomaly.witness:
         return []
-    times = [op.time for op in anomaly.witness]
-    start, end = min(times) - margin, max(times) + margin
+    times = sorted(op.time for op in anomaly.witness)
+
+    def near(t: int) -> bool:
+        i = bisect.bisect_left(times, t - margin)
+        return i < len(times) and times[i] <= t + margin
+
     keys = {op.key for op in anomaly.witness if op.key is not None}
     witnessed = {op.index for op in anomaly.witness}
     lines: list[TraceEvent] = []
@@ -189,19 +210,20 @@ def trace_around(
             completes = not completes
             if completes:
                 continue
-        if not start <= op.time <= end:
-            continue
-        if not op.is_client:
-            lines.append(TraceEvent(op.time, "nemesis", f"{op.f} {_compact(op.value)}"))
-        elif op.index in witnessed:
+        if op.index in witnessed:
             lines.append(TraceEvent(op.time, f"process {op.process}", describe_op(op), True))
+        elif not op.is_client and near(op.time):
+            lines.append(TraceEvent(op.time, "nemesis", f"{op.f} {_compact(op.value)}"))
     for event in events:
-        if start <= event.time <= end and (not _is_partition(event.who) or event.who in keys):
+        if near(event.time) and (not _is_partition(event.who) or event.who in keys):
             lines.append(event)
     lines.sort(key=lambda e: e.time)
     if len(lines) > max_lines:
-        anchor = sorted(times)[len(times) // 2]
-        lines = sorted(lines, key=lambda e: (not e.witness, abs(e.time - anchor)))[:max_lines]
+
+        def distance(e: TraceEvent) -> int:
+            return min(abs(e.time - t) for t in times)
+
+        lines = sorted(lines, key=lambda e: (not e.witness, distance(e)))[:max_lines]
         lines.sort(key=lambda e: e.time)
     return lines
 
@@ -290,7 +312,7 @@ def replay(path: str | os.PathLike[str]) -> ReplayResult:
         raise ReplayError(f"{run_dir}: no history.jsonl to compare with")
     stored_hash = history_file_hash(loaded.run.history_path)
     tracer = Tracer()
-    hasher = _HistoryHash()
+    hasher = HistoryHash()
     lines: list[bytes] = []
 
     def emit(op: Op, line: bytes) -> None:
@@ -334,6 +356,7 @@ def _first_difference(path: Path, replayed: Sequence[bytes]) -> str:
 
 
 __all__ = [
+    "SEVERITY",
     "Anomaly",
     "ReplayError",
     "ReplayResult",

@@ -238,10 +238,27 @@ class TestConfig:
 def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = None) -> str:
     """The one command that reruns this run: ``kmodel test`` with its flags, or, for an
     explicit schedule (which has no flags), ``kmodel replay`` of its store directory."""
-    if config.schedule is not None or config.max_ops is not None:
+    default = TestConfig()
+    expressible = attrs.evolve(
+        default,
+        name=config.name,
+        brokers=config.brokers,
+        partitions=config.partitions,
+        acks=config.acks,
+        min_isr=config.min_isr,
+        unclean=config.unclean,
+        truncation=config.truncation,
+        nemesis=config.nemesis,
+        interval_ns=config.interval_ns,
+        time_limit_ns=config.time_limit_ns,
+        recovery_ns=config.recovery_ns,
+        rate=config.rate,
+        concurrency=config.concurrency,
+    )
+    if config != expressible:
+        # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
         target = store_dir if store_dir is not None else "<store dir>"
         return f"kmodel replay {shlex.quote(target)}"
-    default = TestConfig()
     args = [
         "kmodel test",
         f"--brokers {config.brokers}",
@@ -360,12 +377,12 @@ _MAX_STALLED_STEPS = 100_000
 def _next_event(cluster: Cluster) -> int | None:
     """When the cluster next has something to do: a message delivery or a node's tick."""
     paused = cluster.nodes.in_state(NodeState.PAUSED)
-    times = [t for t in (cluster.timers.peek_time(paused), cluster.network.next_delivery_time())]
+    times = (cluster.timers.peek_time(paused), cluster.network.next_delivery_time())
     known = [t for t in times if t is not None]
     return min(known) if known else None
 
 
-class _HistoryHash:
+class HistoryHash:
     """The blake2b of the history as ``history.jsonl`` holds it, built as it is written."""
 
     def __init__(self) -> None:
@@ -408,7 +425,7 @@ def simulate_run(
     def record(op: Op) -> None:
         history.append(op)
         if emit is not None:
-            emit(op, _HistoryHash.line(op))
+            emit(op, HistoryHash.line(op))
         if observer is not None:
             observer(cluster, op)
 
@@ -471,15 +488,16 @@ def simulate_run(
             observer(cluster, None)
         for done in clients_.collect():
             interp.complete(done.time, done.thread, done.type, done.value)
+    network = attrs.asdict(cluster.network.stats(), recurse=False)
+    network["sent_by_type"] = dict(network["sent_by_type"])
     figures = {
         "logical_end_ns": now,
         "steps": steps,
         "finished": finished,
         "nemesis_ops": nemesis_.performed,
-        "network": attrs.asdict(cluster.network.stats(), recurse=False),
+        "network": network,
         "cluster_digest": cluster.digest(),
     }
-    figures["network"]["sent_by_type"] = dict(figures["network"]["sent_by_type"])
     return history, figures
 
 
@@ -635,12 +653,12 @@ def run_test(
     from jepsen_py.store import create_run
 
     started = time.perf_counter()
-    hasher = _HistoryHash()
+    hasher = HistoryHash()
     run = None
     writer = None
     if store_root is not None:
         run = create_run(config.name, seed=seed, config=config.to_json(), root=store_root)
-        writer = run.history_writer(flush_every=256)
+        writer = run.history_writer()
 
     def emit(op: Op, line: bytes) -> None:
         hasher.add(line)
@@ -730,6 +748,7 @@ __all__ = [
     "UNKNOWN",
     "VALID",
     "ConfigError",
+    "HistoryHash",
     "RunOutcome",
     "TestConfig",
     "check_history",

@@ -10,12 +10,13 @@ and nothing else).
 
 Passes, each keeping the smallest failing candidate it finds, within a budget of runs:
 
-1. **time**: the main phase cut short (binary search on the time limit; faults after the
-   cut are dropped);
-2. **faults**: delta debugging (Zeller's ddmin) over the fault windows (a start with the
+1. **faults**: delta debugging (Zeller's ddmin) over the fault windows (a start with the
    stop that ends it);
+2. **time**: the main phase cut short (binary search on the time limit; faults after the
+   cut are dropped);
 3. **clients**: fewer client threads;
-4. **ops**: a cap on the main phase's client ops (binary search);
+4. **ops**: a lower rate (halved while the run fails: fewer ops all along), then a cap on
+   the main phase's client ops (binary search: fewer ops at the end);
 5. **recovery**: a shorter quiet period before the final reads;
 6. **time** again, since fewer faults and ops may allow a shorter run.
 
@@ -39,7 +40,7 @@ import attrs
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ScheduleStep, fault_of_op, fault_windows, realized_schedule
-from jepsen_py.replay import ReplayError, load_config
+from jepsen_py.replay import SEVERITY, ReplayError, load_config
 from jepsen_py.runner import RunOutcome, TestConfig, check_history, run_test, simulate_run
 from jepsen_py.store import StoreError, load_run
 
@@ -107,24 +108,32 @@ class ShrinkResult:
 
 
 def anomaly_types(results: dict[str, Any]) -> list[str]:
-    """The failure types a run shows: its violated anomaly types, or ``nonlinearizable``
-    when linearizability alone failed."""
-    types = list(results["violations"])
-    if not types and results["linearizable"]["verdict"] == "illegal":
-        types = ["nonlinearizable"]
-    return types
+    """The failure types a run shows, gravest first (`jepsen_py.replay.SEVERITY`): its
+    violated anomaly types, and ``nonlinearizable`` when linearizability failed."""
+    types = set(results["violations"])
+    if results["linearizable"]["verdict"] == "illegal":
+        types.add("nonlinearizable")
+    return [name for name in SEVERITY if name in types]
 
 
 class _Search:
-    """Runs candidates, counts them, and remembers the smallest failing one."""
+    """Runs candidates within the budget and keeps the current smallest failing run.
+
+    A candidate is *accepted* when it fails the same way and its history is no bigger than
+    the current one's; only the fault pass may grow the history (fewer faults come first:
+    a run with fewer faults usually gets more ops through)."""
 
     def __init__(
         self,
+        config: TestConfig,
+        history: list[Op],
         seed: int,
         target: str,
         max_runs: int,
         progress: Callable[[str], None] | None,
     ) -> None:
+        self.current = config
+        self.history = history
         self.seed = seed
         self.target = target
         self.max_runs = max_runs
@@ -136,17 +145,33 @@ class _Search:
     def exhausted(self) -> bool:
         return self.runs >= self.max_runs
 
-    def fails(self, config: TestConfig, what: str) -> bool:
+    def attempt(self, candidate: TestConfig, what: str, *, may_grow: bool = False) -> bool:
+        """Run ``candidate``; accept it (it becomes ``current``) if it fails the same way
+        and is no bigger (``may_grow``: whatever its size)."""
         if self.exhausted:
             return False
         self.runs += 1
-        history, _ = simulate_run(config, self.seed)
+        history, _ = simulate_run(candidate, self.seed)
         failed = self.target in anomaly_types(check_history(history))
-        line = f"run {self.runs}: {what}: {'fails' if failed else 'passes'}"
+        accepted = failed and (may_grow or len(history) <= len(self.history))
+        if accepted:
+            self.current, self.history = candidate, history
+        outcome = "fails" if failed else "passes"
+        if failed and not accepted:
+            outcome += " but is bigger"
+        line = f"run {self.runs}: {what}: {outcome} ({len(history)} history ops)"
         self.log.append(line)
         if self.progress is not None:
             self.progress(line)
-        return failed
+        return accepted
+
+
+def _starts(config: TestConfig) -> list[int]:
+    return [
+        step.time
+        for step in config.schedule or ()
+        if (fault_of_op(step.f) or ("", ""))[1] == "start"
+    ]
 
 
 def _cut(config: TestConfig, time_limit: int) -> TestConfig:
@@ -154,16 +179,37 @@ def _cut(config: TestConfig, time_limit: int) -> TestConfig:
     return attrs.evolve(config, time_limit_ns=time_limit, schedule=schedule)
 
 
-def _shrink_time(search: _Search, config: TestConfig) -> TestConfig:
-    lo, hi = 0, config.time_limit_ns
+def _shift(config: TestConfig, by: int) -> TestConfig:
+    """The run started ``by`` ns later into its faults: every fault ``by`` earlier (those
+    before it dropped: only stops, as ``by`` never passes a start) and a shorter time."""
+    schedule = tuple(
+        attrs.evolve(s, time=s.time - by) for s in (config.schedule or ()) if s.time >= by
+    )
+    return attrs.evolve(config, time_limit_ns=config.time_limit_ns - by, schedule=schedule)
+
+
+def _shrink_time(search: _Search) -> None:
+    """Cut the end of the main phase (faults after the cut go), down to the last start."""
+    lo, hi = max(_starts(search.current), default=0), search.current.time_limit_ns
     while hi - lo > MIN_TIME_STEP_NS and not search.exhausted:
         mid = (lo + hi) // 2
-        candidate = _cut(config, mid)
-        if search.fails(candidate, f"time limit {mid / SECOND:g} s"):
-            hi, config = mid, candidate
+        if search.attempt(_cut(search.current, mid), f"time limit {mid / SECOND:g} s"):
+            hi = mid
         else:
             lo = mid
-    return config
+
+
+def _shrink_front(search: _Search) -> None:
+    """Cut the start of the main phase: bring every fault earlier, up to the first start."""
+    config = search.current
+    lo, hi = 0, min(_starts(config), default=config.time_limit_ns)
+    while hi - lo > MIN_TIME_STEP_NS and not search.exhausted:
+        mid = (lo + hi) // 2
+        shifted = _shift(config, mid)
+        if search.attempt(shifted, f"faults {mid / SECOND:g} s earlier, run shorter"):
+            lo = mid
+        else:
+            hi = mid
 
 
 def _with_units(config: TestConfig, units: Sequence[tuple[ScheduleStep, ...]]) -> TestConfig:
@@ -171,8 +217,9 @@ def _with_units(config: TestConfig, units: Sequence[tuple[ScheduleStep, ...]]) -
     return attrs.evolve(config, schedule=tuple(steps))
 
 
-def _ddmin(search: _Search, config: TestConfig) -> TestConfig:
+def _ddmin(search: _Search) -> None:
     """Zeller's ddmin over the fault windows: try subsets, then complements, refining."""
+    config = search.current
     units = fault_windows(list(config.schedule or ()))
     n = 2
     while len(units) >= 2 and not search.exhausted:
@@ -180,53 +227,60 @@ def _ddmin(search: _Search, config: TestConfig) -> TestConfig:
         chunks = [units[i : i + size] for i in range(0, len(units), size)] if size else []
         reduced = False
         for i, chunk in enumerate(chunks):
-            if search.fails(_with_units(config, chunk), f"{len(chunk)} of {len(units)} faults"):
+            what = f"{len(chunk)} of {len(units)} faults"
+            if search.attempt(_with_units(config, chunk), what, may_grow=True):
                 units, n, reduced = chunk, 2, True
                 break
             complement = [u for j, c in enumerate(chunks) if j != i for u in c]
-            if n > 2 and search.fails(
-                _with_units(config, complement), f"{len(complement)} of {len(units)} faults"
-            ):
+            what = f"{len(complement)} of {len(units)} faults"
+            if n > 2 and search.attempt(_with_units(config, complement), what, may_grow=True):
                 units, n, reduced = complement, max(n - 1, 2), True
                 break
         if not reduced:
             if n >= len(units):
                 break
             n = min(len(units), 2 * n)
-    if len(units) == 1 and search.fails(_with_units(config, []), "no faults at all"):
-        units = []
-    return _with_units(config, units)
+    if len(units) == 1:
+        search.attempt(_with_units(config, []), "no faults at all", may_grow=True)
 
 
-def _shrink_clients(search: _Search, config: TestConfig) -> TestConfig:
-    for threads in range(1, config.concurrency):
-        candidate = attrs.evolve(config, concurrency=threads)
-        if search.fails(candidate, f"{threads} client threads"):
-            return candidate
-    return config
+def _shrink_clients(search: _Search) -> None:
+    for threads in range(1, search.current.concurrency):
+        candidate = attrs.evolve(search.current, concurrency=threads)
+        if search.attempt(candidate, f"{threads} client threads"):
+            return
 
 
-def _shrink_ops(search: _Search, config: TestConfig, ops: int) -> TestConfig:
+def _shrink_rate(search: _Search) -> None:
+    """Fewer ops all along: a lower rate (each try is a different run, so a few factors)."""
+    progress = True
+    while progress and search.current.rate > 1 and not search.exhausted:
+        progress = False
+        for factor in (0.25, 0.5, 0.75):
+            rate = max(1.0, round(search.current.rate * factor, 3))
+            if search.attempt(attrs.evolve(search.current, rate=rate), f"{rate:g} ops/s"):
+                progress = True
+                break
+
+
+def _shrink_ops(search: _Search, ops: int) -> None:
+    """Fewer ops at the end: a cap on the main phase's client ops (binary search)."""
     lo, hi = 0, ops
-    best = config
     while hi - lo > 1 and not search.exhausted:
         mid = (lo + hi) // 2
-        candidate = attrs.evolve(config, max_ops=mid)
-        if search.fails(candidate, f"at most {mid} client ops"):
-            hi, best = mid, candidate
+        if search.attempt(attrs.evolve(search.current, max_ops=mid), f"at most {mid} client ops"):
+            hi = mid
         else:
             lo = mid
-    return best
 
 
-def _shrink_recovery(search: _Search, config: TestConfig) -> TestConfig:
+def _shrink_recovery(search: _Search) -> None:
     for recovery in (2 * SECOND, 5 * SECOND, 10 * SECOND):
-        if recovery >= config.recovery_ns:
+        if recovery >= search.current.recovery_ns:
             break
-        candidate = attrs.evolve(config, recovery_ns=recovery)
-        if search.fails(candidate, f"recovery {recovery / SECOND:g} s"):
-            return candidate
-    return config
+        candidate = attrs.evolve(search.current, recovery_ns=recovery)
+        if search.attempt(candidate, f"recovery {recovery / SECOND:g} s"):
+            return
 
 
 def _main_phase_ops(history: Sequence[Op], time_limit: int) -> int:
@@ -264,25 +318,29 @@ def shrink(
     target = anomaly if anomaly is not None else found[0]
     if target not in found:
         raise ShrinkError(f"{loaded.run.path}: the run shows {', '.join(found)}, not {target}")
-    search = _Search(seed, target, max_runs, progress)
     explicit = attrs.evolve(
         config,
         schedule=tuple(realized_schedule(history, before=config.time_limit_ns)),
         name=f"{config.name}-shrunk",
     )
-    if config.schedule is None and not search.fails(explicit, "the faults as an explicit schedule"):
+    search = _Search(explicit, history, seed, target, max_runs, progress)
+    if config.schedule is None and not search.attempt(
+        explicit, "the faults as an explicit schedule", may_grow=True
+    ):
         raise ShrinkError(
             f"{loaded.run.path}: replaying its faults as an explicit schedule no longer shows "
             f"{target}; the run cannot be shrunk over its faults"
         )
-    current = explicit
-    current = _shrink_time(search, current)
-    current = _ddmin(search, current)
-    current = _shrink_clients(search, current)
-    last, _ = simulate_run(current, seed)
-    current = _shrink_ops(search, current, _main_phase_ops(last, current.time_limit_ns))
-    current = _shrink_recovery(search, current)
-    current = _shrink_time(search, current)
+    _ddmin(search)
+    _shrink_front(search)
+    _shrink_time(search)
+    _shrink_clients(search)
+    _shrink_rate(search)
+    _shrink_ops(search, _main_phase_ops(search.history, search.current.time_limit_ns))
+    _shrink_recovery(search)
+    _shrink_front(search)
+    _shrink_time(search)
+    current = search.current
     root = store_root if store_root is not None else loaded.run.path.parent.parent
     outcome = run_test(
         current,

@@ -266,11 +266,11 @@ class KafkaClients:
                     f"{running.client} completed {echoed!r} while thread {thread} awaited "
                     f"{running.value!r}: a producer runs one op at a time here"
                 )
+            refused = self.definite.pop((running.client, running.op), 0)
             if entry["type"] == "ok":
                 out = {"offset": value["offset"], "value": running.value}
                 return Completion(entry["time"], thread, "ok", out)
             attempts = running.send.attempts if running.send is not None else None
-            refused = self.definite.pop((running.client, running.op), 0)
             if entry["type"] == "fail" or (attempts is not None and attempts == refused):
                 reason = "never sent" if entry["type"] == "fail" else "refused before append"
                 return Completion(entry["time"], thread, "fail", {"error": reason})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -398,6 +399,24 @@ def test_kmodel_test_swarm_prints_a_table_of_runs(tmp_path: Path) -> None:
     assert "3 of 3 runs" in out
     rows = [line for line in out.splitlines() if line.strip().split(" ")[0] in {"0", "1", "2"}]
     assert len(rows) == 3
+
+
+def test_the_printed_command_reproduces_the_run(tmp_path: Path) -> None:
+    config = TestConfig(
+        partitions=1,
+        nemesis=("pause", "loss"),
+        interval_ns=1_500_000_000,
+        time_limit_ns=6 * SECOND,
+        recovery_ns=4 * SECOND,
+        rate=40,
+        concurrency=3,
+    )
+    outcome = run_test(config, 13)
+    args = shlex.split(outcome.results["command"])
+    assert args[:2] == ["kmodel", "test"]
+    code, out = cli(*args[1:], "--no-reports", "--store", str(tmp_path), "--json")
+    assert code == outcome.exit_code, out
+    assert json.loads(out.strip().splitlines()[-1])["history_hash"] == outcome.history_hash
 
 
 def test_kmodel_test_lists_the_fault_catalogue() -> None:
