@@ -10,6 +10,7 @@ import click
 
 from jepsen_py.cli.check import check
 from jepsen_py.cli.demo import demo
+from jepsen_py.cli.prove import prove
 from jepsen_py.cli.replay_cmd import replay_cmd
 from jepsen_py.cli.shrink_cmd import shrink_cmd
 from jepsen_py.cli.test_cmd import test_cmd
@@ -29,3 +30,4 @@ main.add_command(replay_cmd)
 main.add_command(shrink_cmd)
 main.add_command(test_cmd)
 main.add_command(verify)
+main.add_command(prove)

@@ -1,0 +1,442 @@
+"""CrossHair contracts on the rules a bug would matter in, each checked within a budget.
+
+``spec.proofs.rules`` restates the spec's pure rules (the HW rule, ISR expansion, the
+truncation offsets) as functions with PEP 316 contracts. Here: (1) each agrees with the
+spec's own computation on every reachable state of small configurations, so the contracts
+are about the rules the spec uses; (2) CrossHair looks for a contract violation in each,
+with a small per-condition budget, and finds none; (3) on a deliberately broken copy, it
+does find one; (4) ``diffbehavior`` compares two formulations of a rule. The implementation's
+partitioner, record-batch encoding and leader-epoch cache get the same treatment through
+contract-carrying wrappers defined below (``spec`` may not import ``impl``).
+
+Budgets are CPU seconds per condition; the long runs are marked slow. Consumer-group
+assignors do not exist yet, so they have no contracts.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import crosshair
+import crosshair.core_and_libs
+import pytest
+from crosshair.core import analyze_function, run_checkables
+from crosshair.diff_behavior import diff_behavior
+from crosshair.fnutil import FunctionInfo
+from crosshair.options import DEFAULT_OPTIONS, AnalysisKind, AnalysisOptionSet
+from crosshair.statespace import MessageType
+from crosshair.tracers import NoTracing
+
+from impl.log.batch import RecordBatch, decode, encode
+from impl.log.checkpoint import EpochEntry
+from impl.log.leader_epoch import LeaderEpochCache
+from impl.partitioner import RoundRobinPartitioner, partition_for_key, to_positive
+from spec.proofs import rules
+from spec.replication import Params, Replication, State
+
+# --- running CrossHair ---------------------------------------------------------------------
+
+
+def crosshair_check(fn: Callable[..., Any], seconds: float) -> tuple[list[str], int]:
+    """CrossHair on ``fn``'s PEP 316 contracts: (violations found, paths explored)."""
+    stats: collections.Counter[str] = collections.Counter()
+    options = AnalysisOptionSet(
+        analysis_kind=[AnalysisKind.PEP316],
+        per_condition_timeout=seconds,
+        per_path_timeout=max(seconds / 2, 0.5),
+        stats=stats,
+    )
+    messages = run_checkables(analyze_function(fn, options))
+    bad = [
+        m.message
+        for m in messages
+        if m.state in (MessageType.POST_FAIL, MessageType.EXEC_ERR, MessageType.POST_ERR)
+    ]
+    return bad, stats["num_paths"]
+
+
+def crosshair_diff(f: Callable[..., Any], g: Callable[..., Any], seconds: float) -> list[Any]:
+    options = DEFAULT_OPTIONS.overlay(
+        AnalysisOptionSet(per_condition_timeout=seconds, per_path_timeout=max(seconds / 4, 0.5))
+    )
+    diffs = diff_behavior(FunctionInfo.from_fn(f), FunctionInfo.from_fn(g), options)
+    assert not isinstance(diffs, str), diffs
+    return list(diffs)
+
+
+# --- the rules agree with the spec ---------------------------------------------------------
+
+
+def reachable(params: Params, limit: int = 4_000) -> list[State]:
+    spec = Replication(params)
+    seen = set(spec.init())
+    frontier = list(seen)
+    while frontier and len(seen) < limit:
+        nxt = []
+        for s in frontier:
+            for _, _, t in spec.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return sorted(seen, key=spec.sort_key)
+
+
+PUBLISHED = {t: Params(truncation=t) for t in ("high_watermark", "kip101", "kip279", "kip320")}
+LEADER_VIEW = Params(model="extended", truncation="kip320", max_crashes=0)
+
+
+@pytest.mark.parametrize("truncation", sorted(PUBLISHED))
+def test_truncation_rules_agree_with_the_spec(truncation: str) -> None:
+    params = PUBLISHED[truncation]
+    spec = Replication(params)
+    for s in reachable(params):
+        for r, leader in itertools.permutations(spec.ids, 2):
+            rep, lrep = s.rep(r), s.rep(leader)
+            follower, leader_log = list(rep.log), list(lrep.log)
+            if truncation == "high_watermark":
+                mine = rules.truncation_offset_hw(rep.hw)
+            elif truncation == "kip101":
+                mine = rules.truncation_offset_kip101(follower, leader_log, rep.hw)
+            else:
+                mine = rules.truncation_offset_kip279(follower, leader_log)
+            assert mine == spec.truncation_offset(s, r, leader), (s, r, leader)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        PUBLISHED["kip320"],
+        pytest.param(Params(replicas=3, truncation="kip320"), marks=pytest.mark.slow),
+    ],
+    ids=["2-replicas", "3-replicas"],
+)
+def test_the_kip279_exchange_agrees_with_the_spec_rule_on_kip320_logs(params: Params) -> None:
+    """Every pair of logs the KIP-320 protocol produces has the strong log-matching shape,
+    and on it the follower's OffsetsForLeaderEpoch exchange truncates exactly where the
+    spec's rule does (the spec's abstraction of KIP-279 is faithful there)."""
+    pairs = {
+        (x.log, y.log)
+        for s in reachable(params, 60_000)
+        for x, y in itertools.permutations(s.replicas, 2)
+    }
+    for a, b in pairs:
+        assert rules.log_matching(list(a), list(b)), (a, b)
+        assert rules.truncation_by_epoch_exchange(list(a), list(b)) == (
+            rules.truncation_offset_kip279(list(a), list(b))
+        ), (a, b)
+
+
+@pytest.mark.parametrize("truncation", ["high_watermark", "kip320"])
+def test_hw_rules_agree_with_the_spec(truncation: str) -> None:
+    """The follower's HW after a fetch, and the leader's HW advance, as the spec computes
+    them in every reachable state."""
+    params = PUBLISHED[truncation]
+    spec = Replication(params)
+    fenced = truncation == "kip320"
+    fetch = spec.follower_fetch_fenced if fenced else spec.follower_fetch
+    advance = spec.leader_advance_hw_fenced if fenced else spec.leader_advance_hw
+    seen_fetch = seen_advance = 0
+    for s in reachable(params):
+        for f in spec.ids:
+            leader = s.rep(f).leader
+            if leader in (-1, f):
+                continue
+            after = fetch(s, f)
+            if after is not None:
+                expected = rules.follower_hw(s.rep(leader).hw, after.rep(f).leo)
+                assert after.rep(f).hw == expected
+                seen_fetch += 1
+        for leader in spec.ids:
+            lrep = s.rep(leader)
+            if lrep.leader != leader:
+                continue
+            members = sorted(lrep.isr)
+            oks = [
+                spec.following_epoch(s, leader, m) if fenced else s.rep(m).leader == leader
+                for m in members
+            ]
+            size = lrep.leo if fenced else params.log_size
+            mine = rules.leader_advance_hw(
+                lrep.hw, lrep.leo, size, [s.rep(m).leo for m in members], oks
+            )
+            after = advance(s, leader)
+            assert mine == (None if after is None else after.rep(leader).hw), s
+            seen_advance += after is not None
+    assert seen_fetch > 100 and seen_advance > 100
+
+
+def test_isr_expansion_rule_agrees_with_the_spec() -> None:
+    params = PUBLISHED["kip320"]
+    spec = Replication(params)
+    for s in reachable(params):
+        for leader, f in itertools.permutations(spec.ids, 2):
+            lrep = s.rep(leader)
+            if lrep.leader != leader or f in lrep.isr:
+                continue
+            mine = rules.may_join_isr_published(
+                lrep.hw,
+                [e for e, _ in lrep.log],
+                lrep.epoch,
+                s.rep(f).leo,
+                spec.following_epoch(s, leader, f),
+            )
+            enabled = spec.leader_expand_isr_fenced(s, leader, f) is not None
+            assert enabled == (mine and spec.is_true_leader(s, leader)), s
+
+
+def test_leader_view_rules_agree_with_the_spec() -> None:
+    """The extended model's leader view: Kafka's HW recomputation and ISR expansion."""
+    spec = Replication(LEADER_VIEW)
+    checked = 0
+    for s in reachable(LEADER_VIEW, 6_000):
+        for leader in spec.ids:
+            lrep = s.rep(leader)
+            if lrep.leader != leader or not lrep.remote:
+                continue
+            reported = [lrep.remote[m - 1] for m in sorted(lrep.isr) if m != leader]
+            mine = rules.recompute_leader_hw(lrep.hw, lrep.leo, reported)
+            assert spec._recompute_hw(s, leader).rep(leader).hw == mine
+            for f in spec.ids:
+                if f in lrep.isr or lrep.remote[f - 1] < 0:
+                    continue
+                may = rules.may_join_isr_kafka(
+                    lrep.hw, [e for e, _ in lrep.log], lrep.epoch, lrep.remote[f - 1], True
+                )
+                enabled = spec.expand_isr_caught_up(s, leader, f) is not None
+                assert enabled == (may and spec.is_true_leader(s, leader)), s
+                checked += 1
+    assert checked > 50
+
+
+# --- CrossHair on the rules ----------------------------------------------------------------
+
+# function -> CPU seconds per condition (postcondition) in the default run
+RULES: dict[str, tuple[Callable[..., Any], float]] = {
+    "follower_hw": (rules.follower_hw, 1.0),
+    "recompute_leader_hw": (rules.recompute_leader_hw, 0.3),
+    "may_join_isr_published": (rules.may_join_isr_published, 0.3),
+    "truncation_offset_kip279": (rules.truncation_offset_kip279, 0.3),
+}
+SLOW_RULES: dict[str, tuple[Callable[..., Any], float]] = {
+    "leader_advance_hw": (rules.leader_advance_hw, 0.5),
+    "epoch_start_offset": (rules.epoch_start_offset, 0.5),
+    "may_join_isr_kafka": (rules.may_join_isr_kafka, 0.5),
+    "truncation_offset_kip101": (rules.truncation_offset_kip101, 0.5),
+    "epoch_end_offset": (rules.epoch_end_offset, 0.5),
+    "truncation_by_epoch_exchange": (rules.truncation_by_epoch_exchange, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_crosshair_finds_no_contract_violation_in_the_rules(name: str) -> None:
+    fn, seconds = RULES[name]
+    bad, paths = crosshair_check(fn, seconds)
+    assert bad == []
+    assert paths > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted({**RULES, **SLOW_RULES}))
+def test_crosshair_finds_no_contract_violation_with_a_larger_budget(name: str) -> None:
+    fn, seconds = {**RULES, **SLOW_RULES}[name]
+    bad, paths = crosshair_check(fn, seconds * 10)
+    assert bad == []
+    assert paths > 0
+
+
+def follower_hw_unclamped(leader_hw: int, follower_leo: int) -> int:
+    """The ``follower_hw_unclamped`` bug: the follower takes the leader's HW as is.
+
+    pre: leader_hw >= 0
+    pre: follower_leo >= 0
+    post: __return__ <= follower_leo
+    post: __return__ <= leader_hw
+    """
+    return leader_hw
+
+
+def truncation_to_common_prefix_broken(
+    follower: list[rules.Record], leader: list[rules.Record]
+) -> int:
+    """An off-by-one slip in the spec's truncation rule (returns the last shared offset,
+    not one past it), with the rule's contract.
+
+    post: 0 <= __return__ <= min(len(follower), len(leader))
+    post: __return__ == 0 or follower[__return__ - 1] == leader[__return__ - 1]
+    post: all(follower[k] != leader[k] for k in range(__return__, min(len(follower), len(leader))))
+    """
+    for offset in range(min(len(follower), len(leader)) - 1, -1, -1):
+        if follower[offset] == leader[offset]:
+            return offset
+    return 0
+
+
+def test_crosshair_finds_the_violation_in_a_broken_hw_rule() -> None:
+    bad, _ = crosshair_check(follower_hw_unclamped, 2.0)
+    assert bad and "false when calling follower_hw_unclamped" in bad[0]
+
+
+@pytest.mark.slow
+def test_crosshair_finds_the_violation_in_a_broken_truncation_rule() -> None:
+    bad, _ = crosshair_check(truncation_to_common_prefix_broken, 2.0)
+    assert bad
+
+
+def test_diffbehavior_tells_the_broken_hw_rule_from_the_spec_rule() -> None:
+    diffs = crosshair_diff(rules.follower_hw, follower_hw_unclamped, 2.0)
+    assert diffs
+    d = diffs[0]
+    assert d.result1.return_repr != d.result2.return_repr
+
+
+@pytest.mark.slow
+def test_diffbehavior_finds_no_difference_between_the_truncation_rule_and_the_exchange() -> None:
+    """Bounded: on log pairs of the KIP-320 shape, the spec's truncation rule and the
+    follower's OffsetsForLeaderEpoch exchange agree on every path explored (the exhaustive
+    check on reachable logs is in test_the_kip279_exchange_agrees_...)."""
+    diffs = crosshair_diff(
+        rules.truncation_kip279_if_matching, rules.truncation_by_epoch_exchange_if_matching, 20.0
+    )
+    assert diffs == []
+
+
+def test_the_published_expansion_rule_is_stricter_than_kafkas() -> None:
+    """The two ISR-expansion rules differ (found by hand: CrossHair's diffbehavior did not
+    reach it within its budget): the published model waits until the leader's HW reaches
+    its own epoch, Kafka only until the follower's LEO has. Both keep a new member holding
+    everything a previous leader committed (their shared postcondition)."""
+    args = (0, [0], 1, 1, True)
+    assert rules.may_join_published_if_valid(*args) == 0
+    assert rules.may_join_kafka_if_valid(*args) == 1
+
+
+# --- the implementation: partitioner, record batches, leader-epoch cache ---------------------
+
+
+def keyed_partition_ignores_availability(key: bytes, num_partitions: int, up: list[int]) -> int:
+    """A keyed record's partition depends on the key and the partition count only, not on
+    which partitions have a leader (per-key ordering across producers needs that).
+
+    pre: 0 < num_partitions <= 64
+    pre: all(0 <= p < num_partitions for p in up)
+    post: 0 <= __return__ < num_partitions
+    post: __return__ == partition_for_key(key, num_partitions)
+    """
+    return RoundRobinPartitioner().partition("t", key, num_partitions, up or None)
+
+
+def keyless_partitions_stay_in_range(num_partitions: int, up: list[int], count: int) -> int:
+    """Keyless records go round-robin over the available partitions (all if none is).
+
+    pre: 0 < num_partitions <= 64
+    pre: all(0 <= p < num_partitions for p in up)
+    pre: 0 < count <= 4
+    post: 0 <= __return__ < num_partitions
+    post: not up or __return__ in up
+    """
+    partitioner = RoundRobinPartitioner()
+    chosen = 0
+    for _ in range(count):
+        chosen = partitioner.partition("t", None, num_partitions, up or None)
+    return chosen
+
+
+IMPL_FUNCTIONS: dict[str, tuple[Callable[..., Any], float]] = {
+    "to_positive": (to_positive, 0.3),
+    "partition_for_key": (partition_for_key, 0.5),
+    "keyed_partition_ignores_availability": (keyed_partition_ignores_availability, 0.5),
+}
+
+
+def batch_round_trip(values: list[bytes], key: bytes, base_offset: int, epoch: int) -> bool:
+    """A record batch decodes to itself, and decoding consumes exactly its bytes. (The
+    CRC-32C is a C extension that CrossHair's symbolic byte arrays cannot enter, so its
+    choices are realized and the codec runs natively on them: CrossHair picks the inputs,
+    the round trip is checked on real bytes.)
+
+    pre: 1 <= len(values) <= 3
+    pre: 0 <= base_offset < 2**40
+    pre: -1 <= epoch < 2**31
+    post: __return__
+    """
+    values = [bytes(v) for v in crosshair.deep_realize(values)]
+    key = bytes(crosshair.deep_realize(key))
+    base_offset = crosshair.deep_realize(base_offset)
+    epoch = crosshair.deep_realize(epoch)
+    with NoTracing():
+        batch = RecordBatch.of(*values, key=key or None).with_placement(base_offset, epoch)
+        data = encode(batch)
+        decoded, end = decode(data)
+        return bool(decoded == batch and end == len(data))
+
+
+def epoch_lookup(starts: list[int], requested: int, leo: int) -> tuple[int, int]:
+    """OffsetsForLeaderEpoch on a leader-epoch cache whose epochs are 0, 1, 2, ... starting
+    at strictly increasing offsets ``starts`` (KIP-279 semantics).
+
+    pre: len(starts) <= 4
+    pre: all(0 <= s for s in starts)
+    pre: all(a < b for a, b in zip(starts, starts[1:]))
+    pre: leo >= 0
+    pre: not starts or starts[-1] <= leo
+    pre: -1 <= requested <= 5
+    post: __return__[0] <= requested
+    post: __return__[1] <= leo
+    post: not starts or requested != len(starts) - 1 or __return__ == (requested, leo)
+    post: (__return__ == (-1, -1)) == (not starts or requested < 0 or requested >= len(starts))
+    """
+    cache = LeaderEpochCache(entries=[EpochEntry(e, s) for e, s in enumerate(starts)])
+    answer = cache.end_offset_for(requested, leo)
+    return (answer.leader_epoch, answer.end_offset)
+
+
+IMPL_LOG: dict[str, tuple[Callable[..., Any], float]] = {
+    "epoch_lookup": (epoch_lookup, 0.3),
+}
+SLOW_IMPL: dict[str, tuple[Callable[..., Any], float]] = {
+    "keyless_partitions_stay_in_range": (keyless_partitions_stay_in_range, 2.0),
+    "epoch_lookup": (epoch_lookup, 3.0),
+    "batch_round_trip": (batch_round_trip, 10.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted({**IMPL_FUNCTIONS, **IMPL_LOG}))
+def test_crosshair_finds_no_contract_violation_in_the_implementation(name: str) -> None:
+    fn, seconds = {**IMPL_FUNCTIONS, **IMPL_LOG}[name]
+    bad, paths = crosshair_check(fn, seconds)
+    assert bad == []
+    assert paths > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW_IMPL))
+def test_crosshair_on_the_record_batch_round_trip(name: str) -> None:
+    fn, seconds = SLOW_IMPL[name]
+    bad, paths = crosshair_check(fn, seconds)
+    assert bad == []
+    assert paths > 0
+
+
+def test_the_cache_lookup_agrees_with_the_rule_on_logs() -> None:
+    """The implementation's leader-epoch cache answers OffsetsForLeaderEpoch as the rule
+    does on a log, for every epoch from the log's first to its last. (Outside that range
+    they differ by design: Kafka answers an epoch above every known one UNDEFINED, and one
+    below every known one as itself; a Kafka leader's cache always holds its current epoch,
+    so followers never ask above it.)"""
+    logs = {rep.log for s in reachable(PUBLISHED["kip320"]) for rep in s.replicas}
+    for log in logs:
+        entries: list[EpochEntry] = []
+        for offset, (epoch, _) in enumerate(log):
+            if not entries or entries[-1].epoch != epoch:
+                entries.append(EpochEntry(epoch, offset))
+        cache = LeaderEpochCache(entries=entries)
+        for requested in range(-1, 4):
+            answer = cache.end_offset_for(requested, len(log))
+            expected = rules.epoch_end_offset(list(log), requested)
+            if not entries or not entries[0].epoch <= requested <= entries[-1].epoch:
+                continue
+            assert (answer.leader_epoch, answer.end_offset) == expected, (log, requested)
