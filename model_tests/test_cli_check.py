@@ -1,4 +1,4 @@
-"""The `kmodel check` and `kmodel demo` commands: exit codes, --json, outputs, bad input."""
+"""The `kmodel check` command: exit codes, --json, outputs, bad input."""
 
 from __future__ import annotations
 
@@ -94,13 +94,3 @@ def test_symmetry_reports_the_reduction() -> None:
     payload = last_json(out)
     assert code == 0 and payload["unreduced_states"] == 5_973
     assert payload["symmetry_factor"] > 1
-
-
-def test_demo_runs_the_main_job_and_writes_its_results(tmp_path: Path) -> None:
-    code, out, _ = run("demo", "--out", str(tmp_path), "--json")
-    assert code == 0, out
-    payload = last_json(out)
-    assert payload["parity_matches"] == payload["parity_total"] == 5
-    assert payload["outcomes_as_expected"] == payload["outcomes_total"]
-    assert (tmp_path / "summary.json").exists()
-    assert (tmp_path / "traces" / "kip101-acked-write-lost.txt").exists()

@@ -546,8 +546,11 @@ class Replication(Spec):
         """The controller removes a broker it believes failed (ZooKeeper session expiry,
         KRaft fencing) from the ISR. If it led, the partition is left without a leader until
         the next election. The failure detector may be wrong: any broker can be suspected.
-        The last member of an ISR is never removed (the ISR keeps the last replica that may
-        hold every committed record)."""
+        A leader that is the ISR's last member stays in it (the partition goes leaderless
+        with ISR {r}: the last replica that may hold every committed record, the rule Kafka
+        keeps and KIP-966 refines). A member of an ISR with no leader is removed like any
+        other follower, so an ISR can become empty: the published model's third case,
+        kept for parity."""
         q = s.quorum
         if q.leader == r:
             if q.isr == frozenset({r}):

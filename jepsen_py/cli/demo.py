@@ -1,15 +1,18 @@
-"""``kmodel demo``: the main job on the embedded default.
+"""``kmodel demo``: the main job on the embedded default, the whole story in four stages.
 
-Today it tells the model-checking part of the story:
+1. **Fault injection** on the simulated cluster (`jepsen_py.demo.faults`): Kafka as
+   configured today under every fault, and the partition pattern of Jepsen's 2013 analysis
+   with unclean and with clean election; each run's history, verdict, timeline and plots
+   go to a store directory.
+2. **Verification on Spark** (`jepsen_py.demo.verify`): those histories checked by the
+   Spark engine (``local[*]``, or ``--master``) and by the local engine, which must agree.
+3. **Parity** of our model checker with TLC on the published 2018 TLA+ model
+   (`jepsen_py.demo.modelcheck`).
+4. **Kafka's known replication bugs** as shortest counterexamples of the spec, and the
+   fixed protocol holding.
 
-1. parity with the TLA+ model Kafka's engineers published in 2018 (our checker against
-   TLC's published figures);
-2. Kafka's known replication bugs (KIP-101, KIP-279, KIP-320, unclean election, acks=1,
-   KIP-966) found as shortest counterexamples, and the fixed protocol holding;
-3. a summary, with where the counterexample traces were written.
-
-Later stages (a fault-injection run on the simulated cluster, its history verified on Spark)
-join here as they land.
+Then a summary with where everything was written. Exit 0 when every stage showed what it
+is expected to show, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -22,77 +25,31 @@ import click
 import orjson
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_VIOLATION, emit_json
-from spec.explore import check
-from spec.outcomes import OUTCOMES
-from spec.replication import Params, Replication
-from spec.trace import render_table, trace_json
-
-# TLC's results for the published model (shared/reference-models/kafka-replication-2018.md).
-TLC_REFERENCE: tuple[tuple[int, str, str], ...] = (
-    (2, "high_watermark", "violated at depth 10"),
-    (2, "kip101", "violated at depth 12"),
-    (2, "kip279", "holds, 9027 states"),
-    (2, "kip320", "holds, 5973 states"),
-    (3, "kip279", "violated at depth 11"),
-)
+from jepsen_py.demo.faults import fault_rows
+from jepsen_py.demo.modelcheck import outcome_rows, parity_rows
+from jepsen_py.demo.verify import verify_rows
 
 
-def _parity_rows() -> list[dict[str, Any]]:
-    rows = []
-    for replicas, truncation, tlc in TLC_REFERENCE:
-        spec = Replication(Params(replicas=replicas, truncation=truncation))
-        result = check(spec, invariants=["StrongIsr"], clock=time.perf_counter)
-        if result.violation is not None:
-            ours = f"violated at depth {result.violation.depth}"
-        else:
-            ours = f"holds, {result.stats.distinct_states} states"
-        rows.append(
-            {
-                "replicas": replicas,
-                "truncation": truncation,
-                "ours": ours,
-                "tlc": tlc,
-                "match": ours == tlc,
-                "seconds": round(result.stats.seconds, 3),
-            }
-        )
-    return rows
+def _mark(ok: bool) -> str:
+    return "ok " if ok else "UNEXPECTED"
 
 
-def _outcome_rows(out: Path, include_slow: bool) -> list[dict[str, Any]]:
-    traces = out / "traces"
-    traces.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for outcome in OUTCOMES:
-        if outcome.slow and not include_slow:
-            continue
-        spec = Replication(outcome.params)
-        result = check(spec, invariants=list(outcome.invariants), clock=time.perf_counter)
-        violation = result.violation
-        found = None if violation is None else violation.name
-        row: dict[str, Any] = {
-            "name": outcome.name,
-            "title": outcome.title,
-            "reference": outcome.reference,
-            "expected": outcome.expect_violation or "holds",
-            "found": found or "holds",
-            "as_expected": found == outcome.expect_violation,
-            "states": result.stats.distinct_states,
-            "seconds": round(result.stats.seconds, 3),
-            "command": outcome.command(),
-        }
-        if violation is not None:
-            text = render_table(spec, violation.trace)
-            (traces / f"{outcome.name}.txt").write_text(
-                f"# {outcome.title}\n# {outcome.command()}\n\n{text}"
-            )
-            (traces / f"{outcome.name}.json").write_bytes(
-                orjson.dumps(trace_json(spec, violation.trace), option=orjson.OPT_INDENT_2)
-            )
-            row["trace_length"] = violation.depth
-            row["trace"] = str(traces / f"{outcome.name}.txt")
-        rows.append(row)
-    return rows
+def _print_run(say: Any, row: dict[str, Any]) -> None:
+    faults = ", ".join(f"{name} {n}" for name, n in row["faults"].items()) or "none"
+    broken = ", ".join(row["violations"]) or "none"
+    say(f"  {_mark(row['as_expected'])} {row['title']} (seed {row['seed']})")
+    say(
+        f"      {row['ops']} ops ({row['acknowledged_sends']} acknowledged sends) in "
+        f"{row['logical_seconds']} s of logical time, {row['wall_seconds']} s of wall time"
+    )
+    say(f"      faults: {faults}")
+    say(
+        f"      verdict {row['verdict'].upper()}; acknowledged writes lost: "
+        f"{row['lost_acknowledged_writes']}; offsets with two values: "
+        f"{row['inconsistent_offsets']}; anomalies: {broken}"
+    )
+    say(f"      expected: {row['expected']}")
+    say(f"      store: {row['store']}")
 
 
 @click.command()
@@ -101,58 +58,114 @@ def _outcome_rows(out: Path, include_slow: bool) -> list[dict[str, Any]]:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("out/demo"),
     show_default=True,
-    help="Where traces and the summary are written.",
+    help="Where the runs, the Spark verdicts, the traces and the summary are written.",
 )
+@click.option(
+    "--time-limit",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="Logical seconds of Kafka today's fault-injection run.",
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="That run's seed.")
+@click.option("--master", default=None, help="Spark master URL (default: local[*]).")
 @click.option("--full", is_flag=True, help="Also run the slow (3-replica, crash) outcomes.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
-def demo(out: Path, full: bool, json_mode: bool) -> None:
-    """Run the main job: model-check Kafka replication and show its known bugs."""
+def demo(
+    out: Path, time_limit: int, seed: int, master: str | None, full: bool, json_mode: bool
+) -> None:
+    """Run the main job: inject faults into a simulated Kafka cluster, verify the histories
+    on Spark, model-check the replication spec, and summarise."""
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     say = (lambda *_a, **_k: None) if json_mode else click.echo
-    say("== 1. Parity with the published 2018 TLA+ model (StrongIsr, TLC's figures)")
-    parity = _parity_rows()
-    for row in parity:
-        mark = "ok " if row["match"] else "MISMATCH"
+
+    say("== 1. Fault injection on the simulated cluster (kmodel test)")
+    runs = fault_rows(out / "store", time_limit_s=time_limit, seed=seed, say=say)
+    for row in runs:
+        _print_run(say, row)
+    say("")
+
+    say(f"== 2. The histories verified on Spark ({master or 'local[*]'}) and locally")
+    verified, spark = verify_rows(
+        [row["history"] for row in runs], out / "spark", master=master, say=say
+    )
+    for run, row in zip(runs, verified, strict=True):
+        anomalies = ", ".join(f"{k} {n}" for k, n in row["anomalies"].items()) or "none"
         say(
-            f"  {mark} {row['replicas']} replicas, {row['truncation']:<15} ours: "
-            f"{row['ours']:<24} TLC: {row['tlc']}"
+            f"  {_mark(row['agree'])} {run['name']:<20} spark: {row['spark']:<8} "
+            f"local: {row['local']:<8} {row['ops']} ops, anomalies: {anomalies}"
+        )
+    say(
+        f"  Spark on {spark['master']}: started in {spark['startup_seconds']} s, "
+        f"{spark['seconds']} s in all; verdict table: {spark['verdicts']}"
+    )
+    say("")
+
+    say("== 3. Parity with the published 2018 TLA+ model (StrongIsr, TLC's figures)")
+    parity = parity_rows()
+    for row in parity:
+        say(
+            f"  {_mark(row['match'])} {row['replicas']} replicas, {row['truncation']:<15} "
+            f"ours: {row['ours']:<24} TLC: {row['tlc']}"
         )
     say("")
-    say("== 2. Kafka's replication bugs as shortest counterexamples")
-    outcomes = _outcome_rows(out, include_slow=full)
+
+    say("== 4. Kafka's replication bugs as shortest counterexamples of the spec")
+    outcomes = outcome_rows(out, include_slow=full)
     for row in outcomes:
-        mark = "ok " if row["as_expected"] else "UNEXPECTED"
         found = row["found"]
         if "trace_length" in row:
             found += f" in {row['trace_length']} states"
-        say(f"  {mark} {row['name']:<34} {found:<36} [{row['reference']}]")
+        say(f"  {_mark(row['as_expected'])} {row['name']:<34} {found:<36} [{row['reference']}]")
     if not full:
         say("  (3-replica min.insync.replicas=2 configurations: --full, about ten minutes)")
-    summary = {
+
+    summary: dict[str, Any] = {
+        "runs_as_expected": sum(r["as_expected"] for r in runs),
+        "runs_total": len(runs),
+        "spark_agrees": sum(r["agree"] for r in verified),
+        "spark_total": len(verified),
         "parity_matches": sum(r["match"] for r in parity),
         "parity_total": len(parity),
         "outcomes_as_expected": sum(r["as_expected"] for r in outcomes),
         "outcomes_total": len(outcomes),
         "seconds": round(time.perf_counter() - started, 2),
         "out": str(out),
+        "runs": runs,
+        "spark": {**spark, "inputs": verified},
         "parity": parity,
         "outcomes": outcomes,
     }
     (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    ok = all(
+        summary[done] == summary[total]
+        for done, total in (
+            ("runs_as_expected", "runs_total"),
+            ("spark_agrees", "spark_total"),
+            ("parity_matches", "parity_total"),
+            ("outcomes_as_expected", "outcomes_total"),
+        )
+    )
     say("")
     say("== Summary")
     say(
-        f"  parity with TLC: {summary['parity_matches']}/{summary['parity_total']}; "
-        f"known outcomes reproduced: {summary['outcomes_as_expected']}/"
-        f"{summary['outcomes_total']}; {summary['seconds']} s"
+        f"  fault-injection runs as expected: {summary['runs_as_expected']}/"
+        f"{summary['runs_total']}; Spark agrees with the local checker: "
+        f"{summary['spark_agrees']}/{summary['spark_total']}; parity with TLC: "
+        f"{summary['parity_matches']}/{summary['parity_total']}; known bugs reproduced: "
+        f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; "
+        f"{summary['seconds']} s"
     )
-    say(f"  counterexample traces: {out / 'traces'}/*.txt (tables) and *.json")
-    say(f"  summary: {out / 'summary.json'}")
-    say("  reproduce any of them with the command in its trace file's header")
+    say("  written:")
+    for row in runs:
+        say(f"    {row['timeline']}  (timeline; latency.png and rate.png beside it)")
+    say(f"    {spark['verdicts']}  (Spark's verdict table; verdicts.json parts beside it)")
+    say(f"    {out / 'traces'}/*.txt  (counterexample traces as tables; .json beside them)")
+    say(f"    {out / 'summary.json'}  (everything above)")
+    say("  reproduce a run with the command in its results.json; a trace with its header's")
     if json_mode:
-        emit_json({k: v for k, v in summary.items() if k not in ("parity", "outcomes")})
-    ok = summary["parity_matches"] == summary["parity_total"] and (
-        summary["outcomes_as_expected"] == summary["outcomes_total"]
-    )
+        emit_json(
+            {k: v for k, v in summary.items() if k not in ("runs", "spark", "parity", "outcomes")}
+        )
     raise SystemExit(EXIT_OK if ok else EXIT_VIOLATION)

@@ -1,0 +1,101 @@
+"""The demo's fault-injection stage: ``kmodel test`` runs on the simulated cluster, each
+with what it is expected to show.
+
+- **Kafka today** (acks=all, min.insync.replicas=2, clean election, KIP-320 truncation)
+  under every fault of the catalogue but whole-cluster loss of unflushed data: no
+  acknowledged write may be lost and no offset may hold two values.
+- **Jepsen 2013, unclean**: the partition pattern of Jepsen's 2013 Kafka analysis with
+  ``unclean.leader.election.enable=true``: the writes the isolated leader acknowledged
+  alone are lost.
+- **Jepsen 2013, clean**: the same faults with clean election: nothing is lost (the
+  partition waits for an ISR member instead).
+
+Each run writes its store directory (``test.json``, ``history.jsonl``, ``results.json``,
+``timeline.html``, ``latency.png``, ``rate.png``) under the demo's ``store/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from jepsen_py.generator import SECOND
+from jepsen_py.runner import RunOutcome, TestConfig, run_test
+from jepsen_py.scenarios import KAFKA_TODAY, jepsen_2013
+from jepsen_py.store import HISTORY_FILE, TIMELINE_FILE
+
+
+@attrs.frozen
+class DemoRun:
+    """A run of the demo: its configuration and seed, and what it must show."""
+
+    title: str
+    config: TestConfig
+    seed: int
+    expect_loss: bool
+    """True: the run must lose acknowledged writes (a known bug); False: it must not lose
+    any, nor show an offset with two values."""
+
+
+def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
+    """The demo's runs; ``time_limit_s`` is Kafka today's main phase in logical seconds."""
+    today = attrs.evolve(KAFKA_TODAY, name="kafka-today", time_limit_ns=time_limit_s * SECOND)
+    return [
+        DemoRun("Kafka today, every fault", today, seed, expect_loss=False),
+        DemoRun("Jepsen 2013 partition, unclean election", jepsen_2013(True), 1, True),
+        DemoRun("Jepsen 2013 partition, clean election", jepsen_2013(False), 1, False),
+    ]
+
+
+def _row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
+    r = outcome.results
+    lost, inconsistent = r["lost_acknowledged_writes"], r["inconsistent_offsets"]
+    complete = bool(r["final_reads"]["complete"])
+    if run.expect_loss:
+        as_expected = lost > 0
+        expected = "acknowledged writes lost"
+    else:
+        as_expected = lost == 0 and inconsistent == 0 and complete
+        expected = "no acknowledged write lost, no offset with two values"
+    assert outcome.run_dir is not None
+    return {
+        "name": run.config.name,
+        "title": run.title,
+        "seed": run.seed,
+        "expected": expected,
+        "as_expected": as_expected,
+        "verdict": r["verdict"],
+        "violations": r["violations"],
+        "anomalies": r["anomalies"],
+        "lost_acknowledged_writes": lost,
+        "inconsistent_offsets": inconsistent,
+        "final_reads_complete": complete,
+        "ops": r["history"]["ops"],
+        "acknowledged_sends": r["completions"].get("send ok", 0),
+        "faults": r["faults"],
+        "logical_seconds": round(r["run"]["logical_end_ns"] / SECOND, 1),
+        "wall_seconds": r["seconds"]["wall"],
+        "store": str(outcome.run_dir),
+        "history": str(outcome.run_dir / HISTORY_FILE),
+        "timeline": str(outcome.run_dir / TIMELINE_FILE),
+        "command": r["command"],
+    }
+
+
+def fault_rows(
+    store: Path,
+    *,
+    time_limit_s: int,
+    seed: int,
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """Run every demo run into ``store`` and return one row each (see `_row`)."""
+    rows = []
+    for run in demo_runs(time_limit_s, seed):
+        say(f"  running {run.title} (seed {run.seed}) ...")
+        outcome = run_test(run.config, run.seed, store_root=store)
+        rows.append(_row(run, outcome))
+    return rows

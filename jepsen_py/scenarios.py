@@ -1,0 +1,60 @@
+"""Named test configurations of ``kmodel test``: Kafka as configured today, and the partition
+pattern of Jepsen's 2013 Kafka analysis.
+
+They are shared by the regression tests (``model_tests/test_runner.py``) and the main job
+(``kmodel demo``), so the demo shows exactly what the tests pin.
+"""
+
+from __future__ import annotations
+
+from jepsen_py.generator import SECOND
+from jepsen_py.nemesis import ALL, ScheduleStep
+from jepsen_py.runner import TestConfig
+
+KAFKA_TODAY = TestConfig(acks="all", min_isr=2, unclean=False, truncation="kip320", nemesis=ALL)
+"""acks=all, min.insync.replicas=2, 3 brokers, clean election, KIP-320 truncation, every
+fault except whole-cluster loss of unflushed data (``kill-all``)."""
+
+CUT_FOLLOWERS = {"b1": ["b2", "b3"], "b2": ["b1"], "b3": ["b1"]}
+"""The leader b1 and its followers lose each other; everyone still reaches the controller."""
+
+ISOLATE_LEADER = {
+    "b1": ["b2", "b3", "controller"],
+    "b2": ["b1"],
+    "b3": ["b1"],
+    "controller": ["b1"],
+}
+"""b1 loses every other node (its clients still reach it)."""
+
+JEPSEN_2013 = (
+    # The followers lose the leader b1 (which still reaches the controller): after
+    # replica.lag.time.max.ms the ISR shrinks to b1 alone, which goes on acknowledging.
+    ScheduleStep(2 * SECOND, "start-partition", {"shape": "isr-shrink", "grudge": CUT_FOLLOWERS}),
+    # Then b1 loses the controller too; clients still reach it. Its session expires, no ISR
+    # member is left, and an out-of-sync follower is elected.
+    ScheduleStep(16 * SECOND, "start-partition", {"shape": "leader-cut", "grudge": ISOLATE_LEADER}),
+    ScheduleStep(28 * SECOND, "stop-partition"),
+)
+"""The fault schedule of Jepsen's 2013 Kafka analysis (Kyle Kingsbury, "Call me maybe:
+Kafka"): the ISR shrinks to the leader alone, then the leader is cut off and, with
+``unclean.leader.election.enable``, an out-of-sync replica takes over and the writes the
+old leader acknowledged alone are lost."""
+
+
+def jepsen_2013(unclean: bool) -> TestConfig:
+    """The 2013 partition pattern on one partition with acks=all and min.insync.replicas=1
+    (the setting that lets an ISR of one acknowledge), unclean election as given."""
+    return TestConfig(
+        name="jepsen-2013" + ("-unclean" if unclean else "-clean"),
+        acks="all",
+        min_isr=1,
+        unclean=unclean,
+        partitions=1,
+        schedule=JEPSEN_2013,
+        time_limit_ns=30 * SECOND,
+        recovery_ns=15 * SECOND,
+        rate=50,
+    )
+
+
+__all__ = ["CUT_FOLLOWERS", "ISOLATE_LEADER", "JEPSEN_2013", "KAFKA_TODAY", "jepsen_2013"]

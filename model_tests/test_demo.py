@@ -1,0 +1,46 @@
+"""``kmodel demo``, the main job: every stage runs, shows what it should, and writes its
+results where the summary says; and a stage's expectation can fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from click.testing import CliRunner
+
+from jepsen_py.cli import main
+from jepsen_py.demo.faults import DemoRun, _row
+from jepsen_py.runner import run_test
+from jepsen_py.scenarios import jepsen_2013
+
+
+def test_demo_runs_the_whole_story_and_writes_its_results(
+    tmp_path: Path, spark_session: Any
+) -> None:
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--time-limit", "10"])
+    assert result.exit_code == 0, result.output
+    for stage in ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples"):
+        assert stage in result.stdout
+    summary = orjson.loads((tmp_path / "summary.json").read_bytes())
+    assert summary["runs_as_expected"] == summary["runs_total"] == 3
+    assert summary["spark_agrees"] == summary["spark_total"] == 3
+    assert summary["parity_matches"] == summary["parity_total"] == 5
+    assert summary["outcomes_as_expected"] == summary["outcomes_total"]
+    unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
+    assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
+    for run in summary["runs"]:
+        store = Path(run["store"])
+        for name in ("history.jsonl", "results.json", "timeline.html", "latency.png", "rate.png"):
+            assert (store / name).is_file(), (store, name)
+        assert run["timeline"] in result.stdout
+    assert Path(summary["spark"]["verdicts"]).exists()
+    assert (tmp_path / "spark" / "verdicts.json").exists()  # a directory of JSON parts
+    assert (tmp_path / "traces" / "kip101-acked-write-lost.txt").is_file()
+
+
+def test_a_run_that_loses_writes_where_none_may_be_lost_is_unexpected(tmp_path: Path) -> None:
+    config = jepsen_2013(unclean=True)
+    outcome = run_test(config, 1, store_root=tmp_path, reports=False)
+    assert _row(DemoRun("expects loss", config, 1, expect_loss=True), outcome)["as_expected"]
+    assert not _row(DemoRun("expects none", config, 1, expect_loss=False), outcome)["as_expected"]
