@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint format bench clean-venv java
+.PHONY: demo test test-slow verify lint format bench clean-venv java
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,15 @@ test: lint
 
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
+
+# Formal assurance, apart from `make test`: the z3 proofs of the replication spec's inductive
+# invariants, then CrossHair on every contract-carrying function with the full budget
+# (CROSSHAIR_BUDGET CPU seconds per condition; the default run gives each a fraction of that).
+CROSSHAIR_BUDGET ?= 10
+verify: $(STAMP)
+	$(BIN)/kmodel prove replication
+	KMODEL_CROSSHAIR_BUDGET=$(CROSSHAIR_BUDGET) $(BIN)/pytest -q -m slow \
+	    model_tests/test_crosshair_contracts.py -k test_crosshair_with_the_full_budget
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -1,11 +1,14 @@
-"""CrossHair paths explored per function within a fixed budget (issue 6, section 6).
+"""CrossHair paths explored per function within a fixed budget (issue 6, section 3).
 
-Prints one JSON line: for every contract-carrying rule of ``spec.proofs.rules`` and every
-contract wrapper of the implementation (partitioner, leader-epoch cache, record batches, in
-``model_tests/test_crosshair_contracts.py``), the execution paths CrossHair explored with
-``--per_condition_timeout`` seconds per postcondition, the wall time, and the violations
-found (none expected; the deliberately broken copy of the HW rule is included as a control
-and must show one). Run: ``.venv/bin/python benchmarks/crosshair_paths.py [--budget S]``.
+Prints one JSON line: for every contract-carrying function (``CONTRACTS`` in
+``model_tests/test_crosshair_contracts.py``: the rules of ``spec.proofs.rules``, the
+partitioner, leader-epoch cache, offset index and record-batch wrappers, and the
+consumer-group assignors of ``impl.assignors`` with their small-group harnesses), the
+execution paths CrossHair explored with ``--per_condition_timeout`` seconds per condition,
+the wall time, and the violations found (none expected). Then the controls, deliberately
+broken copies that must each show a violation: the paths CrossHair explored until its first
+one (within ``--control-budget``). Run:
+``.venv/bin/python benchmarks/crosshair_paths.py [--budget S] [--control-budget S]``.
 """
 
 from __future__ import annotations
@@ -22,32 +25,21 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model_tests import test_crosshair_contracts as contracts
-from spec.proofs import rules
 
-FUNCTIONS = {
-    "rules.follower_hw": rules.follower_hw,
-    "rules.leader_advance_hw": rules.leader_advance_hw,
-    "rules.recompute_leader_hw": rules.recompute_leader_hw,
-    "rules.epoch_start_offset": rules.epoch_start_offset,
-    "rules.may_join_isr_published": rules.may_join_isr_published,
-    "rules.may_join_isr_kafka": rules.may_join_isr_kafka,
-    "rules.truncation_offset_kip101": rules.truncation_offset_kip101,
-    "rules.truncation_offset_kip279": rules.truncation_offset_kip279,
-    "rules.epoch_end_offset": rules.epoch_end_offset,
-    "rules.truncation_by_epoch_exchange": rules.truncation_by_epoch_exchange,
-    "impl.partitioner.to_positive": contracts.to_positive,
-    "impl.partitioner.partition_for_key": contracts.partition_for_key,
-    "keyed_partition_ignores_availability": contracts.keyed_partition_ignores_availability,
-    "keyless_partitions_stay_in_range": contracts.keyless_partitions_stay_in_range,
-    "leader_epoch_cache.epoch_lookup": contracts.epoch_lookup,
-    "batch_round_trip": contracts.batch_round_trip,
-    "control: follower_hw_unclamped (broken)": contracts.follower_hw_unclamped,
+FUNCTIONS = {name: fn for name, (fn, _) in sorted(contracts.CONTRACTS.items())}
+CONTROLS = {
+    "follower_hw_unclamped": contracts.follower_hw_unclamped,
+    "index_lookup_bisect_left": contracts.index_lookup_bisect_left,
+    **{f"assignor {name}": fn for name, fn in sorted(contracts.BROKEN_ASSIGNORS.items())},
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--budget", type=float, default=2.0, help="CPU s per condition")
+    parser.add_argument(
+        "--control-budget", type=float, default=8.0, help="CPU s per condition, controls"
+    )
     args = parser.parse_args()
     results = {}
     for name, fn in FUNCTIONS.items():
@@ -58,12 +50,25 @@ def main() -> None:
             "violations": len(bad),
             "wall_seconds": round(time.perf_counter() - started, 3),
         }
+    controls = {}
+    for name, fn in CONTROLS.items():
+        started = time.perf_counter()
+        bad, paths = contracts.crosshair_check(fn, args.control_budget, first_only=True)
+        controls[name] = {
+            "paths_to_first_violation": paths if bad else None,
+            "found": bool(bad),
+            "wall_seconds": round(time.perf_counter() - started, 3),
+        }
     figures = {
         "benchmark": "crosshair_paths",
         "python": platform.python_version(),
         "per_condition_budget_cpu_seconds": args.budget,
+        "control_budget_cpu_seconds": args.control_budget,
         "functions": results,
         "total_paths": sum(r["paths"] for r in results.values()),
+        "violations": sum(r["violations"] for r in results.values()),
+        "controls": controls,
+        "controls_found": sum(c["found"] for c in controls.values()),
     }
     print(orjson.dumps(figures).decode())
 
