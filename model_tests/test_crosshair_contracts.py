@@ -515,6 +515,65 @@ def test_the_cache_lookup_agrees_with_the_rule_on_logs() -> None:
             assert (answer.leader_epoch, answer.end_offset) == expected, (log, requested)
 
 
+def _epochs_in_domain(epochs: list[int], requested: int) -> bool:
+    """Where the cache and the rule are meant to agree: a log's record epochs (non-negative,
+    non-decreasing) and an epoch between its first and its last."""
+    return (
+        bool(epochs)
+        and epochs[0] >= 0
+        and all(a <= b for a, b in itertools.pairwise(epochs))
+        and epochs[0] <= requested <= epochs[-1]
+    )
+
+
+def _cache_of(epochs: list[int]) -> LeaderEpochCache:
+    entries: list[EpochEntry] = []
+    for offset, epoch in enumerate(epochs):
+        if not entries or entries[-1].epoch != epoch:
+            entries.append(EpochEntry(epoch, offset))
+    return LeaderEpochCache(entries=entries)
+
+
+def spec_epoch_end(epochs: list[int], requested: int) -> tuple[int, int]:
+    """The spec's rule (``rules.epoch_end_offset``) on a log with these record epochs;
+    (-2, -2) outside the shared domain."""
+    if not _epochs_in_domain(epochs, requested):
+        return (-2, -2)
+    return rules.epoch_end_offset([(epoch, 0) for epoch in epochs], requested)
+
+
+def impl_epoch_end(epochs: list[int], requested: int) -> tuple[int, int]:
+    """The implementation's ``LeaderEpochCache.end_offset_for`` on the cache such a log
+    builds; (-2, -2) outside the shared domain."""
+    if not _epochs_in_domain(epochs, requested):
+        return (-2, -2)
+    answer = _cache_of(epochs).end_offset_for(requested, len(epochs))
+    return (answer.leader_epoch, answer.end_offset)
+
+
+def impl_epoch_end_off_by_one(epochs: list[int], requested: int) -> tuple[int, int]:
+    """A broken lookup: the end of an epoch taken as the start of the epoch itself."""
+    if not _epochs_in_domain(epochs, requested):
+        return (-2, -2)
+    cache = _cache_of(epochs)
+    answer = cache.end_offset_for(requested, len(epochs))
+    starts = {entry.epoch: entry.start_offset for entry in cache.entries}
+    if answer.leader_epoch in starts and answer.leader_epoch != epochs[-1]:
+        return (answer.leader_epoch, starts[answer.leader_epoch])
+    return (answer.leader_epoch, answer.end_offset)
+
+
+def test_diffbehavior_finds_no_difference_between_the_spec_rule_and_the_epoch_cache() -> None:
+    """``crosshair diffbehavior`` between the spec's OffsetsForLeaderEpoch rule and the
+    implementation's cache, on the domain where they are meant to agree (bounded)."""
+    assert crosshair_diff(spec_epoch_end, impl_epoch_end, 3.0) == []
+
+
+def test_diffbehavior_tells_a_broken_epoch_cache_from_the_spec_rule() -> None:
+    diffs = crosshair_diff(spec_epoch_end, impl_epoch_end_off_by_one, 3.0)
+    assert diffs, "diffbehavior found no input where the broken cache differs"
+
+
 # --- the implementation: consumer-group assignors ------------------------------------------
 
 # ``impl.assignors`` carries its contracts itself. CrossHair checks them on symbolic dicts of
