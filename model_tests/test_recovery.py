@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from impl.log import (
     CheckpointError,
     EpochEntry,
+    LeaderEpochCache,
     LeaderEpochCheckpointFile,
     Log,
     LogConfig,
@@ -31,6 +32,7 @@ from impl.log.batch import CRC_START, decode
 from impl.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT
 from impl.sim.disk import SimDisk
 from impl.sim.rng import split
+from model_tests.scenario_files import parse_scenario, render_scenario
 
 DIR = "orders-0"
 SMALL = LogConfig(segment_bytes=300, index_interval_bytes=80)
@@ -252,9 +254,21 @@ def test_a_corrupt_epoch_checkpoint_stops_the_open_with_the_file_and_line():
     disk.write(f"{DIR}/leader-epoch-checkpoint", b"0\n1\n1 x\n")
     with pytest.raises(CheckpointError, match=r"orders-0/leader-epoch-checkpoint line 3"):
         _log(disk, LogConfig())
-    disk.write(f"{DIR}/leader-epoch-checkpoint", b"0\n2\n3 0\n1 5\n")
-    with pytest.raises(CheckpointError, match="does not follow"):
+    disk.write(f"{DIR}/leader-epoch-checkpoint", b"0\n1\n-1 0\n")
+    with pytest.raises(CheckpointError, match="negative epoch -1"):
         _log(disk, LogConfig())
+
+
+def test_a_checkpoint_whose_entries_conflict_loads_as_kafkas_cache_loads_it():
+    # Each line is assigned in turn (Kafka's LeaderEpochFileCache constructor): a later
+    # entry removes the earlier ones it does not follow. Not an error, and not rewritten.
+    disk = SimDisk()
+    disk.write(f"{DIR}/leader-epoch-checkpoint", b"0\n3\n3 0\n1 5\n2 7\n")
+    cache = LeaderEpochCache.load(LeaderEpochCheckpointFile(disk, DIR))
+    assert cache.entries == (EpochEntry(1, 5), EpochEntry(2, 7))
+    assert disk.read(f"{DIR}/leader-epoch-checkpoint") == b"0\n3\n3 0\n1 5\n2 7\n"
+    cache.assign(4, 9)
+    assert LeaderEpochCheckpointFile(disk, DIR).read() == [(1, 5), (2, 7), (4, 9)]
 
 
 def test_a_leftover_checkpoint_temp_file_is_removed_on_open():
@@ -459,45 +473,10 @@ class StorageScenario:
         return lines
 
 
-def _parse_scenario(text: str) -> list[tuple[str, str, list[str]]]:
-    """Items of a scenario file: ("text", line, []) for prose and blank lines, ("case",
-    command, expected lines) for a command and its ``----`` block."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    items: list[tuple[str, str, list[str]]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip() or line.startswith("#"):
-            items.append(("text", line, []))
-            i += 1
-            continue
-        if i + 1 >= len(lines) or lines[i + 1] != "----":
-            raise ValueError(f"line {i + 2}: expected '----' after the command {line!r}")
-        i += 2
-        expected = []
-        while i < len(lines) and lines[i].strip():
-            expected.append(lines[i])
-            i += 1
-        items.append(("case", line, expected))
-    return items
-
-
-def _render(items: list[tuple[str, str, list[str]]]) -> str:
-    out = []
-    for kind, line, expected in items:
-        out.append(line)
-        if kind == "case":
-            out.append("----")
-            out.extend(expected)
-    return "\n".join(out) + "\n"
-
-
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.txt")), ids=lambda p: p.stem)
 def test_storage_scenario(path: pathlib.Path):
-    items = _parse_scenario(path.read_text())
-    assert _render(items) == path.read_text(), "the scenario file must round-trip"
+    items = parse_scenario(path.read_text())
+    assert render_scenario(items) == path.read_text(), "the scenario file must round-trip"
     scenario = StorageScenario()
     actual_items = []
     mismatches = []
@@ -514,7 +493,7 @@ def test_storage_scenario(path: pathlib.Path):
             )
             mismatches.append(f"after {line!r}:\n{diff}")
     if os.environ.get("KMODEL_REWRITE") == "1":
-        path.write_text(_render(actual_items))
+        path.write_text(render_scenario(actual_items))
         return
     assert not mismatches, (
         f"{path.name} diverges (KMODEL_REWRITE=1 regenerates it; review the diff):\n"
@@ -523,9 +502,9 @@ def test_storage_scenario(path: pathlib.Path):
 
 
 def test_scenario_runner_reports_a_divergence():
-    items = _parse_scenario("open\n----\nthis is not what open prints\n")
+    items = parse_scenario("open\n----\nthis is not what open prints\n")
     scenario = StorageScenario()
     (_, command, expected) = items[0]
     assert scenario.run(command) != expected
     with pytest.raises(ValueError, match="expected '----'"):
-        _parse_scenario("open\nno separator\n")
+        parse_scenario("open\nno separator\n")

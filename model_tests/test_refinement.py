@@ -41,7 +41,12 @@ from model_tests.refinement_machine import (
     make_machine,
     refinement_config,
 )
-from model_tests.scenario_files import SCENARIOS, assert_matches_file
+from model_tests.scenario_files import (
+    SCENARIOS,
+    assert_matches_file,
+    parse_scenario,
+    render_scenario,
+)
 from spec.replication import Replication, State
 
 CRASH_VIOLATIONS = frozenset({"StrongIsr", "WeakIsr", "NoAckedAllWriteLost", "NoAckedWriteLost"})
@@ -627,55 +632,23 @@ class ImplScenario:
         self._event("heal", lambda: self.c.heal())
 
 
-def _parse(text: str) -> list[tuple[str, str, list[str]]]:
-    """("text", line, []) for prose and blank lines; ("case", command, expected lines)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    items: list[tuple[str, str, list[str]]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip() or line.startswith("#"):
-            items.append(("text", line, []))
-            i += 1
-            continue
-        if i + 1 >= len(lines) or lines[i + 1] != "----":
-            raise ValueError(f"line {i + 2}: expected '----' after the command {line!r}")
-        i += 2
-        expected = []
-        while i < len(lines) and lines[i].strip():
-            expected.append(lines[i])
-            i += 1
-        items.append(("case", line, expected))
-    return items
-
-
-def _render(items: list[tuple[str, str, list[str]]]) -> str:
-    out = []
-    for kind, line, expected in items:
-        out.append(line)
-        if kind == "case":
-            out.append("----")
-            out.extend(expected)
-    return "\n".join(out) + "\n"
-
-
 def replay(path: Path) -> str:
     """The scenario file's text with every expectation replaced by what happens now."""
-    items = _parse(path.read_text())
+    items = parse_scenario(path.read_text())
     scenario = ImplScenario()
     actual = []
     for kind, line, expected in items:
         if kind == "case":
             expected = scenario.run(line)
         actual.append((kind, line, expected))
-    return _render(actual)
+    return render_scenario(actual)
 
 
 @pytest.mark.parametrize("path", sorted(IMPL_SCENARIOS.glob("*.txt")), ids=lambda p: p.stem)
 def test_impl_scenario(path: Path, rewrite: bool):
-    assert _render(_parse(path.read_text())) == path.read_text(), "the file must round-trip"
+    assert render_scenario(parse_scenario(path.read_text())) == path.read_text(), (
+        "the file must round-trip"
+    )
     assert_matches_file(path, replay(path), rewrite)
 
 
@@ -684,6 +657,6 @@ def test_scenario_replay_reports_a_divergence(tmp_path):
     path.write_text("cluster brokers=2\n----\nnot what it prints\n")
     assert replay(path) != path.read_text()
     with pytest.raises(ValueError, match="expected '----'"):
-        _parse("controller\nno separator\n")
+        parse_scenario("controller\nno separator\n")
     with pytest.raises(ValueError, match="unknown scenario command"):
         ImplScenario().run("frobnicate b1")

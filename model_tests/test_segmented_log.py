@@ -299,27 +299,46 @@ def test_follower_append_must_start_at_its_leo_and_validates_everything_first():
     assert follower.log_end_offset == 0
 
 
-def test_appending_an_older_epoch_is_refused():
+def test_a_zombie_leader_may_not_append_an_older_epoch_than_its_log_holds():
     log = _open()
     _fill(log, 2, epoch=5)
     with pytest.raises(EpochRegressionError, match="fenced leader"):
         log.append_as_leader(RecordBatch.of(b"zombie"), 4)
+    assert log.log_end_offset == 2
+
+
+def test_a_follower_appends_an_older_epoch_and_its_cache_forgets_the_newer_one_as_kafkas():
+    # Without KIP-320's fencing a follower may be sent epoch-4 records after epoch-5 ones;
+    # Kafka appends them and its cache drops the conflicting epoch 5.
+    log = _open()
+    _fill(log, 2, epoch=5)
     other = _open()
     _fill(other, 3, epoch=4)
-    with pytest.raises(EpochRegressionError, match="skipped truncation"):
-        log.append_as_follower(other.read(2))
+    log.append_as_follower(other.read(2))
+    assert log.log_end_offset == 3
+    assert log.epoch_cache.entries == (EpochEntry(4, 2),)
+    assert [epoch for _, epoch, _, _ in log.entries()] == [5, 5, 4]
 
 
 def test_a_follower_may_append_an_older_epoch_over_an_empty_epoch_it_began_as_leader():
     # It began epoch 5 at its LEO but wrote nothing; the new leader sends epoch-4 records
-    # from that offset: epoch 5 had no records and is superseded.
+    # from that offset: epoch 5 had no records and is superseded. Kafka's rule removes the
+    # earlier start of epoch 4 too (an entry with an epoch >= the new one), so epoch 4 now
+    # "starts" at 2; a replica avoids this by truncating (dropping the empty epoch 5)
+    # before it fetches.
     log = _open()
     _fill(log, 2, epoch=4)
     log.maybe_assign_epoch_start_offset(5, 2)
     source = _open()
     _fill(source, 3, epoch=4)
     log.append_as_follower(source.read(2))
-    assert log.epoch_cache.entries == (EpochEntry(4, 0),)
+    assert log.epoch_cache.entries == (EpochEntry(4, 2),)
+    truncated = _open()
+    _fill(truncated, 2, epoch=4)
+    truncated.maybe_assign_epoch_start_offset(5, 2)
+    truncated.truncate_to(2)
+    truncated.append_as_follower(source.read(2))
+    assert truncated.epoch_cache.entries == (EpochEntry(4, 0),)
 
 
 def test_a_handle_used_after_its_disk_crashed_is_refused():
@@ -407,11 +426,46 @@ def test_assign_only_grows_and_supersedes_empty_epochs():
     assert cache.assign(4, 20)
     assert cache.assign(5, 20)  # epoch 4 wrote nothing: superseded
     assert cache.entries == (EpochEntry(1, 0), EpochEntry(3, 10), EpochEntry(5, 20))
-    with pytest.raises(EpochRegressionError):
-        cache.assign(2, 25)
-    with pytest.raises(EpochRegressionError, match="truncated without truncate_from_end"):
-        cache.assign(6, 19)
-    assert cache.entries == (EpochEntry(1, 0), EpochEntry(3, 10), EpochEntry(5, 20))
+    with pytest.raises(ValueError, match="cannot assign epoch -1"):
+        cache.assign(-1, 25)
+
+
+@pytest.mark.parametrize(
+    ("epoch", "start", "after"),
+    [
+        (6, 1600, [(5, 1000), (6, 1600)]),  # Kafka's example: epoch 7 is forgotten
+        (6, 1400, [(5, 1000), (6, 1400)]),  # an earlier start for a known epoch
+        (8, 1700, [(5, 1000), (6, 1500), (8, 1700)]),  # epoch 7 starts at or after 1700
+        (4, 2000, [(4, 2000)]),  # an older epoch after them all: every entry conflicts
+        (9, 900, [(9, 900)]),  # a newer epoch before them all
+        (7, 1900, [(5, 1000), (6, 1500), (7, 1800)]),  # latest epoch, later: no change
+    ],
+)
+def test_assign_removes_the_entries_the_new_one_does_not_follow_as_kafkas_cache(
+    epoch, start, after
+):
+    """Kafka's ``maybeTruncateNonMonotonicEntries``: every trailing entry whose epoch is
+    >= the new one or whose start offset is >= the new one goes, so both keep increasing."""
+    cache = _cache((5, 1000), (6, 1500), (7, 1800))
+    changed = cache.assign(epoch, start)
+    assert cache.entries == tuple(EpochEntry(*e) for e in after)
+    assert changed == (after != [(5, 1000), (6, 1500), (7, 1800)])
+    cache.check_invariants()
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 30)), max_size=12))
+def test_any_sequence_of_assigns_leaves_a_monotone_cache_ending_with_the_last(assigns):
+    cache = LeaderEpochCache()
+    for epoch, start in assigns:
+        before = cache.latest_entry
+        cache.assign(epoch, start)
+        latest = cache.latest_entry
+        assert latest is not None
+        if before is not None and before.epoch == epoch and start >= before.start_offset:
+            assert latest == before
+        else:
+            assert latest == EpochEntry(epoch, start)
+        cache.check_invariants()
 
 
 def test_truncate_from_end_and_from_start():

@@ -61,8 +61,9 @@ class UnexpectedAppendOffsetError(StorageError):
 
 
 class EpochRegressionError(StorageError):
-    """A leader epoch older than one the log already holds: a zombie leader appending, or a
-    follower appending before truncating its divergent suffix (KIP-101)."""
+    """A leader appending in an epoch older than one its log already holds: a zombie leader
+    (``Log.append_as_leader``). Followers' older epochs are accepted, as Kafka accepts them
+    (``LeaderEpochCache.assign``)."""
 
 
 class CheckpointError(StorageError):

@@ -17,8 +17,13 @@ the LEO if e is the latest.
 
 Invariants: epochs strictly increase along the list and so do start offsets; every start
 offset is <= the LEO of the log the cache belongs to (the log truncates the cache with
-itself). ``assign`` refuses anything that would break them (``EpochRegressionError``)
-rather than silently dropping entries that have records behind them.
+itself). ``assign`` keeps them as Kafka does (``maybeTruncateNonMonotonicEntries``, Kafka
+2.8+): an entry the new one does not strictly follow is removed, whether it is an epoch
+begun at the LEO in which nothing was written (routine) or one with records behind it
+(an older epoch's records arriving after a newer one's, which the protocol variants
+without KIP-320's fencing can produce; Kafka logs a warning). Loading the checkpoint
+applies the same rule to each line in turn, as Kafka's constructor does; only a file that
+does not parse is an error (``CheckpointError``).
 
 Every change is written to the ``leader-epoch-checkpoint`` file, as Kafka does.
 """
@@ -32,7 +37,6 @@ from collections.abc import Iterable
 import attrs
 
 from impl.log.checkpoint import EpochEntry, LeaderEpochCheckpointFile
-from impl.log.errors import CheckpointError, EpochRegressionError
 
 __all__ = [
     "UNDEFINED_EPOCH",
@@ -79,12 +83,16 @@ class LeaderEpochCache:
 
     @classmethod
     def load(cls, checkpoint: LeaderEpochCheckpointFile) -> LeaderEpochCache:
-        """The cache as its checkpoint file holds it (empty if there is no file)."""
-        entries = checkpoint.read()
-        problem = _monotonicity_problem(entries)
-        if problem:
-            raise CheckpointError(f"{checkpoint.path}: {problem}; the file is corrupt")
-        return cls(checkpoint, entries)
+        """The cache as its checkpoint file holds it (empty if there is no file): each
+        entry is assigned in file order, so a file whose entries do not increase loads as
+        Kafka's ``LeaderEpochFileCache`` loads it (later lines supersede earlier ones they
+        conflict with), without rewriting the file. ``CheckpointError`` if the file does not
+        parse (``LeaderEpochCheckpointFile.read``)."""
+        cache = cls()
+        for entry in checkpoint.read():
+            cache.assign(entry.epoch, entry.start_offset)
+        cache.checkpoint = checkpoint
+        return cache
 
     # ------------------------------------------------------------------ queries
 
@@ -140,42 +148,34 @@ class LeaderEpochCache:
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset`` (the LEO at which a new leader
-        takes over, or the base offset of the first batch of a newer epoch a follower
-        appends). Returns whether the cache changed.
+        takes over, or the base offset of a batch a log appends). Returns whether the cache
+        changed. Kafka's ``LeaderEpochFileCache.assign``:
 
-        Does nothing if ``epoch`` is already the latest epoch and starts at or before
-        ``start_offset``. Entries starting exactly at ``start_offset`` are epochs in which
-        no record was written; they are superseded and removed (Kafka's
-        ``maybeTruncateNonMonotonicEntries``). Anything else that would make epochs or start
-        offsets go backwards is a bug in the caller and raises ``EpochRegressionError``.
+        - nothing to do if ``epoch`` is already the latest epoch and starts at or before
+          ``start_offset`` (later batches of the current epoch);
+        - otherwise every entry at the end that the new one would not strictly follow --
+          an epoch >= ``epoch``, or a start offset >= ``start_offset`` -- is removed first
+          (``maybeTruncateNonMonotonicEntries``), then the new entry is added.
+
+        Removing an entry that starts exactly at ``start_offset`` is routine: an epoch in
+        which no record was written, superseded. Removing any other is what Kafka warns
+        about ("caused truncation of conflicting entries"): records of an older epoch
+        arrive after a newer one's, and the newer epochs are forgotten, so the cache no
+        longer describes every record before ``start_offset`` (even an epoch equal to
+        ``epoch`` that started earlier now starts here). ``ValueError`` for a negative
+        epoch or offset, as Kafka's ``IllegalArgumentException``.
         """
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"cannot assign epoch {epoch} at offset {start_offset}")
         latest = self.latest_entry
         if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
             return False
-        if latest is not None and latest.start_offset > start_offset:
-            raise EpochRegressionError(
-                f"epoch {latest.epoch} starts at {latest.start_offset}, after {start_offset} "
-                f"where epoch {epoch} would start: the log was truncated without "
-                "truncate_from_end"
-            )
         keep = len(self._entries)
-        while keep and self._entries[keep - 1].start_offset == start_offset:
+        while keep and (
+            self._entries[keep - 1].epoch >= epoch
+            or self._entries[keep - 1].start_offset >= start_offset
+        ):
             keep -= 1
-        previous = self._entries[keep - 1] if keep else None
-        if previous is not None and previous.epoch >= epoch:
-            if previous.epoch == epoch and keep < len(self._entries):
-                del self._entries[keep:]
-                del self._epochs[keep:]
-                self._flush()
-                return True
-            raise EpochRegressionError(
-                f"epoch {epoch} at offset {start_offset} is not newer than epoch "
-                f"{previous.epoch}, which already has records from offset "
-                f"{previous.start_offset}: a stale leader is appending, or a follower skipped "
-                "truncation (KIP-101)"
-            )
         del self._entries[keep:]
         del self._epochs[keep:]
         self._entries.append(EpochEntry(epoch, start_offset))

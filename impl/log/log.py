@@ -201,7 +201,12 @@ class Log:
         """Append the leader's batches verbatim (a fetch response's records). They must be
         valid (CRC-32C), start exactly at the LEO and be contiguous, with leader epochs that
         never decrease. All are validated before any is written. None if ``records`` is
-        empty."""
+        empty.
+
+        A batch older than the log's latest epoch is appended, as Kafka appends it: the
+        epoch cache drops the newer entries it conflicts with (``LeaderEpochCache.assign``).
+        A follower that truncated first (KIP-101) never sends one; see ``docs/impl.md``,
+        finding F2, for the variants that do."""
         self._check_live()
         parsed: list[tuple[RecordBatch, int, int]] = []
         position = 0

@@ -11,7 +11,9 @@ torn (power failed mid write-back) or corrupt. What it can trust is everything b
    sanity-checked (rebuilt by a full scan if that fails), their end found by stepping over
    batch headers;
 3. the active segment, and every segment that reaches the recovery point, is scanned batch
-   by batch: CRC-32C, framing, contiguous offsets, and leader epochs that never decrease.
+   by batch: CRC-32C, framing, contiguous offsets, and leader epochs that never decrease
+   (a stricter check than Kafka's, which catches a flipped epoch field outside the CRC;
+   the replicas never write a decreasing epoch, see ``docs/impl.md``, finding F2).
    The index is rebuilt as appends would have built it. The first batch that fails ends the
    log: the file is cut there and every later segment is deleted, so offsets stay
    contiguous;

@@ -98,6 +98,8 @@ class Segment:
         self.size = 0
         self.next_offset = base_offset
         self._bytes_since_last_index_entry = 0
+        self._headers: dict[int, BatchHeader] = {}
+        """Batch headers already read, by position (see ``_header_at``)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -161,6 +163,7 @@ class Segment:
         ``LogSegment.recover``)."""
         self.index.reset()
         self._bytes_since_last_index_entry = 0
+        self._headers.clear()
         data = self.disk.read(self.log_path)
         position = 0
         expected = self.base_offset
@@ -236,7 +239,21 @@ class Segment:
     # ------------------------------------------------------------------ read
 
     def _header_at(self, position: int) -> BatchHeader | None:
-        return read_header(self.disk.read(self.log_path, position, _NAVIGATION_BYTES))
+        """The header of the batch at byte ``position``, read once and then remembered.
+
+        Every fetch steps over batch headers from an index entry (``find_batch``, ``read``),
+        so the same few headers are read again and again. Remembering them is safe because
+        the bytes below ``size`` change only through this object, while it lives: appends
+        add bytes after them, ``truncate_to`` cuts them (and forgets the headers it cut),
+        ``recover`` starts over. Damage to the file (a crash's torn tail, a flipped bit)
+        happens while the process is down, and a restarted broker opens new ``Segment``s.
+        """
+        header = self._headers.get(position)
+        if header is None:
+            header = read_header(self.disk.read(self.log_path, position, _NAVIGATION_BYTES))
+            if header is not None:
+                self._headers[position] = header
+        return header
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset``: an
@@ -293,6 +310,7 @@ class Segment:
         removed = self.size - position
         self.index.truncate_to(offset)
         self.disk.truncate(self.log_path, position)
+        self._headers = {p: h for p, h in self._headers.items() if p < position}
         self.size = position
         self.next_offset = header.base_offset
         self._bytes_since_last_index_entry = 0

@@ -43,7 +43,7 @@ import hashlib
 import heapq
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -122,12 +122,14 @@ class NetworkConfig:
         return self.min_delay_ns + extra
 
 
-@attrs.frozen(slots=True)
-class Envelope:
+class Envelope(NamedTuple):
     """A message in flight from ``src`` to ``dst``, due at global time ``deliver_at``.
 
     ``seq`` numbers sends (and duplicates) in the order they happened; it breaks ties
     between equal delivery times and names a message in manual control.
+
+    A named tuple rather than an ``attrs`` class: every message sent makes one, and a
+    tuple is the cheapest immutable record Python builds.
     """
 
     seq: int
@@ -232,6 +234,11 @@ class Network:
         self._sent_by_type: dict[str, int] = {}
         self._history = hashlib.blake2b(digest_size=16, person=b"kafka-model-net")
         self._seen_version = -1
+        # The nodes' life cycles as of ``_seen_version``, refreshed by ``_sync``: every
+        # send and delivery consults them, and they change only with ``nodes.version``.
+        self._states: dict[str, NodeState] = {}
+        self._alive: dict[str, int] = {}
+        """Incarnation of every node that is alive (running or paused)."""
 
     # Configuration ------------------------------------------------------------------------
 
@@ -255,7 +262,7 @@ class Network:
         (none if it was dropped, two if it was duplicated)."""
         self._sync()
         self._check_node(dst)
-        if self._nodes.state(src) is not NodeState.RUNNING:
+        if self._states.get(src) is not NodeState.RUNNING:
             raise RuntimeError(
                 f"node {src!r} is {self._nodes.state(src).value} and cannot send; only a "
                 "running node acts (the world loop must not step a paused or crashed node)"
@@ -270,11 +277,11 @@ class Network:
         config = self._config
         rng = self._rng.random
         u_drop, u_dup, u_delay, u_dup_delay = rng(), rng(), rng(), rng()
-        self._count("sent")
+        self._counters["sent"] += 1
         kind = type(message).__name__
         self._sent_by_type[kind] = self._sent_by_type.get(kind, 0) + 1
 
-        if not self._nodes.state(dst).alive:
+        if dst not in self._alive:
             return self._dropped_at_send("dropped_unreachable", src, dst)
         if (src, dst) in self._blocked:
             return self._dropped_at_send("dropped_partition", src, dst)
@@ -302,16 +309,16 @@ class Network:
             deliver_at = tail
         if deliver_at > tail:
             self._link_tail[link] = deliver_at
-        envelope = Envelope(
-            seq=self._next_seq,
-            src=src,
-            dst=dst,
-            sent_at=now,
-            deliver_at=deliver_at,
-            message=message,
-            src_incarnation=self._nodes.incarnation(src),
-            dst_incarnation=self._nodes.incarnation(dst),
-            duplicate_of=duplicate_of,
+        envelope = Envelope(  # positional: the fields in order, see Envelope
+            self._next_seq,
+            src,
+            dst,
+            now,
+            deliver_at,
+            message,
+            self._alive[src],
+            self._alive[dst],
+            duplicate_of,
         )
         self._next_seq += 1
         self._in_flight[envelope.seq] = envelope
@@ -338,7 +345,7 @@ class Network:
             envelope = self._in_flight.get(seq)
             if envelope is None:
                 heapq.heappop(heap)
-            elif self._nodes.state(envelope.dst) is NodeState.PAUSED:
+            elif self._states[envelope.dst] is NodeState.PAUSED:
                 heapq.heappop(heap)
                 self._held.setdefault(envelope.dst, []).append(seq)
             else:
@@ -357,7 +364,7 @@ class Network:
                 return None
             _, seq = heapq.heappop(self._heap)
             envelope = self._in_flight.pop(seq)
-            if envelope.link in self._blocked:
+            if (envelope.src, envelope.dst) in self._blocked:
                 self._count("dropped_partition")
                 self._record(f"dropped_partition #{seq} @{now}")
                 continue
@@ -366,13 +373,13 @@ class Network:
         raise AssertionError("deliver_next looped more often than there are heap entries")
 
     def _delivered(self, envelope: Envelope) -> None:
-        link = envelope.link
+        seq, src, dst = envelope.seq, envelope.src, envelope.dst
         if self._config.fifo:
-            last = self._link_last_seq.get(link, -1)
-            assert envelope.seq > last, f"FIFO broken on {link}: #{envelope.seq} after #{last}"
-        self._link_last_seq[link] = envelope.seq
-        self._count("delivered")
-        self._record(f"delivered #{envelope.seq} {envelope.src}->{envelope.dst} @{self._clock.now}")
+            last = self._link_last_seq.get((src, dst), -1)
+            assert seq > last, f"FIFO broken on {(src, dst)}: #{seq} after #{last}"
+        self._link_last_seq[(src, dst)] = seq
+        self._counters["delivered"] += 1
+        self._record(f"delivered #{seq} {src}->{dst} @{self._clock.now}")
 
     # Delivering by hand -------------------------------------------------------------------
 
@@ -440,7 +447,10 @@ class Network:
             return
         self._seen_version = self._nodes.version
         nodes = self._nodes
-        alive = {n: nodes.incarnation(n) for n in nodes.names if nodes.state(n).alive}
+        self._states = {n: nodes.state(n) for n in nodes.names}
+        self._alive = alive = {
+            n: nodes.incarnation(n) for n in nodes.names if self._states[n].alive
+        }
         for seq, envelope in list(self._in_flight.items()):
             if (
                 alive.get(envelope.src) != envelope.src_incarnation
