@@ -8,10 +8,22 @@ and goes to that partition's leader as its metadata says, one record per request
 outcome unknown), 1 (the leader appended) or all (-1: the ISR has it). A retriable error
 (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, a timeout, ...) refreshes the metadata and
 retries after ``retry.backoff.ms`` until ``delivery.timeout.ms``; a request unanswered for
-``request.timeout.ms`` is retried too, so a write may land twice (this producer is not
-idempotent, as Kafka's before KIP-98's idempotence, or with it disabled). An op that
-exhausts its delivery timeout after having been sent ends *info* (it may have been written);
-one never sent ends *fail*.
+``request.timeout.ms`` is retried too. An op that exhausts its delivery timeout after having
+been sent ends *info* (it may have been written); one never sent ends *fail*.
+
+Without idempotence (``enable.idempotence=false``, or Kafka before KIP-98) a retry is a new
+write: if the first attempt was appended too, the record lands twice. With
+``enable_idempotence`` (KIP-98; Kafka's default since 3.0, which requires acks=all and
+``max.in.flight.requests.per.connection`` <= 5) the producer first gets a producer id and
+epoch from ``InitProducerId`` (``impl.controller``), numbers the records it sends to each
+partition from 0 -- a sequence is assigned when a record is first sent and kept by every
+retry -- and the partition leader answers a retry of a batch it already has with the
+original offset instead of appending it again (``impl.producer_state``). Kafka's KIP-360
+rules for unresolved sequences: when a send that was sent expires, or is refused with
+OUT_OF_ORDER_SEQUENCE_NUMBER, the producer bumps its epoch (on its own, without a request)
+once nothing is in flight, and each partition starts again at sequence 0 in the new epoch
+(a sequence gap would otherwise be refused forever). A request of the old epoch still in
+the network is then refused as INVALID_PRODUCER_EPOCH by a leader that saw the new one.
 
 **Consumer**: reads one partition from a position, from the leader, up to its high
 watermark (Kafka gives consumers only committed records), with KIP-320's current leader
@@ -35,8 +47,9 @@ import attrs
 
 from impl.controller import CONTROLLER, broker_node
 from impl.log import decode
-from impl.log.batch import read_header
+from impl.log.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, read_header
 from impl.partitioner import RoundRobinPartitioner
+from impl.producer_state import NUM_BATCHES_TO_RETAIN, increment_sequence
 from impl.protocol import (
     ANY_EPOCH,
     CONSUMER_ID,
@@ -45,6 +58,8 @@ from impl.protocol import (
     Errors,
     Fetch,
     FetchResponse,
+    InitProducerId,
+    InitProducerIdResponse,
     MetadataRequest,
     MetadataResponse,
     Produce,
@@ -104,6 +119,23 @@ class ProducerConfig:
     retry_backoff_ns: int = 100_000_000
     max_in_flight: int = 1
     max_queued: int = 10_000
+    enable_idempotence: bool = False
+    """``enable.idempotence`` (KIP-98). Kafka's default is true since 3.0; this class leaves
+    the default to its callers (``impl.cluster.ClusterConfig`` turns it on with acks=all)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.enable_idempotence and self.acks != -1:
+            raise ValueError(
+                f"enable_idempotence needs acks=all (-1), got acks={self.acks}: Kafka refuses "
+                "it too ('Must set acks to all in order to use the idempotent producer'); "
+                "turn idempotence off for acks 0 or 1"
+            )
+        if self.enable_idempotence and not 1 <= self.max_in_flight <= NUM_BATCHES_TO_RETAIN:
+            raise ValueError(
+                f"enable_idempotence needs max_in_flight in 1..{NUM_BATCHES_TO_RETAIN}, got "
+                f"{self.max_in_flight}: a leader remembers a producer's last "
+                f"{NUM_BATCHES_TO_RETAIN} batches only"
+            )
 
 
 @attrs.define
@@ -116,6 +148,11 @@ class _Send:
     invoked_at: int
     attempts: int = 0
     next_try_at: int = 0
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    sequence: int = NO_SEQUENCE
+    """Idempotence: the producer id, epoch and sequence of its first attempt, kept by
+    every retry."""
 
 
 class Producer:
@@ -142,6 +179,16 @@ class Producer:
         self.metadata_in_flight_since: int | None = None
         self.history: list[dict[str, Any]] = []
         self.stats = collections.Counter[str]()
+        # Idempotence (KIP-98, KIP-360):
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.init_request_id = -1
+        self.next_init_at = 0
+        """When InitProducerId may be sent (again)."""
+        self.sequences: dict[int, tuple[int, int]] = {}
+        """partition -> (producer epoch, next sequence) of the records sent to it."""
+        self.epoch_bump_required = False
+        """A sent record's outcome is unresolved: bump the epoch once nothing is in flight."""
 
     # ------------------------------------------------------------------ API
 
@@ -213,14 +260,83 @@ class Producer:
                     )
                 elif msg.error.retriable:
                     self._retry(send, now, out)
+                elif msg.error is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and self._follows(send):
+                    # An earlier sequence of the partition is still pending: this one can
+                    # only be appended after it (Kafka's TransactionManager.canRetry).
+                    self._retry(send, now, out)
                 else:
+                    if msg.error is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                        self.epoch_bump_required = True
                     self._complete(send, "info", now, send.value.decode(errors="replace"))
+        elif isinstance(msg, InitProducerIdResponse):
+            if msg.request_id == self.init_request_id and self.producer_id == NO_PRODUCER_ID:
+                if msg.error is Errors.NONE:
+                    self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
+                    self.sequences.clear()
+                    self.epoch_bump_required = False
+                else:
+                    self.next_init_at = now + self.config.retry_backoff_ns
         elif isinstance(msg, RequestFailed) and isinstance(msg.request, Produce):
             entry = self.in_flight.pop(msg.request.request_id, None)
             if entry is not None:
                 self._retry(entry[0], now, out)
+        elif (
+            isinstance(msg, RequestFailed)
+            and isinstance(msg.request, InitProducerId)
+            and msg.request.request_id == self.init_request_id
+        ):
+            self.next_init_at = now + self.config.retry_backoff_ns
         out.extend(self.pump(now))
         return out
+
+    # ------------------------------------------------------------------ idempotence
+
+    def _follows(self, send: _Send) -> bool:
+        """Whether another pending send of the same partition and epoch has an earlier
+        sequence (so ``send``'s OUT_OF_ORDER_SEQUENCE_NUMBER is only a matter of order)."""
+        pending = [*self.queue, *(s for s, _, _ in self.in_flight.values())]
+        return any(
+            s is not send
+            and s.partition == send.partition
+            and (s.producer_id, s.producer_epoch) == (send.producer_id, send.producer_epoch)
+            and 0 <= s.sequence < send.sequence
+            for s in pending
+        )
+
+    def _idempotence_ready(self, now: int, out: Effects) -> bool:
+        """Whether sends may go: a producer id is known, and an epoch bump that was due has
+        been made (KIP-360: the producer bumps its own epoch once nothing is in flight)."""
+        if self.producer_id == NO_PRODUCER_ID:
+            if now >= self.next_init_at:
+                self.next_request_id += 1
+                self.init_request_id = self.next_request_id
+                self.next_init_at = now + self.config.request_timeout_ns
+                out.send(CONTROLLER, InitProducerId(self.name, self.init_request_id))
+            return False
+        if self.epoch_bump_required:
+            if self.in_flight:
+                return False
+            self.epoch_bump_required = False
+            self.stats["epoch_bumps"] += 1
+            if self.producer_epoch == 2**15 - 1:
+                # The epoch is an int16: start over with a new producer id.
+                self.producer_id = self.producer_epoch = NO_PRODUCER_ID
+                return self._idempotence_ready(now, out)
+            self.producer_epoch += 1
+        return True
+
+    def _assign_sequence(self, send: _Send) -> bool:
+        """Give a record sent for the first time the next sequence of its partition; False
+        when the partition must first drain requests of an older epoch
+        (``TransactionManager.maybeUpdateProducerIdAndEpoch``)."""
+        epoch, sequence = self.sequences.get(send.partition, (self.producer_epoch, 0))
+        if epoch != self.producer_epoch:
+            if any(s.partition == send.partition for s, _, _ in self.in_flight.values()):
+                return False
+            epoch, sequence = self.producer_epoch, 0
+        send.producer_id, send.producer_epoch, send.sequence = self.producer_id, epoch, sequence
+        self.sequences[send.partition] = (epoch, increment_sequence(sequence, 1))
+        return True
 
     def _retry(self, send: _Send, now: int, out: Effects) -> None:
         self.stats["retries"] += 1
@@ -247,13 +363,21 @@ class Producer:
             if now - send.invoked_at > self.config.delivery_timeout_ns:
                 self.queue.popleft()
                 kind = "info" if send.attempts else "fail"
+                if send.attempts and self.config.enable_idempotence:
+                    # Its sequence may or may not be in the log: unresolved (KIP-360).
+                    self.epoch_bump_required = True
                 self._complete(send, kind, now, send.value.decode(errors="replace"))
                 continue
             if now < send.next_try_at:
                 break
+            idempotent = self.config.enable_idempotence
+            if idempotent and not self._idempotence_ready(now, out):
+                break
             leader = self.leaders.get(send.partition, NO_LEADER)
             if leader == NO_LEADER:
                 self._request_metadata(now, out)
+                break
+            if idempotent and send.sequence == NO_SEQUENCE and not self._assign_sequence(send):
                 break
             self.queue.popleft()
             send.attempts += 1
@@ -265,6 +389,9 @@ class Producer:
                 send.partition,
                 self.config.acks,
                 ((send.key, send.value),),
+                send.producer_id,
+                send.producer_epoch,
+                send.sequence,
             )
             dst = broker_node(leader)
             out.send(dst, request)

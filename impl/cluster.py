@@ -5,16 +5,19 @@ all driven by one seed.
 controller (``controller``) over a metadata store, ``config.producers`` producers
 (``p1``..) and ``config.consumers`` consumers (``c1``..), on a ``SimDisk`` per broker and
 one ``Network``. The seed is split per subsystem (``impl.sim.rng``): ``network``,
-``disk``, ``workload``, ``faults``, ``node/<name>``. The same (code, config, seed) and the
-same calls give the same run, byte for byte: ``digest()`` fingerprints it (network
-history, messages in flight, every disk's bytes, the store, client histories, the clock).
+``disk``, ``workload``, ``faults``, ``node/<name>``. Every node is handed its own *local*
+time (``Clock.local_now``: global time unless the clock nemesis skewed it, ``skew_clock``)
+for its timeouts; events are scheduled, and histories timed, on global time. The same
+(code, config, seed) and the same calls give the same run, byte for byte: ``digest()``
+fingerprints it (network history, messages in flight, every disk's bytes, the store,
+client histories, the clock).
 
 Two ways to drive it:
 
 - **by time** (asynchronous mode, ``config.refinement=False``): ``run_until(t)`` moves the
   clock to the next event -- a message delivery or a node's periodic tick -- and handles
   it; every message crosses the network (delays, loss, duplication, partitions). Faults:
-  ``crash``, ``restart``, ``pause``, ``resume``, ``partition``, ``heal``.
+  ``crash``, ``restart``, ``pause``, ``resume``, ``partition``, ``heal``, ``skew_clock``.
 - **by hand** (refinement mode, ``config.refinement=True``): each call is one event of the
   implementation -- deliver or drop a chosen message, redeliver an old LeaderAndIsr, one
   replica fetch round trip, tick one node, crash with a chosen torn tail, restart, flush,
@@ -136,6 +139,16 @@ class ClusterConfig:
     """A crash ends the broker's registration at once; default: in refinement mode."""
     track_ghosts: bool | None = None
     """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
+    enable_idempotence: bool | None = None
+    """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default since 3.0 --
+    on with acks=all, off with acks 0 or 1 (Kafka turns the default off rather than refuse
+    those acks; asking for idempotence with them explicitly is an error)."""
+
+    @property
+    def idempotence(self) -> bool:
+        if self.enable_idempotence is None:
+            return self.acks == "all"
+        return self.enable_idempotence
 
     @property
     def closes_sessions(self) -> bool:
@@ -225,7 +238,7 @@ class Cluster:
             self.store.create_partition(config.topic, p, config.broker_ids)
         self.broker_config = config.broker_config()
         self.controller: Controller | None = Controller(
-            self.store, config.controller_config(), self.clock.now
+            self.store, config.controller_config(), self.clock.local_now(CONTROLLER)
         )
         self.brokers: dict[int, Broker | None] = {}
         self.sent_leader_and_isr: list[tuple[str, LeaderAndIsr]] = []
@@ -241,6 +254,7 @@ class Cluster:
                     acks=acks,
                     request_timeout_ns=config.request_timeout_ns,
                     delivery_timeout_ns=config.delivery_timeout_ns,
+                    enable_idempotence=config.idempotence,
                 ),
                 self.rng.split(f"node/{name}"),
             )
@@ -288,7 +302,7 @@ class Cluster:
 
     def _start_broker(self, b: int, incarnation: int, bootstrap: bool = False) -> None:
         name = self.broker_names[b]
-        now = self.clock.now
+        now = self.clock.local_now(name)
         broker = self.broker_class(b, self.disks[b], self.broker_config, now, incarnation)
         self.brokers[b] = broker
         started = broker.start(now)
@@ -307,7 +321,7 @@ class Cluster:
 
     def _handle(self, dst: str, src: str, msg: Message) -> None:
         """Hand ``msg`` to node ``dst`` (which must be running) and carry out its effects."""
-        now = self.clock.now
+        now = self.clock.local_now(dst)
         effects: Effects
         if dst == CONTROLLER:
             assert self.controller is not None
@@ -422,7 +436,7 @@ class Cluster:
         leader = broker_node(replica.fetcher.leader)
         if not self.reachable(name, leader):
             return False
-        fetch = broker.build_fetch(self.config.topic, partition, self.clock.now)
+        fetch = broker.build_fetch(self.config.topic, partition, self.clock.local_now(name))
         if fetch is None:
             return False
         out = Effects()
@@ -437,7 +451,7 @@ class Cluster:
         """Run node ``name``'s periodic work now (if it is running)."""
         if not self.running(name):
             return False
-        now = self.clock.now
+        now = self.clock.local_now(name)
         if name == CONTROLLER:
             assert self.controller is not None
             effects = self.controller.tick(now)
@@ -457,7 +471,7 @@ class Cluster:
     def elect_preferred(self) -> bool:
         if self.controller is None or not self.running(CONTROLLER):
             return False
-        effects = self.controller.elect_preferred(self.clock.now)
+        effects = self.controller.elect_preferred(self.clock.local_now(CONTROLLER))
         self._dispatch(CONTROLLER, effects)
         return bool(effects.notes)
 
@@ -562,7 +576,7 @@ class Cluster:
             self.timers.schedule(self._first_tick(name), name, owner=name)
         if name == CONTROLLER:
             self.controller = Controller(
-                self.store, self.config.controller_config(), self.clock.now
+                self.store, self.config.controller_config(), self.clock.local_now(CONTROLLER)
             )
             self._dispatch(CONTROLLER, self.controller.resend_all())
             return
@@ -586,6 +600,20 @@ class Cluster:
     def partition(self, links: Iterable[tuple[str, str]]) -> None:
         self.network.block(links)
 
+    def skew_clock(self, name: str, skew_ns: int, rate: tuple[int, int] = (1, 1)) -> None:
+        """Node ``name``'s local clock reads global time + ``skew_ns`` from now on, and runs
+        at ``rate`` (numerator, denominator) of global time: the clock nemesis. Scheduling
+        stays on global time; only the node's own timeout decisions see the difference."""
+        if name not in self.nodes:
+            raise IllegalEvent(f"no node {name!r}; the nodes are {list(self.nodes.names)}")
+        self.clock.set_skew(name, skew_ns)
+        self.clock.set_rate(name, *rate)
+
+    def reset_clocks(self) -> None:
+        """Heal the clock nemesis: every node reads global time again (a node that was
+        ahead sees its clock step back)."""
+        self.clock.clear_skews()
+
     def heal(self) -> None:
         self.network.heal()
 
@@ -595,32 +623,33 @@ class Cluster:
         """Asynchronous mode: handle every event due up to ``end_ns``, in time order.
         ``on_timer(payload)`` handles timers whose payload is not a node name."""
         assert not self.config.refinement, "refinement mode is driven by hand"
+        clock, network, timers = self.clock, self.network, self.timers
         version, paused = -1, self.nodes.in_state(NodeState.PAUSED)
         for _ in range(100_000_000):
             if version != self.nodes.version:
                 version, paused = self.nodes.version, self.nodes.in_state(NodeState.PAUSED)
-            t_timer = self.timers.peek_time(paused)
-            t_net = self.network.next_delivery_time()
-            candidates = [t for t in (t_timer, t_net) if t is not None]
-            if not candidates or min(candidates) > end_ns:
+            t_timer = timers.peek_time(paused)
+            t_net = network.next_delivery_time()
+            if t_timer is None and t_net is None:
                 break
-            at = min(candidates)
-            self.clock.advance_to(max(at, self.clock.now))
-            if t_net is not None and t_net <= self.clock.now:
-                envelope = self.network.deliver_next()
+            at = t_net if t_timer is None else t_timer if t_net is None else min(t_timer, t_net)
+            if at > end_ns:
+                break
+            now = max(at, clock.now)
+            clock.advance_to(now)
+            if t_net is not None and t_net <= now:
+                envelope = network.deliver_next()
                 if envelope is not None:
                     self._handle(envelope.dst, envelope.src, envelope.message)
                 continue
-            timer = self.timers.pop_due(self.clock.now, paused)
+            timer = timers.pop_due(now, paused)
             if timer is None:
                 continue
             payload = timer.payload
             if timer.owner is not None and payload == timer.owner:
                 if self.running(payload):
                     self.tick(payload)
-                    self.timers.schedule(
-                        self.clock.now + self._interval(payload), payload, owner=payload
-                    )
+                    timers.schedule(clock.now + self._interval(payload), payload, owner=payload)
             elif on_timer is not None:
                 on_timer(payload)
         else:
@@ -635,9 +664,10 @@ class Cluster:
 
     def client_send(self, name: str, key: bytes | None, value: bytes) -> int:
         producer = self.producers[name]
-        op = producer.send(key, value, self.clock.now)
+        now = self.clock.local_now(name)
+        op = producer.send(key, value, now)
         if self.running(name):
-            effects = producer.pump(self.clock.now)
+            effects = producer.pump(now)
             self._collect(name)
             self._dispatch(name, effects)
         self._collect(name)
@@ -645,19 +675,24 @@ class Cluster:
 
     def client_poll(self, name: str) -> None:
         consumer = self.consumers[name]
-        effects = consumer.poll(self.clock.now) if self.running(name) else None
+        effects = consumer.poll(self.clock.local_now(name)) if self.running(name) else None
         self._collect(name)
         if effects is not None:
             self._dispatch(name, effects)
 
     def _collect(self, name: str) -> None:
         """Move a client's new history events into the run's history, in the order they
-        happened (several may share a logical time)."""
+        happened (several may share a logical time). Each is stamped with the global time
+        it happened at, in the client's own history too: a client times its events by its
+        local clock, which the clock nemesis may skew, while a history is timed by the
+        observer (Jepsen's control node), as ``DESIGN.md`` says."""
         client = self.producers.get(name) or self.consumers.get(name)
         if client is None:
             return
         seen = self._seen.get(name, 0)
+        now = self.clock.now
         for op in client.history[seen:]:
+            op["time"] = now
             self._history.append({"index": len(self._history), **op})
         self._seen[name] = len(client.history)
 

@@ -12,7 +12,9 @@ write (Kafka's controller processes one event at a time):
 
 1. **failure detection**: a broker whose heartbeats stopped for ``session_timeout`` loses
    its registration (false suspicion included: a paused or partitioned broker is taken for
-   dead). A crashed broker may lose it at once (``MetadataStore.close_session``).
+   dead, and so are brokers whose heartbeats are late by the controller's own clock when
+   it jumps ahead, ``impl.sim.clock``). A crashed broker may lose it at once
+   (``MetadataStore.close_session``).
 2. **failure handling**, for an unregistered broker ``r`` still named by a partition:
    if ``r`` leads and a registered ISR member exists, that member leads in the next epoch
    and ``r`` leaves the ISR, in *one* write (``onBrokerFailure``); if no member is left,
@@ -37,6 +39,14 @@ gets the partitions' last *published* LeaderAndIsr again, with its new broker ep
 
 Every write the controller makes is reported as a ``Published`` note: the world's record of
 the LeaderAndIsr requests ever sent (the replication spec's ``requests``).
+
+Producer ids (KIP-98's ``InitProducerId``): an idempotent producer asks the controller, which
+hands out the next id of the store's counter with epoch 0. Kafka splits this in two -- the
+producer asks any broker, whose ``ProducerIdManager`` hands out ids from a block it obtained
+from the controller (``AllocateProducerIds``, KIP-730; ``/latest_producer_id_block`` in
+ZooKeeper) -- but the point is the same: the counter lives in the metadata store, so no
+controller failover ever hands an id out twice. Here the controller also answers the
+clients' metadata requests, so it is the one broker clients talk to for both.
 """
 
 from __future__ import annotations
@@ -53,6 +63,8 @@ from impl.protocol import (
     BrokerRegistrationResponse,
     Effects,
     Errors,
+    InitProducerId,
+    InitProducerIdResponse,
     LeaderAndIsr,
     MetadataRequest,
     MetadataResponse,
@@ -114,6 +126,8 @@ class MetadataStore:
         not registered since: their failure may still need handling."""
         self.next_broker_epoch = 1
         self.controller_epoch = 0
+        self.next_producer_id = 0
+        """KIP-98: the next producer id InitProducerId hands out (never reused)."""
 
     def create_partition(self, topic: str, partition: int, replicas: tuple[int, ...]) -> None:
         """A new partition: no leader yet, every replica in the ISR."""
@@ -231,6 +245,10 @@ class Controller:
             out.send(src, self._on_alter_partition(msg))
         elif isinstance(msg, MetadataRequest):
             out.send(src, self._metadata(msg))
+        elif isinstance(msg, InitProducerId):
+            producer_id = self.store.next_producer_id
+            self.store.next_producer_id += 1
+            out.send(src, InitProducerIdResponse(Errors.NONE, msg.request_id, producer_id, 0))
         return out
 
     def _on_heartbeat(self, src: str, msg: BrokerHeartbeat, now: int, out: Effects) -> None:

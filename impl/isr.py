@@ -22,7 +22,10 @@ everything that existed then). Making a replica leader resets every remote state
 unknown, and ISR members count as caught up at that instant (``resetReplicaState``).
 
 Everything here is a pure function of the values passed in; the replica applies the result
-through the controller (``AlterPartition``).
+through the controller (``AlterPartition``). The times are the *leader's* clock, as Kafka's
+``time.milliseconds()`` is (``impl.sim.clock``: the clock nemesis may skew it): a leader whose
+clock jumps ahead by more than the lag time drops every follower that is not at its LEO at
+once, one whose clock stalls keeps lagging followers in.
 """
 
 from __future__ import annotations

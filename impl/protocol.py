@@ -18,6 +18,12 @@ Error codes are Kafka's (``Errors``), and mean what Kafka's mean:
   ISR shrank below ``min.insync.replicas`` while an acks=all write waited);
 - ``STALE_BROKER_EPOCH`` (KIP-380), ``STALE_CONTROLLER_EPOCH``: fencing of requests meant for
   an earlier incarnation of a broker, or sent by an earlier controller;
+- ``OUT_OF_ORDER_SEQUENCE_NUMBER`` / ``INVALID_PRODUCER_EPOCH`` (KIP-98, idempotent
+  producer): a batch whose sequence does not follow the producer's last one on the leader,
+  or whose producer epoch is older than the newest the leader has seen; nothing is
+  appended. A *duplicate* batch (the same producer, epoch and sequences as one of the last
+  five) is answered NONE with the offset of the original (the DUPLICATE_SEQUENCE semantics
+  of Kafka >= 1.0), see ``impl.producer_state``;
 - ``INVALID_UPDATE_VERSION`` / ``FENCED_LEADER_EPOCH`` on AlterPartition (KIP-497): the ISR
   change is conditional on the partition epoch and the leader epoch.
 
@@ -52,6 +58,8 @@ __all__ = [
     "Errors",
     "Fetch",
     "FetchResponse",
+    "InitProducerId",
+    "InitProducerIdResponse",
     "LeaderAndIsr",
     "MetadataRequest",
     "MetadataResponse",
@@ -83,6 +91,8 @@ class Errors(enum.Enum):
     NETWORK_EXCEPTION = 13
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    INVALID_PRODUCER_EPOCH = 47
     KAFKA_STORAGE_ERROR = 56
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
@@ -272,8 +282,30 @@ class BrokerHeartbeatResponse(Message):
 
 
 @message
+class InitProducerId(Message):
+    """An idempotent producer asks for its producer id and epoch (KIP-98's
+    ``InitProducerIdRequest``; no ``transactional.id``)."""
+
+    client: str
+    request_id: int
+
+
+@message
+class InitProducerIdResponse(Message):
+    error: Errors
+    request_id: int
+    producer_id: int
+    producer_epoch: int
+
+
+@message
 class Produce(Message):
-    """A producer's batch for one partition. ``acks``: 0, 1 or -1 (all)."""
+    """A producer's batch for one partition. ``acks``: 0, 1 or -1 (all).
+
+    An idempotent producer (KIP-98) also sends its ``producer_id``, ``producer_epoch`` and
+    the ``base_sequence`` of the batch's first record in this partition; Kafka carries them
+    in the record batch's header, and so does the leader's log here (``impl.log.batch``,
+    inside what the CRC-32C covers). -1 everywhere: not idempotent."""
 
     client: str
     request_id: int
@@ -281,12 +313,26 @@ class Produce(Message):
     partition: int
     acks: int
     records: tuple[tuple[bytes | None, bytes | None], ...]
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
     def __attrs_post_init__(self) -> None:
         if self.acks not in (0, 1, -1):
             raise ValueError(f"Produce.acks must be 0, 1 or -1 (all), got {self.acks}")
         if not self.records:
             raise ValueError("Produce carries at least one record")
+        idempotent = (self.producer_id >= 0, self.producer_epoch >= 0, self.base_sequence >= 0)
+        if any(idempotent) and not all(idempotent):
+            raise ValueError(
+                "Produce: an idempotent batch carries a producer id, a producer epoch and a "
+                f"base sequence, all >= 0; got {self.producer_id}, {self.producer_epoch}, "
+                f"{self.base_sequence}"
+            )
+
+    @property
+    def idempotent(self) -> bool:
+        return self.producer_id >= 0
 
 
 @message

@@ -29,6 +29,13 @@ As **follower**: on a LeaderAndIsr naming another leader it truncates its log by
 variant's rule (``impl.fetcher``) and fetches from its LEO; it appends what it gets and sets
 its HW to min(the leader's HW in the response, its own LEO).
 
+Idempotent producers (KIP-98, ``impl.producer_state``): every replica keeps each producer's
+epoch and last five batches, from its own appends as leader and from the batches it
+replicates as follower, rebuilt from the log after a truncation and when its broker opens
+the log. As leader it checks an idempotent produce against that state before appending: a
+duplicate is answered with the original's offsets (after the same acks=all wait), a stale
+epoch or a sequence gap is refused (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER).
+
 Invariants asserted after every change (``check``): HW <= LEO; a leader is in its own ISR
 and its ISR is within the replicas; the purgatory is bounded and holds only offsets below the
 LEO, and only while leading; a follower has a fetcher, a leader none.
@@ -36,7 +43,6 @@ LEO, and only while leading; a follower has a fetcher, a leader none.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 
 import attrs
@@ -46,13 +52,13 @@ from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fe
 from impl.log import (
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
-    EpochRegressionError,
     Log,
     OffsetOutOfRangeError,
     RecordBatch,
     StorageError,
 )
 from impl.log.batch import read_header
+from impl.producer_state import Duplicate, ProducerBatch, ProducerStateManager
 from impl.protocol import (
     ANY_EPOCH,
     CONSUMER_ID,
@@ -237,6 +243,9 @@ class Replica:
         self.truncated = False
         """Records were truncated away since the broker last checkpointed recovery points."""
         self._next_request_id = 0
+        self.producer_state = ProducerStateManager()
+        """KIP-98: each idempotent producer's epoch and last batches, read from the log."""
+        self.producer_state.rebuild(log)
         self.check()
 
     # ------------------------------------------------------------------ views
@@ -289,11 +298,13 @@ class Replica:
         self._complete_parked(out, now=now, force=True)  # fetches of the previous epoch
         self._transition(RoleEvent.BECOME_LEADER)
         self._take(request)
-        # The log may already hold a newer epoch (fetched, without fencing, from a leader
-        # ahead of this request). Kafka would drop the conflicting cache entries; this
-        # storage layer refuses, so the epoch is not recorded and this leader cannot append
-        # until a newer epoch comes (appends are refused, see handle_produce).
-        with contextlib.suppress(EpochRegressionError):
+        # The log may already hold records of a newer epoch (fetched, without fencing, from
+        # a leader ahead of this request). Kafka takes the epoch anyway (its cache drops
+        # the newer entries) and writes older-epoch batches after newer ones; here the
+        # epoch is not recorded, and the log refuses this leader's appends until a newer
+        # epoch comes (handle_produce; docs/impl.md, finding F2).
+        written = [e.epoch for e in self.log.epoch_cache.entries if e.start_offset < self.leo]
+        if not written or written[-1] <= request.leader_epoch:
             self.log.maybe_assign_epoch_start_offset(request.leader_epoch, self.leo)
         self.remotes = {
             r: RemoteReplica.reset(now, r in request.isr)
@@ -359,6 +370,10 @@ class Replica:
         target = min(offset, self.leo)
         if self.log.truncate_to(target):
             self.truncated = True
+            # ProducerStateManager.truncateAndReload: the removed batches take their
+            # producers' sequences with them.
+            self.producer_state.rebuild(self.log)
+            self.producer_state.check_invariants(self.leo)
         assert self.leo <= target
         self._set_hw(min(self.hw, self.leo))
 
@@ -444,12 +459,39 @@ class Replica:
             reply(Errors.REQUEST_TIMED_OUT)
             return
         batch = RecordBatch.of_pairs(msg.records)
+        if msg.idempotent:
+            verdict = self.producer_state.check(
+                msg.producer_id, msg.producer_epoch, msg.base_sequence, len(msg.records)
+            )
+            if isinstance(verdict, Duplicate):
+                self._answer_duplicate(src, msg, verdict, now, out)
+                return
+            if verdict is not None:
+                reply(verdict)
+                return
+            batch = attrs.evolve(
+                batch,
+                producer_id=msg.producer_id,
+                producer_epoch=msg.producer_epoch,
+                base_sequence=msg.base_sequence,
+            )
         try:
             info = self.log.append_as_leader(batch, self.leader_epoch)
         except StorageError:
             # EpochRegressionError: see become_leader.
             reply(Errors.KAFKA_STORAGE_ERROR)
             return
+        if msg.idempotent:
+            self.producer_state.update(
+                ProducerBatch(
+                    msg.producer_id,
+                    msg.producer_epoch,
+                    msg.base_sequence,
+                    info.first_offset,
+                    info.last_offset,
+                    self.leader_epoch,
+                )
+            )
         count = info.last_offset - info.first_offset + 1
         out.note(
             Appended(
@@ -489,6 +531,51 @@ class Replica:
             )
         self._maybe_advance_hw(out)
         self._complete_parked(out, now=now)
+        self.check()
+
+    def _answer_duplicate(
+        self, src: str, msg: Produce, duplicate: Duplicate, now: int, out: Effects
+    ) -> None:
+        """A batch already in the log (a retry, a redelivered request): nothing is appended
+        and the producer gets the original's offsets -- for acks=all once the HW has passed
+        them, as for the original (Kafka's ``findDuplicateBatch``, then the delayed produce
+        of the original's offsets)."""
+        original = duplicate.original
+        count = original.last_offset - original.first_offset + 1
+        assert count == len(msg.records), (original, msg)
+        if msg.acks == 0:
+            return
+        if msg.acks == 1:
+            out.note(
+                Acked(
+                    self.broker_id,
+                    self.topic,
+                    self.partition,
+                    original.leader_epoch,
+                    original.first_offset,
+                    count,
+                    1,
+                )
+            )
+            out.send(
+                src,
+                ProduceResponse(
+                    msg.request_id, self.topic, self.partition, Errors.NONE, original.first_offset
+                ),
+            )
+            return
+        timeout = self.config.produce_timeout_ns
+        self.purgatory.append(
+            PendingProduce(
+                src,
+                msg.request_id,
+                original.leader_epoch,
+                original.first_offset,
+                original.last_offset,
+                None if timeout is None else now + timeout,
+            )
+        )
+        self._complete_purgatory(out)
         self.check()
 
     # ------------------------------------------------------------------ fetch (leader side)
@@ -716,6 +803,7 @@ class Replica:
             except (StorageError, OffsetOutOfRangeError):
                 fetcher.next_fetch_at = now + backoff_ns
                 return False
+            self.producer_state.load(msg.records)
         self._set_hw(min(msg.high_watermark, self.leo))
         self.check()
         return True

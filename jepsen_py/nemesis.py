@@ -46,8 +46,8 @@ Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
 - ``loss``: each message is dropped with a probability drawn in [0.05, 0.3];
 - ``duplicate``: each message is delivered twice with a probability in [0.1, 0.5] (a
-  retransmitted request: a duplicated produce appends twice, as a non-idempotent producer's
-  retry does);
+  retransmitted request: a duplicated produce appends twice from a non-idempotent producer,
+  and is recognised by the leader from an idempotent one, KIP-98);
 - ``delay``: delays of 20..300 ms instead of the usual milliseconds;
 - ``reorder``: delays spread over 0..50 ms on a network without per-link order, so messages
   overtake each other. The runner builds that network (FIFO off, a constant delay, which
@@ -67,9 +67,16 @@ broker's in-memory log would not see its files change, and restarts it at the st
   at the corrupt batch. (A flip in an older, trusted segment, or in the header fields the
   CRC leaves out, would go unnoticed until a reader's check: outside what Kafka protects.)
 
-Not offered: **clock skew**. The simulator's clock keeps per-node skews
-(``Clock.set_skew``), but every node is handed the global time, so a skew would change
-nothing: asking for ``clock`` is an error that says so.
+Clocks (``impl.sim.clock``: every node reads its local clock, global time + an offset, at
+a rate; events stay scheduled on global time):
+
+- ``clock``: a random non-empty subset of the servers has its clock bumped by a signed,
+  log-uniform amount between 4 ms and 65 s (Jepsen's ``bump``), and runs at a rate drawn
+  from 1/4, 1/2, 1, 1, 2, 4 times global time; the stop resets every clock (a node that was
+  ahead steps back). Kafka reads the wall clock for ``replica.lag.time.max.ms``, broker
+  session timeouts and request timeouts, so a leader whose clock jumps ahead drops lagging
+  followers from the ISR at once, and a controller whose clock jumps ahead expires every
+  broker's session. Clients are never skewed (as Jepsen's, they run on the control node).
 
 Randomness: one stream, ``SimRandom(seed).split("jepsen/nemesis")``, drawn only when a
 fault starts without a value; the network's and disks' streams are the cluster's.
@@ -77,6 +84,7 @@ fault starts without a value; the network's and disks' streams are the cluster's
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -149,6 +157,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault("disk-lose-unflushed", "disk", "crash with a torn write: part of the page cache"),
         Fault("disk-truncate", "disk", "crash and cut the active segment's tail"),
         Fault("disk-bitflip", "disk", "crash and flip a bit of the active segment"),
+        Fault("clock", "clock", "bump servers' clocks by up to 65 s, run them fast or slow"),
     )
 }
 
@@ -160,14 +169,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "none": (),
     "network": ("loss", "duplicate", "delay", "reorder"),
     "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
+    "clock-skew": ("clock",),
 }
 
-UNSUPPORTED = {
-    "clock": "clock skew is not offered: the simulator's nodes are all handed the global "
-    "time (impl.sim.clock.Clock.local_now is never used), so a skew would change nothing",
-    "clock-skew": "clock skew is not offered: the simulator's nodes are all handed the "
-    "global time, so a skew would change nothing",
-}
+UNSUPPORTED: dict[str, str] = {}
+"""Faults asked for by name that the simulator cannot perform, with the reason (none now)."""
+
+CLOCK_BUMP_MS = (4, 65_536)
+"""The range of a clock bump's magnitude, drawn log-uniformly (Jepsen: 2^2..2^18 ms)."""
+CLOCK_RATES = ((1, 4), (1, 2), (1, 1), (1, 1), (2, 1), (4, 1))
+"""Clock rates a skewed node may run at (numerator, denominator of global time)."""
 
 _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
 
@@ -453,6 +464,42 @@ class Nemesis:
         settings = self.active.pop(fault, None)
         self.cluster.network.reconfigure(self._network_config())
         return {"restored": fault} if settings is not None else {"healed": f"no {fault} running"}
+
+    # ------------------------------------------------------------------ clocks
+
+    def _start_clock(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if given is not None and "skews" in given:
+            skews = {str(n): int(v) for n, v in given["skews"].items()}
+            rates = {str(n): (int(r[0]), int(r[1])) for n, r in given.get("rates", {}).items()}
+        else:
+            servers = self.servers
+            chosen = [n for n in servers if self.rng.random() < 0.5]
+            if not chosen:
+                chosen = [servers[self.rng.randrange(len(servers))]]
+            skews, rates = {}, {}
+            low, high = (math.log2(b) for b in CLOCK_BUMP_MS)
+            for node in chosen:
+                sign = 1 if self.rng.random() < 0.5 else -1
+                skews[node] = sign * round(2 ** self.rng.uniform(low, high)) * MILLISECOND
+                rate = CLOCK_RATES[self.rng.randrange(len(CLOCK_RATES))]
+                if rate != (1, 1):
+                    rates[node] = rate
+        unknown = sorted((set(skews) | set(rates)) - set(self.cluster.nodes.names))
+        if unknown:
+            raise NemesisError(f"clock: no such nodes {unknown}; the servers are {self.servers}")
+        for node in sorted(set(skews) | set(rates)):
+            self.cluster.skew_clock(node, skews.get(node, 0), rates.get(node, (1, 1)))
+        held = set(self.active.get(fault, ())) | set(skews) | set(rates)
+        self.active[fault] = sorted(held)
+        return {
+            "skews": dict(sorted(skews.items())),
+            "rates": {n: list(r) for n, r in sorted(rates.items())},
+        }
+
+    def _stop_clock(self, fault: str) -> Any:
+        nodes = self.active.pop(fault, None)
+        self.cluster.reset_clocks()
+        return {"reset": nodes} if nodes else {"healed": "no clock was skewed"}
 
     # ------------------------------------------------------------------ disks
 

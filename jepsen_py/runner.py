@@ -145,6 +145,9 @@ class TestConfig:
     delivery_timeout_ns: int = 10 * SECOND
     session_timeout_ns: int = 6 * SECOND
     replica_lag_time_max_ns: int = 10 * SECOND
+    idempotence: bool | None = None
+    """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default (on with
+    acks=all, off with 0 or 1); False: retries append again (``duplicate`` anomalies)."""
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
@@ -173,6 +176,12 @@ class TestConfig:
             raise ConfigError(f"concurrency={self.concurrency}: at least one client thread")
         if self.max_ops is not None and self.max_ops < 0:
             raise ConfigError(f"max_ops={self.max_ops} must be >= 0")
+        if self.idempotence and self.acks != "all":
+            raise ConfigError(
+                f"idempotence with acks={self.acks}: the idempotent producer needs acks=all "
+                "(Kafka: 'Must set acks to all in order to use the idempotent producer'); "
+                "use --acks all or --no-idempotence"
+            )
 
     @property
     def faults(self) -> tuple[str, ...]:
@@ -205,6 +214,7 @@ class TestConfig:
             session_timeout_ns=self.session_timeout_ns,
             replica_lag_time_max_ns=self.replica_lag_time_max_ns,
             network=network_for(self.faults),
+            enable_idempotence=self.idempotence,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -254,6 +264,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         recovery_ns=config.recovery_ns,
         rate=config.rate,
         concurrency=config.concurrency,
+        idempotence=config.idempotence,
     )
     if config != expressible:
         # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
@@ -275,6 +286,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     ]
     if config.recovery_ns != default.recovery_ns:
         args.append(f"--recovery {format_duration(config.recovery_ns)}")
+    if config.idempotence is not None:
+        args.append("--idempotence" if config.idempotence else "--no-idempotence")
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
     args.append(f"--seed {seed}")

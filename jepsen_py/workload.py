@@ -15,7 +15,9 @@ Mapping
 - ``send`` of integer ``v`` to ``t-p`` is ``client_send(producer, K_p, b"v")`` where ``K_p``
   is a record key that the Java partitioner (murmur2) maps to partition ``p``: the smallest
   ``k<n>`` that does, found once. The producer retries on its own (retriable errors, request
-  timeouts) until ``delivery.timeout.ms``.
+  timeouts) until ``delivery.timeout.ms``; with ``enable.idempotence`` (Kafka's default with
+  acks=all, KIP-98) a retry the leader already has is answered with the original offset
+  instead of being appended again, so a value is never written twice by its own producer.
 - ``poll`` of ``t-p`` from ``N`` seeks the thread's consumer of ``p`` to ``N`` and polls
   once; the consumer's fetch is bounded in size and reads up to the high watermark.
 
@@ -25,7 +27,9 @@ Outcomes
 - send ``fail`` (definitely not applied): the producer gave up without ever sending it, or
   every attempt it sent was answered with an error the broker returns *before* appending
   (``NOT_ENOUGH_REPLICAS``: the ISR is below ``min.insync.replicas``;
-  ``KAFKA_STORAGE_ERROR``: the append itself failed). ``NOT_LEADER_OR_FOLLOWER`` and
+  ``KAFKA_STORAGE_ERROR``: the append itself failed; with idempotence,
+  ``OUT_OF_ORDER_SEQUENCE_NUMBER`` and ``INVALID_PRODUCER_EPOCH``: the sequence check
+  refused the batch). ``NOT_LEADER_OR_FOLLOWER`` and
   ``REQUEST_TIMED_OUT`` do not count: a leader also answers them for records it appended
   and then could not commit (leadership moved mid-request, the purgatory expired).
 - send ``info`` (unknown): anything else -- an attempt timed out, its connection dropped, or
@@ -53,7 +57,14 @@ from impl.partitioner import partition_for_key
 from impl.protocol import Effects, Errors, ProduceResponse
 from jepsen_py.generator import Invocation, Thread
 
-DEFINITE_ERRORS = frozenset({Errors.NOT_ENOUGH_REPLICAS, Errors.KAFKA_STORAGE_ERROR})
+DEFINITE_ERRORS = frozenset(
+    {
+        Errors.NOT_ENOUGH_REPLICAS,
+        Errors.KAFKA_STORAGE_ERROR,
+        Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        Errors.INVALID_PRODUCER_EPOCH,
+    }
+)
 """Produce errors a broker only answers before appending anything."""
 
 

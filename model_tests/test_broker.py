@@ -4,6 +4,7 @@ the state machines with hand-built requests (no network, no controller)."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from impl.broker import Broker, BrokerConfig
@@ -471,3 +472,165 @@ def test_acks_0_gets_no_answer_unless_it_fails(acks):
     follower = make_broker(2)
     out = follower.step("p1", produce(acks=acks), 0)
     assert only(out, ProduceResponse).error is Errors.NOT_LEADER_OR_FOLLOWER
+
+
+# --------------------------------------------------------------------------- idempotence
+
+
+PID = 7
+
+
+def iproduce(
+    seq: int, *, epoch: int = 0, pid: int = PID, acks: int = -1, request_id: int | None = None
+) -> Produce:
+    """An idempotent producer's one-record batch (KIP-98): producer id, epoch, sequence."""
+    rid = request_id if request_id is not None else 100 + seq
+    return Produce("p1", rid, T, 0, acks, ((None, f"s{seq}".encode()),), pid, epoch, seq)
+
+
+def follow(follower: Broker, leader: Broker, request: LeaderAndIsr) -> None:
+    """Deliver ``request`` (naming ``leader``) to ``follower`` and route its epoch exchange."""
+    out = follower.step("controller", request, 0)
+    for _ in range(10):
+        asks = [m for _, m in out.sends if isinstance(m, OffsetsForLeaderEpoch)]
+        if not asks:
+            break
+        answer = only(leader.step(follower.node, asks[0], 0), OffsetsForLeaderEpochResponse)
+        out = follower.step(leader.node, answer, 0)
+    assert replica_of(follower).role is Role.FOLLOWER
+
+
+def catch_up(follower: Broker, leader: Broker, now: int = 0) -> None:
+    """Atomic-mode replica fetches (one record each) until the follower has the leader's log."""
+    for _ in range(100):
+        request = follower.build_fetch(T, 0, now)
+        assert request is not None
+        if request.fetch_offset == replica_of(leader).leo:
+            leader.step(follower.node, request, now)  # records the follower's LEO: HW moves
+            return
+        follower.step(
+            leader.node, only(leader.step(follower.node, request, now), FetchResponse), now
+        )
+    raise AssertionError("the follower never caught up")
+
+
+def test_an_idempotent_retry_is_answered_with_the_original_offset_and_not_appended():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0, isr=(1,)), 0)
+    assert only(broker.step("p1", iproduce(0), 0), ProduceResponse).base_offset == 0
+    assert only(broker.step("p1", iproduce(1), 0), ProduceResponse).base_offset == 1
+    retry = only(broker.step("p1", iproduce(0, request_id=555), 0), ProduceResponse)
+    assert (retry.error, retry.base_offset, retry.request_id) == (Errors.NONE, 0, 555)
+    replica = replica_of(broker)
+    assert replica.leo == 2, "the duplicate was not appended again"
+    [first, second] = replica.log.read_batches(0)
+    assert (first.producer_id, first.producer_epoch, first.base_sequence) == (PID, 0, 0)
+    assert second.base_sequence == 1
+
+
+def test_a_duplicate_of_an_uncommitted_batch_waits_for_the_hw_like_the_original():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0, isr=(1, 2), replicas=(1, 2)), 0)
+    assert not broker.step("p1", iproduce(0, request_id=1), 0).sends
+    out = broker.step("p1", iproduce(0, request_id=2), 0)
+    assert not [m for _, m in out.sends if isinstance(m, ProduceResponse)], "acks=all waits"
+    out = broker.step("b2", fetch(2, 1), 0)
+    answers = sorted(
+        (m.request_id, m.error, m.base_offset)
+        for _, m in out.sends
+        if isinstance(m, ProduceResponse)
+    )
+    assert answers == [(1, Errors.NONE, 0), (2, Errors.NONE, 0)]
+    assert replica_of(broker).leo == 1
+
+
+def test_a_sequence_gap_or_a_stale_producer_epoch_is_refused_and_nothing_appended():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0, isr=(1,)), 0)
+    broker.step("p1", iproduce(0), 0)
+    broker.step("p1", iproduce(1), 0)
+
+    def answer(request: Produce) -> Errors:
+        return only(broker.step("p1", request, 0), ProduceResponse).error
+
+    assert answer(iproduce(3)) is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, "2 is missing"
+    assert answer(iproduce(5, epoch=1)) is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, "a new epoch"
+    assert replica_of(broker).leo == 2
+    assert answer(iproduce(0, epoch=1)) is Errors.NONE, "a new epoch starts at 0 (KIP-360)"
+    assert answer(iproduce(2, epoch=0)) is Errors.INVALID_PRODUCER_EPOCH, "a zombie request"
+    assert answer(iproduce(1, epoch=1)) is Errors.NONE
+    assert answer(iproduce(42, pid=9)) is Errors.NONE, "no state for that producer: any start"
+    assert replica_of(broker).leo == 5
+    assert replica_of(broker).producer_state.describe() == {
+        PID: (1, [(0, 0, 2, 2), (1, 1, 3, 3)]),
+        9: (0, [(42, 42, 4, 4)]),
+    }
+
+
+def test_the_leader_remembers_the_last_five_batches_of_a_producer():
+    broker = make_broker(1)
+    broker.step("controller", lai(1, 0, isr=(1,)), 0)
+    for seq in range(7):
+        broker.step("p1", iproduce(seq), 0)
+    assert only(broker.step("p1", iproduce(2), 0), ProduceResponse).base_offset == 2
+    # Sequence 1 is older than the five retained batches: not a known duplicate, not next.
+    late = only(broker.step("p1", iproduce(1), 0), ProduceResponse)
+    assert late.error is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert replica_of(broker).leo == 7
+
+
+def test_producer_fields_are_in_the_batch_header_under_the_crc():
+    from impl.log import CorruptBatchError, decode
+
+    batch = attrs.evolve(RecordBatch.of(b"x"), producer_id=PID, producer_epoch=3, base_sequence=9)
+    data = batch.with_placement(0, 0).encode()
+    decoded, _ = decode(data)
+    assert (decoded.producer_id, decoded.producer_epoch, decoded.base_sequence) == (PID, 3, 9)
+    for byte in (27, 35, 37):  # producer id, producer epoch, base sequence
+        flipped = bytearray(data)
+        flipped[byte + 1] ^= 0x01
+        with pytest.raises(CorruptBatchError, match="CRC"):
+            decode(bytes(flipped))
+
+
+def test_a_new_leader_answers_retries_from_the_state_it_replicated():
+    leader, follower = make_broker(1), make_broker(2)
+    leader.step("controller", lai(1, 0, isr=(1, 2), replicas=(1, 2)), 0)
+    follow(follower, leader, lai(1, 0, isr=(1, 2), replicas=(1, 2)))
+    for seq in range(3):
+        leader.step("p1", iproduce(seq), 0)
+    catch_up(follower, leader)
+    assert replica_of(follower).producer_state.last_sequence(PID) == (0, 2)
+    # Failover: b2 leads epoch 1. A retry of sequence 2 (its answer was lost with b1) is
+    # a duplicate there too; sequence 3 is next; a gap is still a gap.
+    follower.step("controller", lai(2, 1, isr=(2,), replicas=(1, 2)), 0)
+    assert replica_of(follower).role is Role.LEADER
+    retry = only(follower.step("p1", iproduce(2), 0), ProduceResponse)
+    assert (retry.error, retry.base_offset) == (Errors.NONE, 2)
+    assert only(follower.step("p1", iproduce(3), 0), ProduceResponse).base_offset == 3
+    gap = only(follower.step("p1", iproduce(5), 0), ProduceResponse)
+    assert gap.error is Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert replica_of(follower).leo == 4
+
+
+def test_truncation_and_restart_rebuild_producer_state_from_the_log():
+    disk = SimDisk("b2")
+    leader, follower = make_broker(1), make_broker(2, disk=disk)
+    leader.step("controller", lai(1, 0, isr=(1, 2), replicas=(1, 2, 3)), 0)
+    follow(follower, leader, lai(1, 0, isr=(1, 2), replicas=(1, 2, 3)))
+    for seq in range(3):
+        leader.step("p1", iproduce(seq), 0)
+    catch_up(follower, leader)
+    # b3 leads epoch 1 holding only offset 0: b2 truncates to 1 (KIP-101 exchange).
+    out = follower.step("controller", lai(3, 1, isr=(2, 3), replicas=(1, 2, 3)), 0)
+    request = only(out, OffsetsForLeaderEpoch)
+    follower.step(
+        "b3", OffsetsForLeaderEpochResponse(T, 0, Errors.NONE, request.request_id, 0, 1), 0
+    )
+    replica = replica_of(follower)
+    assert replica.leo == 1
+    assert replica.producer_state.last_sequence(PID) == (0, 0), "sequences 1, 2 went too"
+    replica.log.flush()
+    disk.crash()
+    again = Broker(2, disk, follower.config, now=0, incarnation=1)
+    assert replica_of(again).producer_state.describe() == {PID: (0, [(0, 0, 0, 0)])}

@@ -13,6 +13,8 @@ from impl.protocol import (
     Errors,
     Fetch,
     FetchResponse,
+    InitProducerId,
+    InitProducerIdResponse,
     MetadataRequest,
     MetadataResponse,
     PartitionMetadata,
@@ -165,3 +167,119 @@ def test_in_a_cluster_acknowledged_sends_are_read_back_in_order():
     read = {(v or b"").decode(): o for o, v in cluster.consumers["c1"].records}
     assert len(acked) == 20
     assert read == acked
+
+
+# --- the idempotent producer (KIP-98, KIP-360) ----------------------------------------
+
+
+def idempotent(**config) -> Producer:
+    p = producer(partitions=2, enable_idempotence=True, **config)
+    p.step("controller", metadata(1, 2), 0)
+    return p
+
+
+def produced(effects) -> list[tuple[int, int, int, int]]:
+    """(partition, producer id, epoch, sequence) of each Produce sent."""
+    return [
+        (m.partition, m.producer_id, m.producer_epoch, m.base_sequence)
+        for _, m in sends(effects, Produce)
+    ]
+
+
+def test_idempotence_needs_acks_all_and_at_most_five_requests_in_flight():
+    with pytest.raises(ValueError, match="acks=all"):
+        ProducerConfig(acks=1, enable_idempotence=True)
+    with pytest.raises(ValueError, match="max_in_flight"):
+        ProducerConfig(enable_idempotence=True, max_in_flight=6)
+
+
+def test_an_idempotent_producer_gets_an_id_then_numbers_records_per_partition():
+    p = idempotent(max_in_flight=5)
+    p.send(b"k0", b"a", 0)
+    out = p.pump(0)
+    [(dst, init)] = sends(out, InitProducerId)
+    assert dst == "controller" and not sends(out, Produce), "no id yet: nothing is sent"
+    out = p.step("controller", InitProducerIdResponse(Errors.NONE, init.request_id, 42, 0), ms(1))
+    for value in (b"b", b"c"):
+        p.send(b"k0", value, ms(1))
+    p.send(b"k3", b"d", ms(1))
+    out.extend(p.pump(ms(1)))
+    k0, k3 = partition_for_key(b"k0", 2), partition_for_key(b"k3", 2)
+    assert k0 != k3
+    assert produced(out) == [(k0, 42, 0, 0), (k0, 42, 0, 1), (k0, 42, 0, 2), (k3, 42, 0, 0)]
+
+
+def test_a_retry_keeps_its_sequence_and_an_expired_send_bumps_the_epoch():
+    p = idempotent(request_timeout_ns=ms(100), delivery_timeout_ns=ms(250))
+    p.send(b"k0", b"a", 0)
+    [(_, init)] = sends(p.pump(0), InitProducerId)
+    [first] = produced(
+        p.step("controller", InitProducerIdResponse(Errors.NONE, init.request_id, 42, 0), 0)
+    )
+    retried = p.tick(ms(101))  # unanswered: sent again, same sequence
+    retried.extend(p.step("controller", metadata(1, 2), ms(102)))
+    retried.extend(p.pump(ms(201)))
+    assert produced(retried) == [first]
+    p.tick(ms(302))  # timed out again, past the delivery timeout: unknown, unresolved
+    assert [op["type"] for op in p.history if op["type"] != "invoke"] == ["info"]
+    p.send(b"k0", b"b", ms(302))
+    [after] = produced(p.step("controller", metadata(1, 2), ms(303)))
+    assert after == (first[0], 42, 1, 0), "KIP-360: a new epoch, the partition starts at 0"
+    assert p.stats["epoch_bumps"] == 1
+
+
+def test_out_of_order_sequence_fails_the_send_and_bumps_the_epoch():
+    p = idempotent()
+    p.send(b"k0", b"a", 0)
+    [(_, init)] = sends(p.pump(0), InitProducerId)
+    out = p.step("controller", InitProducerIdResponse(Errors.NONE, init.request_id, 42, 3), 0)
+    [request] = sends(out, Produce)
+    refused = ProduceResponse(
+        request[1].request_id, "t", request[1].partition, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
+    p.step("b1", refused, ms(1))
+    assert [op["type"] for op in p.history if op["type"] != "invoke"] == ["info"]
+    p.send(b"k0", b"b", ms(2))
+    assert produced(p.pump(ms(2)))[0][2:] == (4, 0)
+
+
+def test_in_a_cluster_idempotent_retries_of_duplicated_requests_append_once():
+    """The network delivers every request twice: without idempotence records land twice,
+    with it (Kafka's default with acks=all) each value is in the log once."""
+    from impl.sim.network import NetworkConfig
+
+    counts = {}
+    for idempotence in (False, True):
+        config = ClusterConfig(
+            brokers=3,
+            producers=1,
+            consumers=1,
+            enable_idempotence=idempotence,
+            network=NetworkConfig(duplicate_probability=1.0),
+        )
+        cluster = Cluster(config, seed=4)
+        for i in range(10):
+            cluster.client_send("p1", None, f"v{i}".encode())
+            cluster.run_until(cluster.clock.now + ms(100))
+        cluster.run_until(cluster.clock.now + seconds(2))
+        for _ in range(3):
+            cluster.client_poll("c1")
+            cluster.run_until(cluster.clock.now + ms(600))
+        values = [v for _, v in cluster.consumers["c1"].records]
+        assert set(values) == {f"v{i}".encode() for i in range(10)}
+        counts[idempotence] = len(values)
+    assert counts == {False: 20, True: 10}
+
+
+def test_a_producer_times_out_by_its_own_clock():
+    # delivery.timeout.ms (30 s here) on the producer's local clock: with the controller
+    # gone no leader is ever known; a clock 60 s ahead gives the send up at its next tick.
+    for skew, outcomes in ((0, []), (seconds(60), ["fail"])):
+        cluster = Cluster(ClusterConfig(producers=1), seed=2)
+        cluster.crash("controller")
+        cluster.client_send("p1", None, b"x")
+        cluster.skew_clock("p1", skew)
+        cluster.run_until(cluster.clock.now + seconds(2))
+        done = [op for op in cluster.history() if op["type"] != "invoke"]
+        assert [op["type"] for op in done] == outcomes
+        assert all(op["time"] <= cluster.clock.now for op in done), "histories: global time"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from jepsen_py.cli import main
@@ -15,6 +16,7 @@ from jepsen_py.runner import run_test
 from jepsen_py.scenarios import jepsen_2013
 
 
+@pytest.mark.spark
 def test_demo_runs_the_whole_story_and_writes_its_results(
     tmp_path: Path, spark_session: Any
 ) -> None:

@@ -62,11 +62,11 @@ def test_parse_faults_expands_aliases_in_catalogue_order() -> None:
     assert parse_faults("none") == ()
 
 
-def test_unknown_and_unsupported_faults_are_refused_with_the_reason() -> None:
-    with pytest.raises(NemesisError, match="unknown fault 'partiton'"):
+def test_unknown_faults_are_refused_with_the_catalogue() -> None:
+    with pytest.raises(NemesisError, match=r"unknown fault 'partiton'.*clock"):
         parse_faults("partiton")
-    with pytest.raises(NemesisError, match="global time"):
-        parse_faults("clock")
+    assert parse_faults("clock") == parse_faults("clock-skew") == ("clock",)
+    assert "clock" in ALL
 
 
 def test_every_fault_names_its_ops_as_the_generator_and_the_reports_do() -> None:
@@ -96,6 +96,10 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert cluster.network.config != base_network
     elif fault == "kill-all":
         assert all(states(cluster)[b] is NodeState.CRASHED for b in ("b1", "b2", "b3"))
+    elif group == "clock":
+        assert done["skews"] and set(done["skews"]) <= SERVERS, "clients are never skewed"
+        skewed = {n for n in SERVERS if cluster.clock.local_now(n) != cluster.clock.now}
+        assert skewed == set(done["skews"])
     else:
         expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
         assert states(cluster)[done["node"]] is expected
@@ -106,6 +110,7 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
     assert cluster.network.config == base_network
     assert all_running(cluster)
     assert nemesis.active == {}
+    assert all(cluster.clock.local_now(n) == cluster.clock.now for n in SERVERS)
 
 
 def test_partition_shapes_are_jepsens_grudges() -> None:
@@ -145,6 +150,72 @@ def test_a_fault_with_a_value_hits_exactly_those_targets() -> None:
     assert cluster.nodes.state("b3") is NodeState.CRASHED
     again = nemesis.perform("start-disk-truncate", {"node": "b3"})
     assert "skipped" in again, "a crashed broker cannot be crashed again"
+
+
+def test_a_clock_fault_with_a_value_sets_exactly_those_clocks_and_rates() -> None:
+    cluster = busy_cluster()
+    nemesis = Nemesis(cluster, random.Random(0))
+    given = {"skews": {"b2": 5 * SECOND, "controller": -SECOND}, "rates": {"b2": [2, 1]}}
+    assert nemesis.perform("start-clock", given) == given
+    start = cluster.clock.now
+    assert cluster.clock.local_now("b2") == start + 5 * SECOND
+    assert cluster.clock.local_now("controller") == start - SECOND
+    cluster.run_until(start + SECOND)
+    assert cluster.clock.local_now("b2") == start + SECOND + 5 * SECOND + SECOND, "twice as fast"
+    assert cluster.clock.local_now("b1") == cluster.clock.now
+    assert nemesis.perform("stop-clock", None) == {"reset": ["b2", "controller"]}
+    assert cluster.clock.local_now("b2") == cluster.clock.now, "the heal steps it back"
+
+
+def _cut_b3_off_the_leader(skew_ns: int) -> tuple[Cluster, frozenset[int]]:
+    """A one-partition cluster whose leader b1 has written a record follower b3 never
+    fetched (b3 is cut off from it); then the leader's clock is bumped by ``skew_ns`` and
+    one more second passes, much less than ``replica.lag.time.max.ms`` (10 s)."""
+    config = TestConfig(nemesis=("clock",), partitions=1).cluster_config()
+    cluster = Cluster(config, 1)
+    cluster.run_until(2 * SECOND)
+    leader = cluster.store.partitions[("t", 0)].leader
+    assert leader == 1 and cluster.store.partitions[("t", 0)].isr == {1, 2, 3}
+    cluster.partition([("b1", "b3"), ("b3", "b1")])
+    cluster.client_send("p1", None, b"x")
+    cluster.run_until(cluster.clock.now + 100_000_000)
+    Nemesis(cluster, random.Random(0)).perform("start-clock", {"skews": {"b1": skew_ns}})
+    cluster.run_until(cluster.clock.now + SECOND)
+    return cluster, cluster.store.partitions[("t", 0)].isr
+
+
+def test_a_leader_whose_clock_jumps_ahead_shrinks_its_isr_at_once() -> None:
+    # Kafka's Partition.maybeShrinkIsr compares the leader's clock with the last time each
+    # follower was caught up: a jump past replica.lag.time.max.ms drops b3 within a tick.
+    _, isr = _cut_b3_off_the_leader(0)
+    assert isr == {1, 2, 3}, "without skew, b3 is still within its 10 s of lag"
+    _, isr = _cut_b3_off_the_leader(30 * SECOND)
+    assert isr == {1, 2}, "a leader 30 s ahead sees b3 lagging for 30 s"
+
+
+def _registrations_after_a_controller_bump(skew_ns: int) -> tuple[Cluster, dict[int, int]]:
+    """Broker -> broker epoch, 200 ms after the controller's clock is bumped."""
+    cluster = busy_cluster()
+    assert sorted(cluster.store.registrations) == [1, 2, 3]
+    Nemesis(cluster, random.Random(0)).perform("start-clock", {"skews": {"controller": skew_ns}})
+    cluster.run_until(cluster.clock.now + 200_000_000)
+    return cluster, dict(cluster.store.registrations)
+
+
+def test_a_controller_whose_clock_jumps_ahead_expires_broker_sessions() -> None:
+    # broker.session.timeout.ms (6 s here) on the controller's clock: after a 60 s jump,
+    # every broker whose heartbeat did not come in before the controller's next tick is
+    # taken for dead (false suspicion), and registers again with a new broker epoch.
+    _, unskewed = _registrations_after_a_controller_bump(0)
+    assert sorted(unskewed) == [1, 2, 3], "no skew: every session lives on"
+    cluster, skewed = _registrations_after_a_controller_bump(60 * SECOND)
+    expired = sorted({1, 2, 3} - set(skewed))
+    assert expired, "no session expired"
+    Nemesis(cluster, random.Random(0)).perform("stop-clock", None)
+    cluster.run_until(cluster.clock.now + 5 * SECOND)
+    again = cluster.store.registrations
+    assert sorted(again) == [1, 2, 3]
+    assert all(again[b] > unskewed[b] for b in expired), "they registered again"
 
 
 def test_kill_loses_the_page_cache_and_sigkill_keeps_it() -> None:

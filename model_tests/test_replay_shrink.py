@@ -15,17 +15,10 @@ from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ScheduleStep
 from jepsen_py.replay import ReplayError, first_anomaly, replay
 from jepsen_py.runner import RunOutcome, TestConfig, run_test
+from jepsen_py.scenarios import CUT_FOLLOWERS, ISOLATE_LEADER
 from jepsen_py.shrink import ShrinkError, anomaly_types, shrink
 
-CUT_FOLLOWERS = {"b1": ["b2", "b3"], "b2": ["b1"], "b3": ["b1"]}
-ISOLATE_LEADER = {
-    "b1": ["b2", "b3", "controller"],
-    "b2": ["b1"],
-    "b3": ["b1"],
-    "controller": ["b1"],
-}
-
-# The 2013 pattern (see test_runner) with a few extra faults that have nothing to do with
+# The 2013 pattern (``jepsen_py.scenarios``) with a few extra faults that have nothing to do with
 # the loss, for the shrinker to throw away.
 FAILING = TestConfig(
     name="unclean",

@@ -3,8 +3,9 @@ bugs, run on the simulated cluster and judged by the history checkers.
 
 Each configuration that must lose data is shown losing it (the checker can fail), and the
 protocol Kafka runs today (acks=all, min.insync.replicas=2, clean election, leader-epoch
-truncation) is shown keeping every acknowledged write under every fault but whole-cluster
-loss of unflushed data. Counts of seeds are stated in each test.
+truncation, idempotent producers) is shown keeping every acknowledged write, once, under
+every fault but whole-cluster loss of unflushed data. Counts of seeds are stated in each
+test.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from jepsen_py.checker.anomalies import find_anomalies
+from jepsen_py.checker.kafka_log import check_log
+from jepsen_py.checker.result import Verdict
 from jepsen_py.cli import main
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
@@ -35,13 +38,10 @@ from jepsen_py.runner import (
     run_test,
     swarm_config,
 )
+from jepsen_py.scenarios import JEPSEN_2013, KAFKA_TODAY, jepsen_2013
 from jepsen_py.store import load_run
 
 REPO = Path(__file__).resolve().parent.parent
-
-KAFKA_TODAY = TestConfig(acks="all", min_isr=2, unclean=False, truncation="kip320", nemesis=ALL)
-"""acks=all, min.insync.replicas=2, 3 brokers, clean election, KIP-320 truncation, every
-fault except whole-cluster loss of unflushed data (``kill-all``)."""
 
 
 def lost_or_inconsistent(outcome: RunOutcome) -> tuple[int, int]:
@@ -57,26 +57,119 @@ def assert_safe(outcome: RunOutcome) -> None:
         assert name not in r["violations"], (outcome.seed, name, r["command"])
 
 
+def stale_polls(history: list[Op]) -> list[tuple[Op, Op]]:
+    """(invocation, completion) of the polls that reported a high watermark older than what
+    the history had already shown when they were invoked: an offset at or above it
+    acknowledged, or a higher high watermark returned. A deposed leader that has not heard
+    of its successor (cut off from the controller, paused) still answers its consumers with
+    its old HW: Kafka's reads have no leader lease, so they are not linearizable under
+    partitions."""
+    known: dict[object, int] = {}  # per key: the log length the history has shown
+    invoked: dict[object, tuple[Op, int]] = {}
+    stale = []
+    for op in history:
+        if not op.is_client:
+            continue
+        if op.type == "invoke":
+            if op.f == "poll":
+                invoked[op.process] = (op, known.get(op.key, 0))
+            continue
+        start, shown = invoked.pop(op.process, (None, 0))
+        if op.type != "ok" or not isinstance(op.value, dict):
+            continue
+        if op.f == "send":
+            known[op.key] = max(known.get(op.key, 0), op.value["offset"] + 1)
+        elif op.f == "poll":
+            if start is not None and op.value["hw"] < shown:
+                stale.append((start, op))
+            known[op.key] = max(known.get(op.key, 0), op.value["hw"])
+    return stale
+
+
+def linearizable_but_for_stale_reads(history: list[Op]) -> bool:
+    """Whether the history without the stale polls (a read left out constrains nothing;
+    their records are still checked by the anomaly taxonomy) is a linearizable log."""
+    stale = {op.index for pair in stale_polls(history) for op in pair}
+    return check_log([op for op in history if op.index not in stale]).verdict is Verdict.OK
+
+
 # --- the protocol of today holds ------------------------------------------------------
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write(seed: int) -> None:
-    # 3 seeds x 30 s here; 50 seeds x 60 s in the slow suite below.
+def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once(seed: int) -> None:
+    # 3 seeds x 30 s here; 50 seeds x 60 s in the slow suite below. Idempotent producers:
+    # no duplicates, so the whole verdict is valid (linearizable, no anomaly at all).
     outcome = run_test(attrs.evolve(KAFKA_TODAY, time_limit_ns=30 * SECOND), seed)
     assert sum(outcome.results["faults"].values()) >= 2
     assert_safe(outcome)
+    assert outcome.results["anomaly_types"] == [], outcome.results["anomalies"]
+    assert outcome.verdict == "valid", outcome.results["linearizable"]
 
 
 @pytest.mark.slow
-def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_50_seeds() -> None:
+def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once_50_seeds() -> None:
+    # Seeds 1..50: no lost write, no duplicate, no anomaly of any kind in any seed. 47 are
+    # valid outright; 3 (2, 30, 31 when this was written) are not linearizable only because
+    # a consumer read a deposed leader's old high watermark (see stale_polls).
     faults: dict[str, int] = {}
+    valid, stale_only = [], []
     for seed in range(1, 51):
         outcome = run_test(KAFKA_TODAY, seed)
         assert_safe(outcome)
+        assert outcome.results["anomaly_types"] == [], (seed, outcome.results["anomalies"])
+        if outcome.verdict == "valid":
+            valid.append(seed)
+        else:
+            assert outcome.results["violations"] == [], (seed, outcome.results["command"])
+            assert stale_polls(outcome.history), (seed, outcome.results["linearizable"])
+            assert linearizable_but_for_stale_reads(outcome.history), seed
+            stale_only.append(seed)
         for name, n in outcome.results["faults"].items():
             faults[name] = faults.get(name, 0) + n
     assert set(faults) == set(ALL), f"every fault ran at least once: {faults}"
+    assert len(valid) >= 45, f"stale reads only in seeds {stale_only}"
+
+
+def test_a_stale_read_is_the_only_thing_the_stale_read_exemption_forgives() -> None:
+    def op(index: int, process: int, type_: str, f: str, value: object) -> Op:
+        return Op(index, index, process, type_, f, "t-0", value)
+
+    stale = [
+        op(0, 1, "invoke", "send", 1),
+        op(1, 1, "ok", "send", {"offset": 0, "value": 1}),
+        op(2, 2, "invoke", "poll", {"from": 0}),
+        op(3, 2, "ok", "poll", {"records": [], "hw": 0}),  # a deposed leader's old HW
+    ]
+    assert check_log(stale).verdict is Verdict.ILLEGAL
+    assert stale_polls(stale) == [(stale[2], stale[3])] and linearizable_but_for_stale_reads(stale)
+    duplicate = [
+        *stale[:2],
+        op(2, 1, "invoke", "send", 1),
+        op(3, 1, "ok", "send", {"offset": 1, "value": 1}),
+    ]
+    assert not stale_polls(duplicate) and not linearizable_but_for_stale_reads(duplicate)
+
+
+def test_without_idempotence_retries_append_twice_and_the_check_says_so() -> None:
+    # The network duplicates and drops requests: a producer's request lands twice, or its
+    # answer is lost and it retries one that landed. Without idempotence (Kafka before
+    # KIP-98, or enable.idempotence=false) those are appended again: `duplicate` anomalies.
+    config = attrs.evolve(
+        KAFKA_TODAY,
+        nemesis=("duplicate", "loss"),
+        partitions=1,
+        interval_ns=2 * SECOND,
+        time_limit_ns=15 * SECOND,
+        recovery_ns=10 * SECOND,
+    )
+    plain = run_test(attrs.evolve(config, idempotence=False), 1)
+    assert_safe(plain)
+    assert plain.verdict == "invalid" and "duplicate" in plain.results["violations"]
+    assert plain.results["anomalies"]["counts"]["duplicate"] > 0
+    idempotent = run_test(config, 1)
+    assert_safe(idempotent)
+    assert idempotent.verdict == "valid", idempotent.results["violations"]
 
 
 def test_a_fault_free_run_is_valid_and_linearizable() -> None:
@@ -88,37 +181,6 @@ def test_a_fault_free_run_is_valid_and_linearizable() -> None:
 
 
 # --- the known losses are found -------------------------------------------------------
-
-CUT_FOLLOWERS = {"b1": ["b2", "b3"], "b2": ["b1"], "b3": ["b1"]}
-ISOLATE_LEADER = {
-    "b1": ["b2", "b3", "controller"],
-    "b2": ["b1"],
-    "b3": ["b1"],
-    "controller": ["b1"],
-}
-JEPSEN_2013 = (
-    # The followers lose the leader b1 (which still reaches the controller): after
-    # replica.lag.time.max.ms the ISR shrinks to b1 alone, which goes on acknowledging.
-    ScheduleStep(2 * SECOND, "start-partition", {"shape": "isr-shrink", "grudge": CUT_FOLLOWERS}),
-    # Then b1 loses the controller too; clients still reach it. Its session expires, no ISR
-    # member is left, and an out-of-sync follower is elected.
-    ScheduleStep(16 * SECOND, "start-partition", {"shape": "leader-cut", "grudge": ISOLATE_LEADER}),
-    ScheduleStep(28 * SECOND, "stop-partition"),
-)
-
-
-def jepsen_2013(unclean: bool) -> TestConfig:
-    return TestConfig(
-        name="jepsen-2013",
-        acks="all",
-        min_isr=1,
-        unclean=unclean,
-        partitions=1,
-        schedule=JEPSEN_2013,
-        time_limit_ns=30 * SECOND,
-        recovery_ns=15 * SECOND,
-        rate=50,
-    )
 
 
 def test_unclean_election_after_the_2013_partition_loses_acknowledged_writes() -> None:
@@ -370,8 +432,10 @@ def test_kmodel_test_exit_codes_and_json(tmp_path: Path) -> None:
     payload = json.loads(out.strip().splitlines()[-1])
     assert payload["verdict"] == "invalid" and payload["linearizable"] == "illegal"
     assert payload["command"].endswith("--seed 1") and Path(payload["store"]).is_dir()
-    code, out = cli("test", "--nemesis", "clock")
-    assert code == 2 and "global time" in out
+    code, out = cli("test", "--nemesis", "clock,partiton")
+    assert code == 2 and "unknown fault 'partiton'" in out
+    code, out = cli("test", "--acks", "1", "--idempotence")
+    assert code == 2 and "acks=all" in out
     code, out = cli("test", "--min-isr", "4")
     assert code == 2 and "min.insync.replicas" in out
     code, out = cli("test", "--time-limit", "soon")

@@ -5,10 +5,21 @@ Nothing reads a wall clock: the world loop moves the clock forward to the next e
 timer or a message delivery) and nothing else moves it. Kafka's own timeouts are in
 milliseconds (``replica.lag.time.max.ms``, ``request.timeout.ms``); ``ms()`` converts.
 
-Clock skew (the clock-skew nemesis): each node sees ``global time + skew(node)``. Kafka
-mostly measures timeouts with a monotonic clock, but timestamps records, leader-epoch
-checkpoints and log retention with the wall clock, so a node's local view may run ahead of
-or behind the others and may even step backwards when its skew is changed.
+Clock skew (the ``clock`` nemesis): each node reads its own *local* clock, global time plus
+a per-node offset, running at a per-node rate::
+
+    local_now(node) = now + skew(node) + (now - since(node)) * (rate(node) - 1)
+
+The world hands every node its local time (``impl.cluster``), and the nodes use it where
+Kafka uses the local clock: ``replica.lag.time.max.ms`` on a leader (``impl.isr``), the
+controller's broker session timeout, a broker's request timeouts, a producer's
+``request.timeout.ms`` and ``delivery.timeout.ms``. Kafka reads ``time.milliseconds()``
+(the wall clock) for most of these, so a clock that jumps or runs fast or slow changes its
+decisions. Only local decisions change: events are scheduled on global time, which keeps
+runs deterministic. A skew may make a local clock step backwards (a jump back, a heal).
+
+Timers are ordered by (time, sequence number): two timers due at the same instant fire in
+the order they were scheduled, in every run, so ties never depend on a heap's internals.
 
 Timers are ordered by (time, sequence number): two timers due at the same instant fire in
 the order they were scheduled, in every run, so ties never depend on a heap's internals.
@@ -95,12 +106,14 @@ class Clock:
     ``local_now(node)`` (what that node's wall clock says).
     """
 
-    __slots__ = ("_now", "_skew")
+    __slots__ = ("_now", "_rate", "_skew")
 
     def __init__(self, start_ns: int = 0) -> None:
         assert isinstance(start_ns, int) and start_ns >= 0, start_ns
         self._now = start_ns
         self._skew: dict[str, int] = {}
+        self._rate: dict[str, tuple[int, int, int]] = {}
+        """node -> (global time the rate was set, numerator, denominator)."""
 
     @property
     def now(self) -> int:
@@ -127,28 +140,60 @@ class Clock:
         return self._skew.get(node, 0)
 
     def set_skew(self, node: str, skew_ns: int) -> None:
-        """From now on ``node`` reads ``now + skew_ns`` (negative: its clock is behind)."""
+        """From now on ``node`` reads ``now + skew_ns`` (negative: its clock is behind),
+        plus what its rate adds from now on."""
         if not isinstance(skew_ns, int):
             raise TypeError(f"skew is an int of nanoseconds, got {skew_ns!r}")
+        if node in self._rate:
+            _, num, den = self._rate[node]
+            self._rate[node] = (self._now, num, den)
         if skew_ns == 0:
             self._skew.pop(node, None)
         else:
             self._skew[node] = skew_ns
 
+    def set_rate(self, node: str, numerator: int, denominator: int = 1) -> None:
+        """From now on ``node``'s clock advances ``numerator/denominator`` local
+        nanoseconds per global one (2/1: twice as fast); it reads what it reads now."""
+        if not (isinstance(numerator, int) and isinstance(denominator, int)):
+            raise TypeError(f"a rate is a ratio of ints, got {numerator!r}/{denominator!r}")
+        if numerator <= 0 or denominator <= 0:
+            raise ValueError(f"a clock rate is > 0, got {numerator}/{denominator}")
+        self.set_skew(node, self.local_now(node) - self._now)  # fold the drift so far in
+        if numerator == denominator:
+            self._rate.pop(node, None)
+        else:
+            self._rate[node] = (self._now, numerator, denominator)
+
+    def rate(self, node: str) -> tuple[int, int]:
+        _, num, den = self._rate.get(node, (0, 1, 1))
+        return num, den
+
     def clear_skews(self) -> None:
-        """Heal the clock-skew nemesis: every node agrees with global time again."""
+        """Heal the clock nemesis: every node agrees with global time again."""
         self._skew.clear()
+        self._rate.clear()
 
     def skews(self) -> tuple[tuple[str, int], ...]:
         """The non-zero skews, sorted by node name."""
         return tuple(sorted(self._skew.items()))
 
     def local_now(self, node: str) -> int:
-        return self._now + self._skew.get(node, 0)
+        now = self._now
+        if node in self._rate:
+            since, num, den = self._rate[node]
+            now += (now - since) * (num - den) // den
+        return now + self._skew.get(node, 0)
 
     def to_global(self, node: str, local_ns: int) -> int:
-        """The global time at which ``node``'s clock will read ``local_ns`` (at current skew)."""
-        return local_ns - self._skew.get(node, 0)
+        """The global time at which ``node``'s clock will read ``local_ns`` (at its current
+        skew and rate; the first such time, rounded up)."""
+        skewed = local_ns - self._skew.get(node, 0)
+        if node not in self._rate:
+            return skewed
+        since, num, den = self._rate[node]
+        # skewed = since + (t - since) * num / den  =>  t = since + (skewed - since) * den / num
+        return since + -((-(skewed - since) * den) // num)
 
     def __repr__(self) -> str:
         return f"Clock(now={format_ns(self._now)}, skews={dict(self.skews())})"

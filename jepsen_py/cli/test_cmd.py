@@ -36,9 +36,11 @@ from jepsen_py.store import StoreError
 
 def describe_config(config: TestConfig) -> str:
     election = "unclean election" if config.unclean else "clean election"
+    idempotent = config.cluster_config().idempotence
     return (
         f"{config.brokers} brokers, {config.partitions} partition(s), acks={config.acks}, "
-        f"min.insync.replicas={config.min_isr}, {election}, {config.truncation} truncation"
+        f"min.insync.replicas={config.min_isr}, {election}, {config.truncation} truncation, "
+        f"{'idempotent' if idempotent else 'non-idempotent'} producers"
     )
 
 
@@ -153,6 +155,12 @@ def _duration(flag: str, text: str) -> int:
 )
 @click.option("--truncation", type=click.Choice(TRUNCATIONS), default="kip320", show_default=True)
 @click.option(
+    "--idempotence/--no-idempotence",
+    default=None,
+    help="enable.idempotence (KIP-98); default: Kafka's, on with --acks all, off otherwise. "
+    "Without it a retried send may be appended twice (duplicate anomalies).",
+)
+@click.option(
     "--nemesis",
     default="partition,kill,pause",
     show_default=True,
@@ -178,6 +186,7 @@ def test_cmd(
     min_isr: int,
     unclean: bool,
     truncation: str,
+    idempotence: bool | None,
     nemesis: str,
     time_limit: str,
     interval: str,
@@ -215,6 +224,7 @@ def test_cmd(
             min_isr=min_isr,
             unclean=unclean,
             truncation=truncation,
+            idempotence=idempotence,
             nemesis=faults,
             interval_ns=_duration("--interval", interval),
             time_limit_ns=_duration("--time-limit", time_limit),

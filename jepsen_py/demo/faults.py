@@ -58,8 +58,14 @@ def _row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
         as_expected = lost > 0
         expected = "acknowledged writes lost"
     else:
-        as_expected = lost == 0 and inconsistent == 0 and complete
+        # With the idempotent producer (KIP-98, on by default with acks=all) a retried
+        # send must not be written twice either.
+        idempotent = run.config.idempotence is not False and run.config.acks == "all"
+        duplicated = idempotent and "duplicate" in r["violations"]
+        as_expected = lost == 0 and inconsistent == 0 and complete and not duplicated
         expected = "no acknowledged write lost, no offset with two values"
+        if idempotent:
+            expected += ", no write duplicated"
     assert outcome.run_dir is not None
     return {
         "name": run.config.name,

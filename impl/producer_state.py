@@ -1,0 +1,268 @@
+"""What a partition replica knows of each idempotent producer (KIP-98): Kafka's
+``ProducerStateManager``, ``ProducerStateEntry`` and ``ProducerAppendInfo``.
+
+An idempotent producer (``enable.idempotence=true``, Kafka's default since 3.0) has a
+producer id and a producer epoch (``InitProducerId``), and numbers the records it sends to
+each partition from 0: a batch carries (producer id, producer epoch, base sequence) in its
+header (``impl.log.batch``, inside what the CRC-32C covers). For every producer id the
+replica keeps its latest epoch and the metadata of its last ``NUM_BATCHES_TO_RETAIN`` (5)
+batches: their first and last sequence, first and last offset, and the leader epoch they
+were appended in. Five, because the producer keeps at most
+``max.in.flight.requests.per.connection`` <= 5 requests in flight, so any retry it can
+still send is one of the last five batches.
+
+On the **leader**, before an append (``check``; Kafka's ``UnifiedLog.analyzeAndValidate
+ProducerState`` and ``ProducerAppendInfo.checkProducerEpoch/checkSequence``):
+
+- a batch whose epoch and sequences match one of the producer's retained batches is a
+  *duplicate* (a retry of a request whose answer was lost, a request the network delivered
+  twice): nothing is appended and the producer is answered with the *original* offsets,
+  after the same acks=all wait (Kafka >= 1.0: ``DUPLICATE_SEQUENCE`` semantics, the error
+  code itself is no longer sent);
+- an epoch older than the producer's latest: ``INVALID_PRODUCER_EPOCH`` (a zombie
+  request of an epoch the producer has since bumped);
+- a newer epoch must start at sequence 0, the same epoch must continue at the last
+  sequence + 1 (int32, wrapping to 0); otherwise ``OUT_OF_ORDER_SEQUENCE_NUMBER``;
+- a producer the replica has no state for may start at any sequence (Kafka accepts it:
+  its state may have been lost with the records that made it).
+
+On a **follower**, replicated batches update the state without any check (Kafka's
+``AppendOrigin.REPLICATION``): the state is a function of the log, so a follower that
+becomes leader answers retries exactly as the old leader would have for the records they
+share. When the log is truncated (a follower's leader-epoch truncation, KIP-101/279) or
+recovered after a restart, the state is rebuilt from the log (Kafka's
+``truncateAndReload``/``loadProducerState``; Kafka starts from ``.snapshot`` files, this
+model has none and rescans every batch *header* from the log start: no record is decoded).
+
+Invariant (``check_invariants``): per producer, the retained batches are in offset order,
+at most ``NUM_BATCHES_TO_RETAIN``, and each sequence range has as many sequences as offsets.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+from collections.abc import Iterator
+
+import attrs
+
+from impl.log import Log
+from impl.log.batch import NO_PRODUCER_ID, read_header
+from impl.protocol import Errors
+
+__all__ = [
+    "NUM_BATCHES_TO_RETAIN",
+    "BatchMetadata",
+    "Duplicate",
+    "ProducerBatch",
+    "ProducerStateEntry",
+    "ProducerStateManager",
+    "increment_sequence",
+    "producer_batches",
+]
+
+NUM_BATCHES_TO_RETAIN = 5
+"""``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``: one per request a producer may have in
+flight (``max.in.flight.requests.per.connection`` <= 5 with idempotence)."""
+
+INT32_MAX = 2**31 - 1
+
+_PRODUCER_FIELDS = struct.Struct(">qhi")
+_PRODUCER_FIELDS_AT = 27
+"""Producer id (int64), producer epoch (int16), base sequence (int32): bytes 27..40 of a v2
+batch (``impl.log.batch``'s layout)."""
+_REBUILD_READ_BYTES = 1 << 30
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: sequences are int32 and wrap to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+@attrs.frozen(slots=True)
+class BatchMetadata:
+    """One retained batch of a producer: where it landed and in which leader epoch."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    leader_epoch: int
+
+
+@attrs.frozen(slots=True)
+class Duplicate:
+    """``check``'s answer for a batch already in the log: the original's metadata."""
+
+    original: BatchMetadata
+
+
+@attrs.define
+class ProducerStateEntry:
+    producer_epoch: int
+    batches: collections.deque[BatchMetadata] = attrs.field(
+        factory=lambda: collections.deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq
+
+    def add(self, producer_epoch: int, batch: BatchMetadata) -> None:
+        """``ProducerStateEntry.addBatch``: a new epoch forgets the old epoch's batches."""
+        if producer_epoch != self.producer_epoch:
+            self.producer_epoch = producer_epoch
+            self.batches.clear()
+        self.batches.append(batch)
+
+    def find(self, producer_epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        """``findDuplicateBatch``: a retained batch of this epoch with these sequences."""
+        if producer_epoch != self.producer_epoch:
+            return None
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+
+@attrs.frozen(slots=True)
+class ProducerBatch:
+    """The producer fields of one batch of a log, read from its header."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+
+
+def producer_batches(data: bytes) -> Iterator[tuple[int, ProducerBatch | None]]:
+    """(last offset, producer fields or None when not idempotent) of every batch of
+    ``data`` (whole v2 batches, already validated: a log's bytes or a fetch response the
+    log accepted), from their headers alone."""
+    position = 0
+    while (header := read_header(data, position)) is not None and header.size > 0:
+        if position + header.size > len(data):
+            return
+        producer_id, producer_epoch, base_sequence = _PRODUCER_FIELDS.unpack_from(
+            data, position + _PRODUCER_FIELDS_AT
+        )
+        batch = None
+        if producer_id != NO_PRODUCER_ID:
+            batch = ProducerBatch(
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                header.base_offset,
+                header.last_offset,
+                header.partition_leader_epoch,
+            )
+        yield header.last_offset, batch
+        position += header.size
+
+
+class ProducerStateManager:
+    """The producer states of one partition replica (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerStateEntry] = {}
+
+    # ------------------------------------------------------------------ the leader's check
+
+    def check(
+        self, producer_id: int, producer_epoch: int, first_seq: int, count: int
+    ) -> Duplicate | Errors | None:
+        """What the leader does with an idempotent batch of ``count`` records: append it
+        (None), answer with the original's offsets (``Duplicate``), or refuse it (an
+        error; nothing is appended)."""
+        assert producer_id >= 0 and producer_epoch >= 0 and first_seq >= 0 and count >= 1
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return None
+        last_seq = increment_sequence(first_seq, count - 1)
+        duplicate = entry.find(producer_epoch, first_seq, last_seq)
+        if duplicate is not None:
+            return Duplicate(duplicate)
+        if producer_epoch < entry.producer_epoch:
+            return Errors.INVALID_PRODUCER_EPOCH
+        if producer_epoch > entry.producer_epoch:
+            return None if first_seq == 0 else Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+        if not _in_sequence(entry.last_seq, first_seq):
+            return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+        return None
+
+    # ------------------------------------------------------------------ updates
+
+    def update(self, batch: ProducerBatch) -> None:
+        """Record an appended batch (the leader's own append, or a replicated one)."""
+        count = batch.last_offset - batch.base_offset + 1
+        metadata = BatchMetadata(
+            batch.base_sequence,
+            increment_sequence(batch.base_sequence, count - 1),
+            batch.base_offset,
+            batch.last_offset,
+            batch.leader_epoch,
+        )
+        entry = self.producers.get(batch.producer_id)
+        if entry is None:
+            entry = self.producers[batch.producer_id] = ProducerStateEntry(batch.producer_epoch)
+        entry.add(batch.producer_epoch, metadata)
+
+    def load(self, data: bytes) -> None:
+        """Update from the batches of ``data`` (a follower's append)."""
+        for _, batch in producer_batches(data):
+            if batch is not None:
+                self.update(batch)
+
+    def rebuild(self, log: Log) -> None:
+        """Forget everything and read the state back from ``log``'s batch headers, from its
+        start (after a truncation, or when a broker opens its logs)."""
+        self.producers = {}
+        offset = log.log_start_offset
+        end = log.log_end_offset
+        while offset < end:
+            data = log.read(offset, _REBUILD_READ_BYTES)
+            if not data:
+                break
+            last = offset - 1
+            for end, batch in producer_batches(data):
+                last = end
+                if batch is not None:
+                    self.update(batch)
+            assert last >= offset, (offset, last)
+            offset = last + 1
+
+    # ------------------------------------------------------------------ views
+
+    def last_sequence(self, producer_id: int) -> tuple[int, int] | None:
+        """(epoch, last sequence) of ``producer_id``, or None when unknown here."""
+        entry = self.producers.get(producer_id)
+        return None if entry is None else (entry.producer_epoch, entry.last_seq)
+
+    def describe(self) -> dict[int, tuple[int, list[tuple[int, int, int, int]]]]:
+        """producer id -> (epoch, [(first seq, last seq, first offset, last offset)])."""
+        return {
+            pid: (
+                entry.producer_epoch,
+                [(b.first_seq, b.last_seq, b.first_offset, b.last_offset) for b in entry.batches],
+            )
+            for pid, entry in sorted(self.producers.items())
+        }
+
+    def check_invariants(self, log_end_offset: int) -> None:
+        for pid, entry in self.producers.items():
+            assert entry.batches, f"producer {pid}: an entry holds at least one batch"
+            assert len(entry.batches) <= NUM_BATCHES_TO_RETAIN, pid
+            previous = -1
+            for b in entry.batches:
+                assert previous < b.first_offset <= b.last_offset < log_end_offset, (pid, b)
+                span = b.last_offset - b.first_offset
+                assert increment_sequence(b.first_seq, span) == b.last_seq, (pid, b)
+                previous = b.last_offset
