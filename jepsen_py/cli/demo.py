@@ -163,7 +163,7 @@ def demo(
     say(f"    {spark['verdicts']}  (Spark's verdict table; verdicts.json parts beside it)")
     say(f"    {out / 'traces'}/*.txt  (counterexample traces as tables; .json beside them)")
     say(f"    {out / 'summary.json'}  (everything above)")
-    say("  reproduce a run with the command in its results.json; a trace with its header's")
+    say("  to reproduce: a run, the command in its results.json; a trace, its header's command")
     if json_mode:
         emit_json(
             {k: v for k, v in summary.items() if k not in ("runs", "spark", "parity", "outcomes")}

@@ -44,7 +44,7 @@ def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
     """The demo's runs; ``time_limit_s`` is Kafka today's main phase in logical seconds."""
     today = attrs.evolve(KAFKA_TODAY, name="kafka-today", time_limit_ns=time_limit_s * SECOND)
     return [
-        DemoRun("Kafka today, every fault", today, seed, expect_loss=False),
+        DemoRun("Kafka today, faults from the whole catalogue", today, seed, expect_loss=False),
         DemoRun("Jepsen 2013 partition, unclean election", jepsen_2013(True), 1, True),
         DemoRun("Jepsen 2013 partition, clean election", jepsen_2013(False), 1, False),
     ]
