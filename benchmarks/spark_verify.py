@@ -8,20 +8,23 @@ duplicate, poll-skip, nonmonotonic-send), streams every run to a JSONL file in a
 directory, and times:
 
 - ``local``: the local engine (`engine.verify_path`), file after file, in this process;
-- ``spark_local1`` / ``spark_local2``: `checker.spark.verify_spark` on the directory with a
-  fresh session per configuration. ``startup_seconds`` is the session's start (the JVM);
-  ``warmup_seconds`` a first verification of a tiny history (JIT, Python workers): the
-  fixed cost of a Spark verification, paid once per session; ``seconds`` then the
-  verification of the size itself.
+- ``spark_local1`` / ``spark_local2``: `checker.spark.verify_spark` on the directory, each
+  configuration in a process of its own (a new JVM, as a ``kmodel verify`` run starts one).
+  ``startup_seconds`` is the session's start (the JVM); ``warmup_seconds`` a first
+  verification of a tiny history (JIT, Python workers): the fixed cost of a Spark
+  verification, paid once per session; ``seconds`` then the verification of the size
+  itself, with the job's own figures (``first_pass_seconds``, ``steps``) and its CPU time
+  split between the JVM, the Python workers and the driver's Python.
 
 Every configuration must return the same verdicts (it raises otherwise). Prints ONE JSON
 line per size, as soon as that size is done: ops/second for each configuration, ns per
 op, and local[2]'s speed-up over local[1]; compare the ns per op across the lines to see
 whether the cost per op stays flat as histories grow. The load average is printed with
-the figures: this machine is shared, and its other work slows everything measured here;
-``cpu_seconds`` (the CPU time of this process, the JVM and its Python workers, from
-/proc) depends much less on that load, and ``cpu_seconds / cores`` is the least wall
-time the same work could take on an idle machine with that many cores.
+the figures (before and after each configuration): this machine is shared, and its other
+work slows everything measured here; ``cpu_seconds`` (the CPU time of the driver, the JVM
+and its Python workers, from /proc) depends much less on that load, and ``cpu_seconds /
+cores`` is the least wall time the same work could take on an idle machine with that
+many cores.
 
     .venv/bin/python benchmarks/spark_verify.py [--sizes 100000,1000000,10000000]
         [--configs local,spark1,spark2] [--data DIR] [--seed 1] [--driver-memory 3g]
@@ -34,6 +37,7 @@ import json
 import os
 import platform
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -82,12 +86,15 @@ def make_histories(folder: Path, size: int, seed: int) -> dict[str, Any]:
     return info
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """User + system CPU seconds of process ``root`` and every process below it (Linux
-    /proc): the JVM, its Python daemon and workers. CPU time does not depend on what else
-    the machine runs, so ``ops / cpu_seconds`` compares configurations on a shared box."""
+def tree_cpu_seconds(root: int) -> tuple[float, float]:
+    """User + system CPU seconds of process ``root`` (the JVM) and of every process below it
+    (its Python daemon and workers), from Linux's /proc; children a process has waited for
+    (a Python worker that exited) count through its ``cutime``/``cstime``. CPU time depends
+    much less than wall time on what else the machine runs, so ``ops / cpu_seconds``
+    compares configurations on a shared box."""
     children: dict[int, list[int]] = {}
-    times: dict[int, float] = {}
+    own: dict[int, float] = {}
+    reaped: dict[int, float] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -99,13 +106,14 @@ def tree_cpu_seconds(root: int) -> float:
             continue
         pid, ppid = int(entry), int(fields[1])
         children.setdefault(ppid, []).append(pid)
-        times[pid] = (int(fields[11]) + int(fields[12])) / tick
-    total, stack = 0.0, [root]
+        own[pid] = (int(fields[11]) + int(fields[12])) / tick
+        reaped[pid] = (int(fields[13]) + int(fields[14])) / tick
+    below, stack = reaped.get(root, 0.0), list(children.get(root, ()))
     while stack:
         pid = stack.pop()
-        total += times.get(pid, 0.0)
+        below += own.get(pid, 0.0) + reaped.get(pid, 0.0)
         stack.extend(children.get(pid, ()))
-    return total
+    return own.get(root, 0.0), below
 
 
 def run_local(folder: Path) -> dict[str, Any]:
@@ -131,6 +139,15 @@ def run_local(folder: Path) -> dict[str, Any]:
 
 
 def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str, Any]:
+    """One Spark configuration in a process of its own, as ``kmodel verify`` would run:
+    a JVM started for it, with no JIT or Python worker left over from another one."""
+    command = [sys.executable, __file__, "--one-spark", master, "--data", str(scratch)]
+    command += ["--driver-memory", memory, str(folder)]
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def spark_once(folder: Path, master: str, memory: str, scratch: Path) -> dict[str, Any]:
     from jepsen_py.checker.spark import SessionOptions, SparkOptions, verify_spark
     from jepsen_py.checker.spark.session import start
 
@@ -145,25 +162,32 @@ def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str
         verify_spark([str(tiny)], SparkOptions(), spark=spark)
         warmup = time.perf_counter() - began
         jvm = spark.sparkContext._gateway.proc  # the JVM, its Python daemon and workers
-        jvm_cpu = tree_cpu_seconds(jvm.pid)
+        jvm_before, workers_before = tree_cpu_seconds(jvm.pid)
         own = os.times()  # this process: the driver's Python
         began = time.perf_counter()
         report = verify_spark([str(folder)], SparkOptions(), spark=spark)
         seconds = time.perf_counter() - began
         mine = os.times()
-        cpu_seconds = tree_cpu_seconds(jvm.pid) - jvm_cpu
-        cpu_seconds += (mine.user - own.user) + (mine.system - own.system)
+        jvm_after, workers_after = tree_cpu_seconds(jvm.pid)
     finally:
         spark.stop()
+    cpu = {
+        "jvm": jvm_after - jvm_before,
+        "python_workers": workers_after - workers_before,
+        "driver_python": (mine.user - own.user) + (mine.system - own.system),
+    }
     verdicts = {Path(r.path).name: r.verdict.value for r in report.inputs}
+    figures = report.figures
     return {
         "startup_seconds": round(startup, 2),
         "warmup_seconds": round(warmup, 2),
         "seconds": round(seconds, 2),
-        "cpu_seconds": round(cpu_seconds, 2),
-        "ops": report.figures.get("ops", 0),
-        "partitions": report.figures.get("partitions"),
-        "steps": report.figures.get("steps"),
+        "cpu_seconds": round(sum(cpu.values()), 2),
+        "cpu_split_seconds": {name: round(value, 2) for name, value in cpu.items()},
+        "ops": figures.get("ops", 0),
+        "partitions": figures.get("partitions"),
+        "first_pass_seconds": figures.get("first_pass_seconds"),
+        "steps": figures.get("steps"),
         "verdicts": verdicts,
     }
 
@@ -175,7 +199,13 @@ def main() -> None:
     parser.add_argument("--data", default=None, help="keep generated histories here")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--driver-memory", default="3g")
+    parser.add_argument("--one-spark", metavar="MASTER", help=argparse.SUPPRESS)
+    parser.add_argument("folder", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_spark:  # a child of `run_spark`: one configuration, one JSON line
+        result = spark_once(Path(args.folder), args.one_spark, args.driver_memory, Path(args.data))
+        print(json.dumps(result, sort_keys=True))
+        return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     configs = args.configs.split(",")
     scratch = Path(args.data or tempfile.mkdtemp(prefix="kmodel-spark-bench-"))
@@ -198,6 +228,7 @@ def main() -> None:
                 master = {"spark1": "local[1]", "spark2": "local[2]"}[config]
                 result = run_spark(folder, master, args.driver_memory, scratch)
             result["load_average_before"] = [round(x, 2) for x in load]
+            result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
             ops = info["ops"]
             result["ops_per_second"] = round(ops / result["seconds"]) if result["seconds"] else 0
             result["ns_per_op"] = round(result["seconds"] / ops * 1e9) if ops else 0

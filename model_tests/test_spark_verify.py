@@ -188,6 +188,23 @@ def test_a_per_key_timeout_gives_unknown_for_that_key_not_a_failed_job(spark: An
     assert unknown and all("timed out" in (k.explanation or "") for k in unknown)
 
 
+@pytest.mark.spark
+def test_the_row_udf_of_older_pyspark_gives_the_local_engines_results(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before PySpark 4.1 (no arrow_udf) each group reaches its worker as a sorted
+    # collect_list through a row UDF: the same results, reruns included (rejected lines,
+    # a process whose ops interleave across keys, ops without an index, kv's model)
+    from jepsen_py.checker.spark import job
+
+    paths = [*map(str, _runs(tmp_path / "runs")), *map(str, _broken(tmp_path))]
+    monkeypatch.setattr(job, "_arrow_udf", lambda: None)
+    results = _verify(spark, paths)
+    assert len(results) == len(paths)
+    disagreements = {r.path: d for r in results if (d := _compare(r, verify_path(r.path)))}
+    assert not disagreements
+
+
 W_SMALL = LogWorkload(
     ops=60,
     producers=3,

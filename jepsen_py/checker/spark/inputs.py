@@ -72,6 +72,7 @@ PARQUET_DDL = (
 
 KEY_PATTERN = r'"key"\s*:\s*(null|-?[0-9]+|"[^"\\]*")'
 RUN_PATTERN = r'"run"\s*:\s*(null|"[^"\\]*")'
+STRING_KEY_PATTERN = r'"key":"([^"]*)"'
 
 BLANK = "^[ \\t\\r\\x0b\\f]*$"
 """A line the JSONL reader skips as blank (what ``bytes.strip`` strips, ``\\n`` aside)."""
@@ -243,24 +244,24 @@ def _string_field(column: Any, pattern: str) -> Any:
 
 
 def _run_expr(column: Any) -> Any:
-    """The ``run`` of a line: null at once for the usual line, which has no ``"run"``;
-    else the regular expression."""
+    """The ``run`` of a line: null at once for the usual line, which has no ``"run"`` (a
+    byte search: ``instr`` would count characters), else the regular expression."""
     from pyspark.sql import functions as F
 
-    return F.when(F.instr(column, '"run"') == 0, F.lit(None).cast("string")).otherwise(
-        _string_field(column, RUN_PATTERN)
+    return F.when(column.contains('"run"'), _string_field(column, RUN_PATTERN)).otherwise(
+        F.lit(None).cast("string")
     )
 
 
 def _key_expr(column: Any) -> Any:
     """The ``key`` of a line: the text after the first ``"key":"`` up to the next quote
-    when the line has that literal (this project's writers', a substring search), else
-    the regular expression. Either may guess wrong (escaped quotes, a ``"key"`` inside a
-    value): the workers check every op's key against the real parser."""
+    when the line has that literal (this project's writers'), else the general regular
+    expression. Either may guess wrong (escaped quotes, a ``"key"`` inside a value): the
+    workers check every op's key against the real parser. (Byte searches and a regular
+    expression: `substr`/`instr` count characters, which costs as much as the rest.)"""
     from pyspark.sql import functions as F
 
-    at = F.instr(column, '"key":"')
-    fast = F.substring_index(column.substr(at + F.lit(7), F.lit(1 << 30)), '"', 1)
+    fast = F.regexp_extract(column, STRING_KEY_PATTERN, 1)
     raw = F.regexp_extract(column, KEY_PATTERN, 1)
     inner = F.substring_index(F.substring_index(raw, '"', 2), '"', -1)
     slow = (
@@ -268,7 +269,7 @@ def _key_expr(column: Any) -> Any:
         .when((raw == "") | (raw == "null"), F.lit(None).cast("string"))
         .otherwise(raw)
     )
-    return F.when(at > 0, fast).otherwise(slow)
+    return F.when(column.contains('"key":"'), fast).otherwise(slow)
 
 
 def read_lines(
@@ -311,7 +312,11 @@ def read_lines(
                 "path",
                 "block",
                 "mid",
-                F.when(F.col("text").rlike(BLANK), 1).otherwise(0).alias("blank"),
+                # an op's line starts with "{": the regular expression for the others
+                F.when(F.col("text").startswith("{"), 0)
+                .when(F.col("text").rlike(BLANK), 1)
+                .otherwise(0)
+                .alias("blank"),
                 sampled.alias("sampled"),
                 F.when(sampled, _run_expr(F.col("text"))).alias("srun"),
                 F.when(sampled, _key_expr(F.col("text"))).alias("skey"),

@@ -5,9 +5,11 @@ The usual path is one pass over the data after a cheap first one:
 
 1. `inputs.read_lines`: the first pass counts each file split's lines (exact line numbers)
    and samples keys (their sizes); the lines DataFrame ``(pos, run_eff, key, text)``;
-2. per-key path: ``groupBy(run_eff, key)`` with the lines sorted by position, and
-   `keycheck.check_group` in a Python UDF (the local engine's checkers); keys estimated
-   above ``max_key_ops`` ops go to the SQL path instead (`logsql`, the Kafka-log model);
+2. per-key path: ``groupBy(run_eff, key)``, each group's lines handed to a Python worker
+   as Arrow arrays (a grouped-aggregate ``arrow_udf``; before PySpark 4.1 a row UDF over
+   the sorted ``collect_list``) and checked by `keycheck.check_group` in history order
+   (the local engine's checkers); keys estimated above ``max_key_ops`` ops go to the
+   SQL path instead (`logsql`, the Kafka-log model);
 3. on the driver, from small results: the processes whose ops interleave across keys
    (a window over the pair table), the model of each file (from the ``f`` every group
    saw), the rejected lines and which keys they downgrade.
@@ -46,6 +48,7 @@ from jepsen_py.checker.spark import inputs as inputs_module
 from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.inputs import BLANK, DRIVER_FORMATS, list_inputs, normalize
 from jepsen_py.checker.spark.keycheck import (
+    ARROW_RESULT_DDL,
     FILE_RUN,
     FILE_SHIFT,
     INF_POS,
@@ -55,6 +58,7 @@ from jepsen_py.checker.spark.keycheck import (
     PAIR_STRAY,
     RESULT_DDL,
     JobSpec,
+    arrow_check,
     check_group,
     file_of,
     guess_model,
@@ -685,22 +689,63 @@ _RESULT_COLUMNS = (
 
 def _check_frame(frame: DataFrame, spec: JobSpec, extra: DataFrame | None = None) -> DataFrame:
     """``frame``'s lines grouped by (run, key), each group checked by `check_group`;
-    ``extra`` adds per group the positions to leave out and the model to use."""
+    ``extra`` adds per group the positions to leave out and the model to use. Where
+    PySpark has ``arrow_udf`` (4.1+) each group reaches its worker as Arrow arrays
+    (`keycheck.arrow_check`); else through a row UDF over the group's sorted
+    ``collect_list``. Both give the same rows: ``(run_eff, key, files, r)``."""
     from pyspark.sql import functions as F
 
+    joined = (F.col("run_eff") == F.col("x_run")) & F.col("key").eqNullSafe(F.col("x_key"))
+    if extra is not None:
+        extra = extra.withColumnRenamed("run_eff", "x_run").withColumnRenamed("key", "x_key")
+    if _arrow_udf() is not None:
+        return _check_frame_arrow(frame, spec, extra, joined)
     grouped = frame.groupBy("run_eff", "key").agg(
         F.sort_array(F.collect_list(F.struct("pos", "text"))).alias("l")
     )
     udf = F.udf(functools.partial(check_group, spec), RESULT_DDL, useArrow=False)
     arguments = [F.col("run_eff"), F.col("key"), F.col("l.pos"), F.col("l.text")]
     if extra is not None:
-        grouped = grouped.join(
-            extra.withColumnRenamed("run_eff", "x_run").withColumnRenamed("key", "x_key"),
-            (F.col("run_eff") == F.col("x_run")) & F.col("key").eqNullSafe(F.col("x_key")),
-        )
+        grouped = grouped.join(extra, joined)
         arguments += [F.col("exclude"), F.col("override")]
     files = F.expr(f"array_distinct(transform(l.pos, p -> shiftright(p, {FILE_SHIFT})))")
     return grouped.select("run_eff", "key", files.alias("files"), udf(*arguments).alias("r"))
+
+
+def _arrow_udf() -> Any:
+    """PySpark's ``arrow_udf`` (4.1+), or None."""
+    try:
+        from pyspark.sql.functions import arrow_udf
+    except ImportError:
+        return None
+    return arrow_udf
+
+
+def _check_frame_arrow(
+    frame: DataFrame, spec: JobSpec, extra: DataFrame | None, joined: Any
+) -> DataFrame:
+    import warnings
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import ArrowUDFType
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import _parse_datatype_string
+
+    result = _parse_datatype_string(ARROW_RESULT_DDL)
+    arguments = [F.col("run_eff"), F.col("key"), F.col("pos"), F.col("text")]
+    if extra is not None:
+        frame = frame.join(F.broadcast(extra), joined)
+        arguments += [F.col("exclude"), F.col("override")]
+    with warnings.catch_warnings():
+        # it asks for type hints; the type is given (the function takes 4 or 6 arrays)
+        warnings.simplefilter("ignore", UserWarning)
+        udf = _arrow_udf()(
+            arrow_check(spec, to_arrow_type(result)), result, ArrowUDFType.GROUPED_AGG
+        )
+    # (key, run) rather than (run, key): Spark sorts each partition by the grouping
+    # columns, on a prefix of the first, and a run is often the same for every line
+    grouped = frame.groupBy("key", "run_eff").agg(udf(*arguments).alias("r"))
+    return grouped.select("run_eff", "key", F.col("r.files").alias("files"), "r")
 
 
 def _group(row: Any, engine: str = "per-key") -> Group:
@@ -777,7 +822,9 @@ def _dirty_processes(pairs: DataFrame) -> list[tuple[str, int]]:
     from pyspark.sql import functions as F
 
     end = F.when(F.col("kind") == PAIR_DONE, F.col("comp")).otherwise(F.lit(INF_POS))
-    order = Window.partitionBy("run_eff", "proc").orderBy("inv")
+    # the process first: Spark sorts on a prefix of the first column, and the run is
+    # often the same on every row
+    order = Window.partitionBy("proc", "run_eff").orderBy("inv")
     overlapping = (
         pairs.where(F.col("kind") != PAIR_STRAY)
         .select("run_eff", "proc", "inv", F.lag(end).over(order).alias("previous_end"))

@@ -77,6 +77,9 @@ RESULT_DDL = (
 )
 """What `check_group` returns to Spark (the UDF's return type)."""
 
+ARROW_RESULT_DDL = RESULT_DDL + ", files array<long>"
+"""What `arrow_check`'s function returns: `RESULT_DDL`, and the files of the group's lines."""
+
 
 def conventions_named(name: str) -> Conventions:
     from jepsen_py.history import ETCD, KNOSSOS, PORCUPINE_KV
@@ -170,7 +173,7 @@ def decode(fmt: str, text: str, ordinal: int, line: int) -> Op | None:
 def decode_record(fmt: str, text: str, ordinal: int, line: int) -> tuple[Op | None, bool]:
     """`decode`, and whether the op took its index from ``ordinal`` (no ``index`` field)."""
     if fmt == "jsonl":
-        if not text.strip(_WHITESPACE):
+        if text[:1] != "{" and not text.strip(_WHITESPACE):  # "{": an op, not blank
             return None, False
         try:
             record = orjson.loads(text)
@@ -321,11 +324,15 @@ def check_group(
     group_files: set[int] = set()
     conventions = NATIVE
     formats = spec.formats
+    ordinal = spec.ordinal if spec.holes else None  # else an op's ordinal is its line - 1
+    # the run of an op without a ``run`` field, by file (`run_of`, made once per file)
+    file_runs: dict[int, str] = {}
     for pos, text in zip(positions, texts, strict=True):
-        file_id, line = file_of(pos), line_of(pos)
+        file_id, line = pos >> FILE_SHIFT, pos & LINE_MASK  # `file_of`, `line_of`
         fmt = formats[file_id]
+        number = line - 1 if ordinal is None else ordinal(file_id, line)
         try:
-            op, defaulted = decode_record(fmt, text, spec.ordinal(file_id, line), line)
+            op, defaulted = decode_record(fmt, text, number, line)
         except LineError as exc:
             rejections.append((pos, exc.reason, _text_or_none(exc.key), None, "parse"))
             continue
@@ -334,7 +341,10 @@ def check_group(
         needs_ordinal = needs_ordinal or defaulted
         if not op.is_client:
             continue
-        if run_of(file_id, op.run) != run_eff or op.key != key:
+        run = op.run
+        if run is None:
+            run = file_runs.get(file_id) or file_runs.setdefault(file_id, run_of(file_id, None))
+        if run != run_eff or op.key != key:
             mismatches += 1
             continue
         pairs.see(op, pos)
@@ -397,6 +407,39 @@ def check_group(
     )
 
 
+def arrow_check(spec: JobSpec, result_type: Any) -> Callable[..., Any]:
+    """`check_group` as the function of a grouped-aggregate Arrow UDF (``arrow_udf``, Spark
+    4.1+). Spark hands it one group's columns as Arrow arrays, ``(run_eff, key, pos, text)``
+    and optionally ``(exclude, override)`` (the same on every row of the group), in no
+    particular order; it sorts them by position and returns one struct of
+    `ARROW_RESULT_DDL` (``result_type``: its Arrow type, made on the driver, where Spark
+    parses DDL). Beside a row UDF over ``collect_list``, the JVM is spared building and
+    sorting an array per group and pickling every line: Arrow hands the lines over."""
+    names = [field.name for field in result_type]
+
+    def check(
+        run_eff: Any, key: Any, pos: Any, text: Any, exclude: Any = None, override: Any = None
+    ) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        order = pc.sort_indices(pos)
+        positions = pos.take(order).to_pylist()
+        files = sorted(pc.unique(pc.shift_right(pos, FILE_SHIFT)).to_pylist())
+        result = check_group(
+            spec,
+            run_eff[0].as_py(),
+            key[0].as_py(),
+            positions,
+            text.take(order).to_pylist(),
+            None if exclude is None else exclude[0].as_py(),
+            None if override is None else override[0].as_py(),
+        )
+        return pa.scalar(dict(zip(names, (*result, files), strict=True)), type=result_type)
+
+    return check
+
+
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) or value is None else str(value)
 
@@ -425,9 +468,11 @@ def _check(
     from jepsen_py.checker.models import UNSET, model_named
 
     group = {(ops[0].run, ops[0].key): ops}
-    position_of = {id(op): pos for op, pos in zip(ops, where, strict=True)}
+    position_of: dict[int, int] = {}  # made at the first witness: most keys have none
 
     def file_name(op: Op) -> str | None:
+        if not position_of:
+            position_of.update((id(o), p) for o, p in zip(ops, where, strict=True))
         pos = position_of.get(id(op))
         return files[file_of(pos)] if pos is not None else None
 
