@@ -52,6 +52,7 @@ from impl.log.index import OffsetIndex
 from impl.log.leader_epoch import LeaderEpochCache
 from impl.partitioner import RoundRobinPartitioner, murmur2, partition_for_key, to_positive
 from impl.sim.disk import SimDisk
+from spec.explore import reachable_states
 from spec.proofs import rules
 from spec.replication import Params, Replication, State
 
@@ -96,18 +97,7 @@ def crosshair_diff(f: Callable[..., Any], g: Callable[..., Any], seconds: float)
 
 
 def reachable(params: Params, limit: int = 4_000) -> list[State]:
-    spec = Replication(params)
-    seen = set(spec.init())
-    frontier = list(seen)
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for _, _, t in spec.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
-    return sorted(seen, key=spec.sort_key)
+    return reachable_states(Replication(params), limit)
 
 
 PUBLISHED = {t: Params(truncation=t) for t in ("high_watermark", "kip101", "kip279", "kip320")}

@@ -23,7 +23,7 @@ import z3
 from click.testing import CliRunner
 
 from jepsen_py.cli import main
-from spec.explore import check
+from spec.explore import check, reachable_states
 from spec.proofs import invariants as invs
 from spec.proofs.bmc import bmc
 from spec.proofs.encoding import (
@@ -42,23 +42,8 @@ from spec.replication import Params, Quorum, Replica, Replication, State
 # --- helpers -------------------------------------------------------------------------------
 
 
-def reachable(spec: Replication, limit: int) -> list[State]:
-    """Breadth-first, without checking invariants (violating states included)."""
-    seen = set(spec.init())
-    frontier = list(seen)
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for _, _, t in spec.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
-    return sorted(seen, key=spec.sort_key)
-
-
 def sample(spec: Replication, limit: int, size: int, seed: int = 6) -> list[State]:
-    states = reachable(spec, limit)
+    states = reachable_states(spec, limit)
     if len(states) <= size:
         return states
     return random.Random(seed).sample(states, size)
@@ -139,7 +124,7 @@ def test_encoded_actions_agree_with_the_spec_on_reachable_states(name: str) -> N
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_encoded_actions_agree_with_the_spec_on_every_reachable_state(name: str) -> None:
     params = CONFIGS[name]
-    assert disagreements(params, reachable(Replication(params), 40_000)) == []
+    assert disagreements(params, reachable_states(Replication(params), 40_000)) == []
 
 
 def test_the_cross_check_catches_a_wrong_encoding() -> None:
@@ -252,7 +237,7 @@ def test_every_invariant_holds_on_reachable_safe_states(name: str) -> None:
 def test_every_invariant_holds_on_every_reachable_state_with_three_replicas() -> None:
     params = Params(replicas=3, truncation="kip320")
     enc = Encoding(Config.of(params), PyOps())
-    for s in reachable(Replication(params), 10**6):
+    for s in reachable_states(Replication(params), 10**6):
         st = enc.from_state(s)
         assert all(inv(enc, st) for inv in invs.for_config(enc)), s
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec.explore import check
+from spec.explore import check, reachable_states
 from spec.replication import Params, Replication
 
 # (replicas, truncation) -> TLC's result: distinct states when StrongIsr holds, or the depth
@@ -64,20 +64,6 @@ def test_kip320_holds_with_three_replicas() -> None:
     assert result.violation is None and result.complete
 
 
-def _reachable(spec: Replication, limit: int) -> list[object]:
-    seen = {s for s in spec.init()}
-    frontier = list(seen)
-    while frontier and len(seen) < limit:
-        nxt = []
-        for s in frontier:
-            for _, _, t in spec.successors(s):
-                if t not in seen:
-                    seen.add(t)
-                    nxt.append(t)
-        frontier = nxt
-    return sorted(seen, key=spec.sort_key)
-
-
 @pytest.mark.parametrize(
     "params",
     [
@@ -98,7 +84,7 @@ def test_fast_canonical_form_agrees_with_the_definition(params: Params) -> None:
     from spec.framework import Spec
 
     spec = Replication(params)
-    for s in _reachable(spec, 3_000):
+    for s in reachable_states(spec, 3_000):
         canonical = spec.canonical(s)
         images = {spec.permute(s, p) for p in spec.symmetry_permutations()}
         assert canonical in images

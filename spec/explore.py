@@ -349,6 +349,24 @@ def check(
     return finish(not budget_hit)
 
 
+def reachable_states(spec: Spec, limit: int) -> list[Any]:
+    """The states reachable from ``spec.init()``, breadth-first, until at least ``limit``
+    are known (a whole BFS layer at a time), sorted by ``spec.sort_key``. No invariant is
+    checked and no bound applied: violating states are included, which is what tests that
+    compare two readings of a spec on its state space want."""
+    seen = set(spec.init())
+    frontier = list(seen)
+    while frontier and len(seen) < limit:
+        nxt = []
+        for s in frontier:
+            for _, _, t in spec.successors(s):
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return sorted(seen, key=spec.sort_key)
+
+
 def simulate(
     spec: Spec,
     *,
