@@ -55,7 +55,18 @@ def _all(enc: Encoding, items: Any, body: Callable[..., Any]) -> Any:
 
 
 def _pairs(enc: Encoding) -> list[tuple[int, int]]:
+    """Every ordered pair of replica ids, (1, 1) included."""
     return [(a, b) for a in enc.ids for b in enc.ids]
+
+
+def _distinct_pairs(enc: Encoding) -> list[tuple[int, int]]:
+    """Every ordered pair of two different replica ids, in `_pairs` order."""
+    return [(a, b) for a, b in _pairs(enc) if a != b]
+
+
+def _unordered_pairs(enc: Encoding) -> list[tuple[int, int]]:
+    """Every pair of two different replica ids once, the smaller first."""
+    return [(a, b) for a, b in _pairs(enc) if a < b]
 
 
 # --- well-formedness ---------------------------------------------------------------------
@@ -125,19 +136,16 @@ def no_divergence_below_hw(enc: Encoding, st: SymState) -> Any:
     """Any two replicas hold the same records below both of their HWs."""
     ops = enc.ops
     out = []
-    for a in enc.ids:
-        for b in enc.ids:
-            if a >= b:
-                continue
-            ra, rb = enc.rep(st, a), enc.rep(st, b)
-            upto = enc.min(ra.hw, rb.hw)
-            # the spec compares the slices log[:upto]: their lengths, then their records
-            la, lb = enc.min(upto, ra.leo), enc.min(upto, rb.leo)
-            same = ops.And(
-                la == lb,
-                *[ops.Implies(k < la, enc.same_record(ra, rb, k)) for k in range(enc.L)],
-            )
-            out.append(ops.Implies(ops.And(ra.hw > 0, rb.hw > 0), same))
+    for a, b in _unordered_pairs(enc):
+        ra, rb = enc.rep(st, a), enc.rep(st, b)
+        upto = enc.min(ra.hw, rb.hw)
+        # the spec compares the slices log[:upto]: their lengths, then their records
+        la, lb = enc.min(upto, ra.leo), enc.min(upto, rb.leo)
+        same = ops.And(
+            la == lb,
+            *[ops.Implies(k < la, enc.same_record(ra, rb, k)) for k in range(enc.L)],
+        )
+        out.append(ops.Implies(ops.And(ra.hw > 0, rb.hw > 0), same))
     return ops.And(*out)
 
 
@@ -332,18 +340,15 @@ def log_matching(enc: Encoding, st: SymState) -> Any:
     followers copy a prefix of it)."""
     ops = enc.ops
     out = []
-    for a in enc.ids:
-        for b in enc.ids:
-            if a >= b:
-                continue
-            ra, rb = enc.rep(st, a), enc.rep(st, b)
-            for k in range(enc.L):
-                out.append(
-                    ops.Implies(
-                        ops.And(k < ra.leo, k < rb.leo, ra.log_ep[k] == rb.log_ep[k]),
-                        enc.agree(ra, rb, k + 1),
-                    )
+    for a, b in _unordered_pairs(enc):
+        ra, rb = enc.rep(st, a), enc.rep(st, b)
+        for k in range(enc.L):
+            out.append(
+                ops.Implies(
+                    ops.And(k < ra.leo, k < rb.leo, ra.log_ep[k] == rb.log_ep[k]),
+                    enc.agree(ra, rb, k + 1),
                 )
+            )
     return ops.And(*out)
 
 
@@ -353,19 +358,15 @@ def leader_holds_its_epoch(enc: Encoding, st: SymState) -> Any:
     replica, is in its log at the same offset."""
     ops = enc.ops
     out = []
-    for ld in enc.ids:
-        lrep = enc.rep(st, ld)
-        for r in enc.ids:
-            if r == ld:
-                continue
-            rrep = enc.rep(st, r)
-            for k in range(enc.L):
-                out.append(
-                    ops.Implies(
-                        ops.And(enc.presumes(st, ld), k < rrep.leo, rrep.log_ep[k] == lrep.epoch),
-                        ops.And(k < lrep.leo, enc.same_record(rrep, lrep, k)),
-                    )
+    for ld, r in _distinct_pairs(enc):
+        lrep, rrep = enc.rep(st, ld), enc.rep(st, r)
+        for k in range(enc.L):
+            out.append(
+                ops.Implies(
+                    ops.And(enc.presumes(st, ld), k < rrep.leo, rrep.log_ep[k] == lrep.epoch),
+                    ops.And(k < lrep.leo, enc.same_record(rrep, lrep, k)),
                 )
+            )
     return ops.And(*out)
 
 
@@ -376,7 +377,7 @@ def follower_is_prefix(enc: Encoding, st: SymState) -> Any:
     ops = enc.ops
     return _all(
         enc,
-        [(ld, f) for ld, f in _pairs(enc) if ld != f],
+        _distinct_pairs(enc),
         lambda ld, f: ops.Implies(
             enc.following(st, ld, f), enc.prefix_of(enc.rep(st, f), enc.rep(st, ld))
         ),
@@ -390,7 +391,7 @@ def follower_leader_reached_epoch(enc: Encoding, st: SymState) -> Any:
     ops = enc.ops
     return _all(
         enc,
-        [(ld, f) for ld, f in _pairs(enc) if ld != f],
+        _distinct_pairs(enc),
         lambda ld, f: ops.Implies(
             enc.rep(st, f).leader == ld, enc.rep(st, ld).epoch >= enc.rep(st, f).epoch
         ),
@@ -419,9 +420,7 @@ def epoch_records_committed_by_leader(enc: Encoding, st: SymState) -> Any:
     epochs when it truncated)."""
     ops = enc.ops
     out = []
-    for ld, x in _pairs(enc):
-        if ld == x:
-            continue
+    for ld, x in _distinct_pairs(enc):
         lrep, xrep = enc.rep(st, ld), enc.rep(st, x)
         premise = ops.And(enc.presumes(st, ld), xrep.leader == ld, xrep.epoch == lrep.epoch)
         for k in range(enc.L):
@@ -683,7 +682,7 @@ def leader_completeness(enc: Encoding, st: SymState) -> Any:
     ops = enc.ops
     return _all(
         enc,
-        [(ld, x) for ld, x in _pairs(enc) if ld != x],
+        _distinct_pairs(enc),
         lambda ld, x: ops.Implies(
             ops.And(
                 enc.presumes(st, ld),
@@ -704,20 +703,16 @@ def request_isr_holds_older_commits(enc: Encoding, st: SymState) -> Any:
 
     def body(e: Any) -> Any:
         out = []
-        for m in enc.ids:
-            mrep = enc.rep(st, m)
-            for x in enc.ids:
-                if x == m:
-                    continue
-                out.append(
-                    ops.Implies(
-                        ops.And(
-                            ops.select(st.req_isr[m - 1], e),
-                            _committed_by(enc, st, x, e, strict=True),
-                        ),
-                        enc.agree(mrep, enc.rep(st, x), enc.rep(st, x).hw),
-                    )
+        for m, x in _distinct_pairs(enc):
+            out.append(
+                ops.Implies(
+                    ops.And(
+                        ops.select(st.req_isr[m - 1], e),
+                        _committed_by(enc, st, x, e, strict=True),
+                    ),
+                    enc.agree(enc.rep(st, m), enc.rep(st, x), enc.rep(st, x).hw),
                 )
+            )
         return ops.And(*out)
 
     return ops.forall(st.req_in, body)
@@ -794,25 +789,21 @@ def acked_leader_completeness(enc: Encoding, st: SymState) -> Any:
     committed in its record's epoch, before the leader took a later one)."""
     ops = enc.ops
     out = []
-    for ld in enc.ids:
-        lrep = enc.rep(st, ld)
-        for x in enc.ids:
-            if x == ld:
-                continue
-            xrep = enc.rep(st, x)
+    for ld, x in _distinct_pairs(enc):
+        lrep, xrep = enc.rep(st, ld), enc.rep(st, x)
 
-            def ok(i: Any, lrep: Any = lrep, xrep: Any = xrep, ld: int = ld) -> Any:
-                offset = ops.select(st.acked_offset, i)
-                return ops.Implies(
-                    ops.And(
-                        enc.presumes(st, ld),
-                        _holds_write(enc, xrep, offset, i),
-                        enc.rec_ep(xrep, offset) <= lrep.epoch,
-                    ),
-                    _holds_write(enc, lrep, offset, i),
-                )
+        def ok(i: Any, lrep: Any = lrep, xrep: Any = xrep, ld: int = ld) -> Any:
+            offset = ops.select(st.acked_offset, i)
+            return ops.Implies(
+                ops.And(
+                    enc.presumes(st, ld),
+                    _holds_write(enc, xrep, offset, i),
+                    enc.rec_ep(xrep, offset) <= lrep.epoch,
+                ),
+                _holds_write(enc, lrep, offset, i),
+            )
 
-            out.append(ops.forall(st.acked_in, ok))
+        out.append(ops.forall(st.acked_in, ok))
     return ops.And(*out)
 
 
