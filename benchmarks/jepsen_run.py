@@ -28,16 +28,10 @@ import time
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ALL, ScheduleStep
 from jepsen_py.runner import TestConfig, run_test
+from jepsen_py.scenarios import CUT_FOLLOWERS, ISOLATE_LEADER
 from jepsen_py.shrink import shrink
 
 MS = 1_000_000
-CUT_FOLLOWERS = {"b1": ["b2", "b3"], "b2": ["b1"], "b3": ["b1"]}
-ISOLATE_LEADER = {
-    "b1": ["b2", "b3", "controller"],
-    "b2": ["b1"],
-    "b3": ["b1"],
-    "controller": ["b1"],
-}
 
 FAILING = TestConfig(
     name="bench-unclean",
