@@ -30,7 +30,7 @@ def rewrite(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture(scope="session")
-def spark_session() -> Iterator[Any]:
+def spark() -> Iterator[Any]:
     """One local SparkSession (local[2]) for every test that needs Spark: start-up is most
     of their cost. ``verify_spark`` joins the active session instead of starting one."""
     if shutil.which("java") is None:

@@ -17,9 +17,7 @@ from jepsen_py.scenarios import jepsen_2013
 
 
 @pytest.mark.spark
-def test_demo_runs_the_whole_story_and_writes_its_results(
-    tmp_path: Path, spark_session: Any
-) -> None:
+def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark: Any) -> None:
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--time-limit", "10"])
     assert result.exit_code == 0, result.output
     for stage in ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples"):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +30,6 @@ from jepsen_py.history import Op, write_jsonl, write_parquet
 
 CORPUS = Path("/work/shared/corpora/porcupine")
 needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus is not here")
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs Java 17+")
-    """One local SparkSession for every Spark test (start-up is most of their cost)."""
-    from jepsen_py.checker.spark.session import SessionOptions, start
-
-    session = start(SessionOptions(master="local[2]", progress=False, shuffle_partitions=2))
-    yield session
-    session.stop()
 
 
 def _verify(spark: Any, paths: list[str], **options: Any) -> list[InputResult]:
