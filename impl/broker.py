@@ -90,6 +90,11 @@ class BrokerConfig:
     this long is forgotten (asynchronous mode: the network loses messages silently)."""
     hw_checkpoint_interval_ns: int | None = 5_000_000_000
     """``replica.high.watermark.checkpoint.interval.ms``; None: on every HW change."""
+    log_flush_interval_ns: int | None = None
+    """``log.flush.interval.ms``: fsync a log whose last fsync by this rule is older than
+    this, by the wall clock (``LogManager.flushDirtyLogs`` compares ``time.milliseconds()``
+    with the log's last flush time), checked on every tick (Kafka checks every
+    ``log.flush.scheduler.interval.ms``). None: never, Kafka's default."""
     atomic: bool = False
     """Refinement mode, see the module docstring."""
 
@@ -119,6 +124,8 @@ class Broker:
         self.controller_epoch = 0
         self.next_heartbeat_at = now
         self.next_checkpoint_at = now
+        self.last_flush_wall: dict[tuple[str, int], int] = {}
+        """Per partition, the wall-clock time of its last ``log.flush.interval.ms`` flush."""
         self.replicas: dict[tuple[str, int], Replica] = {}
         self._exchanges: dict[tuple[str, int], tuple[LeaderAndIsr, TruncationExchange]] = {}
         """Atomic mode: a follower transition waiting for its epoch exchange to complete."""
@@ -209,10 +216,13 @@ class Broker:
 
     # ------------------------------------------------------------------ messages
 
-    def step(self, src: str, msg: object, now: int) -> Effects:
+    def step(self, src: str, msg: object, now: int, wall: int | None = None) -> Effects:
+        """Handle ``msg`` from ``src``. ``now`` is the broker's monotonic clock, which every
+        timer reads; ``wall`` its wall clock (default ``now``), which only the ISR's
+        ``replica.lag.time.max.ms`` reads, as in Kafka (``impl.sim.clock``)."""
         out = Effects()
         if isinstance(msg, LeaderAndIsr):
-            self._on_leader_and_isr(msg, now, out)
+            self._on_leader_and_isr(msg, now, out, wall)
         elif isinstance(msg, Produce):
             replica = self.replicas.get((msg.topic, msg.partition))
             if replica is None:
@@ -225,7 +235,7 @@ class Broker:
             else:
                 replica.handle_produce(src, msg, now, out)
         elif isinstance(msg, Fetch):
-            self._on_fetch(src, msg, now, out)
+            self._on_fetch(src, msg, now, out, wall)
         elif isinstance(msg, FetchResponse):
             self._on_fetch_response(msg, now, out)
         elif isinstance(msg, OffsetsForLeaderEpoch):
@@ -277,7 +287,9 @@ class Broker:
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
-    def _on_leader_and_isr(self, msg: LeaderAndIsr, now: int, out: Effects) -> None:
+    def _on_leader_and_isr(
+        self, msg: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
+    ) -> None:
         if msg.controller_epoch < self.controller_epoch:
             return  # STALE_CONTROLLER_EPOCH
         if self.broker_epoch is None or msg.broker_epoch != self.broker_epoch:
@@ -291,7 +303,7 @@ class Broker:
         key = (msg.topic, msg.partition)
         if msg.leader == self.id:
             self._exchanges.pop(key, None)
-            replica.become_leader(msg, now, out)
+            replica.become_leader(msg, now, out, wall)
             return
         exchange = replica.new_exchange(msg.leader_epoch)
         first = exchange.start()
@@ -307,7 +319,7 @@ class Broker:
         assert replica.fetcher is not None
         replica.fetcher.exchange = exchange
         if isinstance(first, ExchangeDone):
-            replica.complete_truncation(first.offset)
+            replica.complete_truncation(first.offset, out)
         else:
             replica.fetcher.in_flight_since = now
             out.send(broker_node(msg.leader), first)
@@ -361,7 +373,7 @@ class Broker:
             return
         result = exchange.on_response(msg)
         if isinstance(result, ExchangeDone):
-            replica.complete_truncation(result.offset)
+            replica.complete_truncation(result.offset, out)
         elif isinstance(result, ExchangeFailed):
             fetcher.exchange = None  # restarted from scratch on a later tick
             fetcher.next_fetch_at = now + self.config.replica_fetch_backoff_ns
@@ -386,7 +398,9 @@ class Broker:
 
     # ------------------------------------------------------------------ fetch
 
-    def _on_fetch(self, src: str, msg: Fetch, now: int, out: Effects) -> None:
+    def _on_fetch(
+        self, src: str, msg: Fetch, now: int, out: Effects, wall: int | None = None
+    ) -> None:
         replica = self.replicas.get((msg.topic, msg.partition))
         if replica is None:
             out.send(
@@ -416,7 +430,7 @@ class Broker:
                 fetch_id=msg.fetch_id,
                 max_wait_ns=0,
             )
-        replica.handle_fetch(src, msg, now, out)
+        replica.handle_fetch(src, msg, now, out, wall)
 
     def _on_fetch_response(self, msg: FetchResponse, now: int, out: Effects) -> None:
         replica = self.replicas.get((msg.topic, msg.partition))
@@ -443,9 +457,10 @@ class Broker:
 
     # ------------------------------------------------------------------ time
 
-    def tick(self, now: int) -> Effects:
+    def tick(self, now: int, wall: int | None = None) -> Effects:
         """Heartbeat or register, expire purgatory and parked fetches, propose one ISR
-        change per partition, and (asynchronous mode) drive fetchers and checkpoints."""
+        change per partition, and (asynchronous mode) drive fetchers and checkpoints.
+        ``now`` and ``wall`` as for ``step``."""
         out = Effects()
         if self.broker_epoch is None:
             if self.register_retry_at is None or now >= self.register_retry_at:
@@ -457,17 +472,29 @@ class Broker:
             replica = self.replicas[key]
             replica.tick(now, out, self.config.request_timeout_ns)
             if self.broker_epoch is not None:
-                change = replica.isr_change(self.broker_epoch, now)
+                change = replica.isr_change(self.broker_epoch, now, wall)
                 if change is not None:
                     out.send(CONTROLLER, change)
             if not self.config.atomic:
                 self._drive_fetcher(replica, now, out)
+        if self.config.log_flush_interval_ns is not None:
+            self._flush_old_logs(now if wall is None else wall)
         interval = self.config.hw_checkpoint_interval_ns
         if interval is not None and now >= self.next_checkpoint_at:
             self.checkpoint_hws()
             self.checkpoint_recovery_points()
             self.next_checkpoint_at = now + interval
         return self._after(now, out)
+
+    def _flush_old_logs(self, wall: int) -> None:
+        """``log.flush.interval.ms``: fsync each log whose last such flush is that old."""
+        interval = self.config.log_flush_interval_ns
+        assert interval is not None
+        for key in sorted(self.replicas):
+            last = self.last_flush_wall.setdefault(key, wall)
+            if wall - last >= interval:
+                self.replicas[key].log.flush()
+                self.last_flush_wall[key] = wall
 
     def _drive_fetcher(self, replica: Replica, now: int, out: Effects) -> None:
         fetcher = replica.fetcher
@@ -485,7 +512,7 @@ class Broker:
                 fetcher.exchange = exchange
                 first = exchange.start()
                 if isinstance(first, ExchangeDone):
-                    replica.complete_truncation(first.offset)
+                    replica.complete_truncation(first.offset, out)
                 else:
                     fetcher.in_flight_since = now
                     out.send(broker_node(fetcher.leader), first)

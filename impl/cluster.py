@@ -6,8 +6,10 @@ controller (``controller``) over a metadata store, ``config.producers`` producer
 (``p1``..) and ``config.consumers`` consumers (``c1``..), on a ``SimDisk`` per broker and
 one ``Network``. The seed is split per subsystem (``impl.sim.rng``): ``network``,
 ``disk``, ``workload``, ``faults``, ``node/<name>``. Every node is handed its own *local*
-time (``Clock.local_now``: global time unless the clock nemesis skewed it, ``skew_clock``)
-for its timeouts; events are scheduled, and histories timed, on global time. The same
+time for its timeouts (``Clock.monotonic_now`` and ``Clock.wall_now``: global time unless
+the clock nemesis moved them, ``skew_clock``; each timer reads the clock Kafka reads for
+it); events are scheduled, and histories timed, on global time. Each broker machine's
+kernel writes dirty pages back (``Cluster.writeback``, ``dirty_writeback_ns``). The same
 (code, config, seed) and the same calls give the same run, byte for byte: ``digest()``
 fingerprints it (network history, messages in flight, every disk's bytes, the store,
 client histories, the clock).
@@ -63,6 +65,7 @@ from impl.protocol import (
     AlterPartition,
     AlterPartitionResponse,
     Appended,
+    BecameLeader,
     BrokerHeartbeat,
     BrokerHeartbeatResponse,
     BrokerRegistration,
@@ -70,12 +73,15 @@ from impl.protocol import (
     Effects,
     Fetch,
     FetchResponse,
+    IsrChanged,
     LeaderAndIsr,
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
     Produce,
     Published,
     RequestFailed,
+    SessionExpired,
+    Truncated,
 )
 from impl.replica import ReplicaConfig
 from impl.sim.clock import Clock, TimerQueue, ms
@@ -83,8 +89,17 @@ from impl.sim.disk import SimDisk
 from impl.sim.network import Envelope, Network, NetworkConfig
 from impl.sim.node import NodeLifecycles, NodeState
 from impl.sim.rng import SimRandom
+from impl.timeline import (
+    Ack,
+    Crash,
+    Leadership,
+    Recovery,
+    SessionExpiry,
+    Timeline,
+    Truncation,
+)
 
-__all__ = ["Cluster", "ClusterConfig", "Ghost", "IllegalEvent"]
+__all__ = ["Cluster", "ClusterConfig", "Ghost", "IllegalEvent", "Writeback"]
 
 _SYNC_REQUESTS = (
     Fetch,
@@ -100,6 +115,13 @@ _SYNC_RESPONSES = (
     BrokerRegistrationResponse,
     BrokerHeartbeatResponse,
 )
+
+
+@attrs.frozen
+class Writeback:
+    """The timer payload of a broker machine's flusher thread (``Cluster.writeback``)."""
+
+    broker: int
 
 
 class IllegalEvent(Exception):
@@ -131,6 +153,21 @@ class ClusterConfig:
     replica_fetch_wait_max_ns: int = ms(500)
     replica_fetch_backoff_ns: int = ms(100)
     hw_checkpoint_interval_ns: int = ms(5_000)
+    log_flush_interval_messages: int | None = None
+    """``log.flush.interval.messages``: a broker fsyncs a log once this many records are
+    unflushed. None: Kafka's default (never; durability is left to replication and the
+    kernel's write-back)."""
+    log_flush_interval_ns: int | None = None
+    """``log.flush.interval.ms``: a broker fsyncs a log whose last fsync is older than this
+    (by its wall clock, as ``LogManager.flushDirtyLogs`` compares). None: Kafka's default
+    (never)."""
+    dirty_writeback_ns: int | None = ms(5_000)
+    """``vm.dirty_writeback_centisecs`` (Linux default 5 s): how often each machine's flusher
+    thread wakes to write back expired dirty pages. None: no write-back (as writing 0 to the
+    sysctl turns it off): a power loss then loses everything not fsynced."""
+    dirty_expire_ns: int = ms(30_000)
+    """``vm.dirty_expire_centisecs`` (Linux default 30 s): dirty data older than this is
+    written back at the flusher's next wake-up."""
     segment_bytes: int = 256 * 1024
     index_interval_bytes: int = 256
     """Denser than Kafka's 4096: simulated reads scan batch headers from the last entry."""
@@ -173,8 +210,11 @@ class ClusterConfig:
                 maximal_isr=not atomic,
             ),
             log=LogConfig(
-                segment_bytes=self.segment_bytes, index_interval_bytes=self.index_interval_bytes
+                segment_bytes=self.segment_bytes,
+                index_interval_bytes=self.index_interval_bytes,
+                flush_interval_messages=self.log_flush_interval_messages,
             ),
+            log_flush_interval_ns=self.log_flush_interval_ns,
             heartbeat_interval_ns=self.heartbeat_interval_ns,
             replica_fetch_wait_max_ns=self.replica_fetch_wait_max_ns,
             replica_fetch_backoff_ns=self.replica_fetch_backoff_ns,
@@ -232,13 +272,16 @@ class Cluster:
         self.network = Network(self.nodes, self.clock, self.rng.split("network"), config.network)
         self.timers: TimerQueue[str] = TimerQueue()
         self.ghost = Ghost()
-        self.disks = {b: SimDisk(name) for b, name in self.broker_names.items()}
+        self.disks = {b: SimDisk(name, self.clock) for b, name in self.broker_names.items()}
         self.store = MetadataStore()
+        self.timeline = Timeline()
+        """What happened to each partition, for explaining a run (``impl.timeline``)."""
         for p in range(config.partitions):
             self.store.create_partition(config.topic, p, config.broker_ids)
+            self.timeline.start(config.topic, p, config.broker_ids)
         self.broker_config = config.broker_config()
         self.controller: Controller | None = Controller(
-            self.store, config.controller_config(), self.clock.local_now(CONTROLLER)
+            self.store, config.controller_config(), self.clock.monotonic_now(CONTROLLER)
         )
         self.brokers: dict[int, Broker | None] = {}
         self.sent_leader_and_isr: list[tuple[str, LeaderAndIsr]] = []
@@ -278,6 +321,10 @@ class Cluster:
         if not config.refinement:
             for name in names:
                 self.timers.schedule(self._first_tick(name), name, owner=name)
+            if config.dirty_writeback_ns:
+                for b in config.broker_ids:
+                    wake = SimRandom(seed, f"writeback/b{b}").randrange(config.dirty_writeback_ns)
+                    self.timers.schedule(self.clock.now + wake, Writeback(b))
 
     # ------------------------------------------------------------------ node plumbing
 
@@ -302,7 +349,7 @@ class Cluster:
 
     def _start_broker(self, b: int, incarnation: int, bootstrap: bool = False) -> None:
         name = self.broker_names[b]
-        now = self.clock.local_now(name)
+        now = self.clock.monotonic_now(name)
         broker = self.broker_class(b, self.disks[b], self.broker_config, now, incarnation)
         self.brokers[b] = broker
         started = broker.start(now)
@@ -320,24 +367,26 @@ class Cluster:
                 self._dispatch(name, broker.step(CONTROLLER, reply, now))
 
     def _handle(self, dst: str, src: str, msg: Message) -> None:
-        """Hand ``msg`` to node ``dst`` (which must be running) and carry out its effects."""
-        now = self.clock.local_now(dst)
+        """Hand ``msg`` to node ``dst`` (which must be running) and carry out its effects.
+        Each node reads the clock Kafka reads (``impl.sim.clock``): the controller its
+        monotonic clock, clients their wall clock, brokers both."""
+        clock = self.clock
         effects: Effects
         if dst == CONTROLLER:
             assert self.controller is not None
-            effects = self.controller.step(src, msg, now)
+            effects = self.controller.step(src, msg, clock.monotonic_now(dst))
         elif dst in self.producers:
-            effects = self.producers[dst].step(src, msg, now)
+            effects = self.producers[dst].step(src, msg, clock.wall_now(dst))
             self._collect(dst)
         elif dst in self.consumers:
-            effects = self.consumers[dst].step(src, msg, now)
+            effects = self.consumers[dst].step(src, msg, clock.wall_now(dst))
             self._collect(dst)
         else:
             broker = self.brokers[int(dst[1:])]
             assert broker is not None, dst
             if isinstance(msg, LeaderAndIsr):
                 self.stats["leader_and_isr_delivered"] += 1
-            effects = broker.step(src, msg, now)
+            effects = broker.step(src, msg, clock.monotonic_now(dst), clock.wall_now(dst))
         self._dispatch(dst, effects)
 
     def _dispatch(self, src: str, effects: Effects) -> None:
@@ -382,6 +431,55 @@ class Cluster:
         )
 
     def _observe(self, note: Message) -> None:
+        now = self.clock.now
+        timeline = self.timeline
+        if isinstance(note, Published):
+            timeline.elected(
+                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
+            )
+        elif isinstance(note, IsrChanged):
+            timeline.isr_changed(
+                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
+            )
+        elif isinstance(note, Acked):
+            timeline.add(
+                Ack(
+                    now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader_epoch,
+                    note.base_offset,
+                    note.count,
+                )
+            )
+        elif isinstance(note, SessionExpired):
+            timeline.add(SessionExpiry(now, note.broker))
+        elif isinstance(note, BecameLeader):
+            timeline.add(
+                Leadership(
+                    now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader_epoch,
+                    note.log_end_offset,
+                    note.high_watermark,
+                )
+            )
+        elif isinstance(note, Truncated):
+            timeline.add(
+                Truncation(
+                    now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader_epoch,
+                    note.leader,
+                    note.from_offset,
+                    note.to_offset,
+                )
+            )
         if not self.config.ghosts:
             return
         g = self.ghost
@@ -436,7 +534,7 @@ class Cluster:
         leader = broker_node(replica.fetcher.leader)
         if not self.reachable(name, leader):
             return False
-        fetch = broker.build_fetch(self.config.topic, partition, self.clock.local_now(name))
+        fetch = broker.build_fetch(self.config.topic, partition, self.clock.monotonic_now(name))
         if fetch is None:
             return False
         out = Effects()
@@ -451,27 +549,27 @@ class Cluster:
         """Run node ``name``'s periodic work now (if it is running)."""
         if not self.running(name):
             return False
-        now = self.clock.local_now(name)
+        clock = self.clock
         if name == CONTROLLER:
             assert self.controller is not None
-            effects = self.controller.tick(now)
+            effects = self.controller.tick(clock.monotonic_now(name))
         elif name in self.producers:
-            effects = self.producers[name].tick(now)
+            effects = self.producers[name].tick(clock.wall_now(name))
             self._collect(name)
         elif name in self.consumers:
-            effects = self.consumers[name].tick(now)
+            effects = self.consumers[name].tick(clock.wall_now(name))
             self._collect(name)
         else:
             broker = self.brokers[int(name[1:])]
             assert broker is not None
-            effects = broker.tick(now)
+            effects = broker.tick(clock.monotonic_now(name), clock.wall_now(name))
         self._dispatch(name, effects)
         return True
 
     def elect_preferred(self) -> bool:
         if self.controller is None or not self.running(CONTROLLER):
             return False
-        effects = self.controller.elect_preferred(self.clock.local_now(CONTROLLER))
+        effects = self.controller.elect_preferred(self.clock.monotonic_now(CONTROLLER))
         self._dispatch(CONTROLLER, effects)
         return bool(effects.notes)
 
@@ -509,10 +607,18 @@ class Cluster:
     # ------------------------------------------------------------------ faults
 
     def crash(
-        self, name: str, torn: dict[str, int] | None = None, rng: SimRandom | None = None
+        self,
+        name: str,
+        torn: dict[str, int] | None = None,
+        rng: SimRandom | None = None,
+        *,
+        power_loss: bool = True,
     ) -> dict[str, int]:
-        """Kill node ``name``. A broker's disk loses its unflushed bytes, except the first
-        ``torn[path]`` bytes of each listed file (or drawn from ``rng``): a torn write."""
+        """Kill node ``name``. With ``power_loss`` (kill -9 of the machine, the default) a
+        broker's disk loses what was neither fsynced nor written back, except the first
+        ``torn[path]`` bytes of each listed file (or drawn from ``rng``): a torn write.
+        Without it (SIGKILL of the process; the machine stays up) the page cache survives,
+        dirty pages included, and the kernel goes on writing them back."""
         if not self.nodes.state(name).alive:
             raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot crash")
         if name in self.producers or name in self.consumers:
@@ -528,9 +634,20 @@ class Cluster:
             self.controller = None
             return kept
         b = int(name[1:])
+        self.timeline.add(
+            Crash(
+                self.clock.now,
+                b,
+                power_loss,
+                sum(n for _, n in self.unflushed_files(b)) if power_loss else 0,
+                self._logs(b),
+            )
+        )
         self.brokers[b] = None
         disk = self.disks[b]
-        if rng is not None:
+        if not power_loss:
+            assert torn is None and rng is None, "a torn write needs a power loss"
+        elif rng is not None:
             kept = disk.crash_torn(rng)
         else:
             disk.crash(torn or {})
@@ -541,6 +658,13 @@ class Cluster:
             self.ghost.crashes += 1
             self.ghost.down[b] = self._preview_recovery(b)
         return kept
+
+    def _logs(self, b: int) -> list[tuple[str, int, int, int]]:
+        """(topic, partition, log end offset, HW) of each replica broker ``b`` hosts now."""
+        broker = self.brokers.get(b)
+        if broker is None:
+            return []
+        return [(t, p, r.leo, r.hw) for (t, p), r in sorted(broker.replicas.items())]
 
     def _preview_recovery(self, b: int) -> dict[tuple[str, int], tuple[list[tuple[int, int]], int]]:
         """What storage recovery will find on the broker's disk when it restarts: each
@@ -576,7 +700,7 @@ class Cluster:
             self.timers.schedule(self._first_tick(name), name, owner=name)
         if name == CONTROLLER:
             self.controller = Controller(
-                self.store, self.config.controller_config(), self.clock.local_now(CONTROLLER)
+                self.store, self.config.controller_config(), self.clock.monotonic_now(CONTROLLER)
             )
             self._dispatch(CONTROLLER, self.controller.resend_all())
             return
@@ -589,6 +713,7 @@ class Cluster:
             self.ghost.down.pop(b, None)
             self.ghost.fences[b] = self.store.partitions[(self.config.topic, 0)].leader_epoch
         self._start_broker(b, self.nodes.incarnation(name))
+        self.timeline.add(Recovery(self.clock.now, b, self._logs(b)))
 
     def pause(self, name: str) -> None:
         self.nodes.pause(name)
@@ -601,17 +726,19 @@ class Cluster:
         self.network.block(links)
 
     def skew_clock(self, name: str, skew_ns: int, rate: tuple[int, int] = (1, 1)) -> None:
-        """Node ``name``'s local clock reads global time + ``skew_ns`` from now on, and runs
-        at ``rate`` (numerator, denominator) of global time: the clock nemesis. Scheduling
-        stays on global time; only the node's own timeout decisions see the difference."""
+        """The clock nemesis: node ``name``'s wall clock reads global time + ``skew_ns`` from
+        now on (a bump; its monotonic clock does not step), and both its clocks run at
+        ``rate`` (numerator, denominator) of global time. Scheduling stays on global time;
+        only the node's own timeout decisions see the difference."""
         if name not in self.nodes:
             raise IllegalEvent(f"no node {name!r}; the nodes are {list(self.nodes.names)}")
         self.clock.set_skew(name, skew_ns)
         self.clock.set_rate(name, *rate)
 
     def reset_clocks(self) -> None:
-        """Heal the clock nemesis: every node reads global time again (a node that was
-        ahead sees its clock step back)."""
+        """Heal the clock nemesis: every wall clock reads global time again (a node that was
+        ahead sees it step back) and every clock runs at the global rate; monotonic clocks
+        never step."""
         self.clock.clear_skews()
 
     def heal(self) -> None:
@@ -650,11 +777,24 @@ class Cluster:
                 if self.running(payload):
                     self.tick(payload)
                     timers.schedule(clock.now + self._interval(payload), payload, owner=payload)
+            elif isinstance(payload, Writeback):
+                self.writeback(payload.broker)
+                assert self.config.dirty_writeback_ns
+                timers.schedule(clock.now + self.config.dirty_writeback_ns, payload)
             elif on_timer is not None:
                 on_timer(payload)
         else:
             raise AssertionError("run_until did not reach its end time")
         self.clock.advance_to(max(end_ns, self.clock.now))
+
+    def writeback(self, broker_id: int) -> int:
+        """The broker machine's flusher thread wakes up: every file dirty for longer than
+        ``dirty_expire_ns`` is written back (``impl.sim.disk``). The kernel does this
+        whatever the Kafka process is doing (running, paused, killed with SIGKILL); a
+        machine that lost power has nothing dirty. Returns the bytes written back."""
+        written = self.disks[broker_id].writeback(self.clock.now - self.config.dirty_expire_ns)
+        self.stats["bytes_written_back"] += written
+        return written
 
     def schedule(self, at: int, payload: Any) -> None:
         """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
@@ -664,7 +804,7 @@ class Cluster:
 
     def client_send(self, name: str, key: bytes | None, value: bytes) -> int:
         producer = self.producers[name]
-        now = self.clock.local_now(name)
+        now = self.clock.wall_now(name)
         op = producer.send(key, value, now)
         if self.running(name):
             effects = producer.pump(now)
@@ -675,7 +815,7 @@ class Cluster:
 
     def client_poll(self, name: str) -> None:
         consumer = self.consumers[name]
-        effects = consumer.poll(self.clock.local_now(name)) if self.running(name) else None
+        effects = consumer.poll(self.clock.wall_now(name)) if self.running(name) else None
         self._collect(name)
         if effects is not None:
             self._dispatch(name, effects)

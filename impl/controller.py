@@ -65,11 +65,13 @@ from impl.protocol import (
     Errors,
     InitProducerId,
     InitProducerIdResponse,
+    IsrChanged,
     LeaderAndIsr,
     MetadataRequest,
     MetadataResponse,
     PartitionMetadata,
     Published,
+    SessionExpired,
 )
 
 __all__ = [
@@ -242,7 +244,7 @@ class Controller:
         elif isinstance(msg, BrokerRegistration):
             self._on_registration(src, msg, now, out)
         elif isinstance(msg, AlterPartition):
-            out.send(src, self._on_alter_partition(msg))
+            out.send(src, self._on_alter_partition(msg, out))
         elif isinstance(msg, MetadataRequest):
             out.send(src, self._metadata(msg))
         elif isinstance(msg, InitProducerId):
@@ -277,7 +279,7 @@ class Controller:
             if broker in state.replicas:
                 out.send(src, self._leader_and_isr(key, state, broker))
 
-    def _on_alter_partition(self, msg: AlterPartition) -> AlterPartitionResponse:
+    def _on_alter_partition(self, msg: AlterPartition, out: Effects) -> AlterPartitionResponse:
         key = (msg.topic, msg.partition)
         state = self.store.partitions.get(key)
 
@@ -313,6 +315,7 @@ class Controller:
             return answer(Errors.INELIGIBLE_REPLICA)
         new = attrs.evolve(state, isr=msg.new_isr, partition_epoch=state.partition_epoch + 1)
         self.store.partitions[key] = new
+        out.note(IsrChanged(msg.topic, msg.partition, new.leader_epoch, new.leader, new.isr))
         return answer(Errors.NONE, new)
 
     def _metadata(self, msg: MetadataRequest) -> MetadataResponse:
@@ -338,8 +341,9 @@ class Controller:
 
     def tick(self, now: int) -> Effects:
         """Failure detection, then at most one decision (one store write)."""
-        self.expire_sessions(now)
         out = Effects()
+        for broker in self.expire_sessions(now):
+            out.note(SessionExpired(broker))
         for key in sorted(self.store.partitions):
             if self._decide(key, out):
                 break

@@ -50,6 +50,7 @@ __all__ = [
     "AlterPartition",
     "AlterPartitionResponse",
     "Appended",
+    "BecameLeader",
     "BrokerHeartbeat",
     "BrokerHeartbeatResponse",
     "BrokerRegistration",
@@ -60,6 +61,7 @@ __all__ = [
     "FetchResponse",
     "InitProducerId",
     "InitProducerIdResponse",
+    "IsrChanged",
     "LeaderAndIsr",
     "MetadataRequest",
     "MetadataResponse",
@@ -71,6 +73,8 @@ __all__ = [
     "ProduceResponse",
     "Published",
     "RequestFailed",
+    "SessionExpired",
+    "Truncated",
 ]
 
 NO_LEADER = -1
@@ -412,6 +416,54 @@ class Published(Message):
     leader_epoch: int
     leader: int
     isr: frozenset[int] = attrs.field(converter=_int_set)
+
+
+@message
+class IsrChanged(Message):
+    """The controller accepted a leader's ISR change (AlterPartition, KIP-497): no new leader
+    epoch, no LeaderAndIsr."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    leader: int
+    isr: frozenset[int] = attrs.field(converter=_int_set)
+
+
+@message
+class SessionExpired(Message):
+    """The controller let a broker's session expire (``broker.session.timeout.ms`` without a
+    heartbeat: a dead, paused or cut-off broker, or a false suspicion)."""
+
+    broker: int
+
+
+@message
+class BecameLeader(Message):
+    """A replica took the leadership of a partition (``Partition.makeLeader``), with the log
+    it had then."""
+
+    broker: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    log_end_offset: int
+    high_watermark: int
+
+
+@message
+class Truncated(Message):
+    """A follower cut its log (by the truncation rule, to match its leader)."""
+
+    broker: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    leader: int
+    from_offset: int
+    """The log end offset before the cut."""
+    to_offset: int
+    """The log end offset after it."""
 
 
 @message

@@ -67,6 +67,7 @@ from impl.protocol import (
     AlterPartition,
     AlterPartitionResponse,
     Appended,
+    BecameLeader,
     Effects,
     Errors,
     Fetch,
@@ -77,6 +78,7 @@ from impl.protocol import (
     Produce,
     ProduceFailed,
     ProduceResponse,
+    Truncated,
 )
 
 __all__ = [
@@ -290,9 +292,12 @@ class Replica:
 
     # ------------------------------------------------------------------ leadership
 
-    def become_leader(self, request: LeaderAndIsr, now: int, out: Effects) -> None:
+    def become_leader(
+        self, request: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
+    ) -> None:
         """``Partition.makeLeader`` for a LeaderAndIsr naming this broker, with a newer epoch
-        (the broker checked that)."""
+        (the broker checked that). ``wall`` is the broker's wall clock (default ``now``): the
+        ISR members count as caught up at that reading (``replica.lag.time.max.ms``)."""
         assert request.leader == self.broker_id and request.leader_epoch > self.leader_epoch
         self._fail_purgatory(Errors.NOT_LEADER_OR_FOLLOWER, out)
         self._complete_parked(out, now=now, force=True)  # fetches of the previous epoch
@@ -307,12 +312,22 @@ class Replica:
         if not written or written[-1] <= request.leader_epoch:
             self.log.maybe_assign_epoch_start_offset(request.leader_epoch, self.leo)
         self.remotes = {
-            r: RemoteReplica.reset(now, r in request.isr)
+            r: RemoteReplica.reset(now if wall is None else wall, r in request.isr)
             for r in request.replicas
             if r != self.broker_id
         }
         self.fetcher = None
         self.pending_alter = None
+        out.note(
+            BecameLeader(
+                self.broker_id,
+                self.topic,
+                self.partition,
+                self.leader_epoch,
+                self.leo,
+                self.hw,
+            )
+        )
         self._maybe_advance_hw(out)
         self.check()
 
@@ -350,24 +365,37 @@ class Replica:
                 request.leader, request.leader_epoch, FetchPhase.TRUNCATING
             )
         else:
-            self._truncate(truncate_to)
+            self._truncate(truncate_to, out)
             self.fetcher = FollowerFetcher(
                 request.leader, request.leader_epoch, FetchPhase.FETCHING
             )
         self.check()
 
-    def complete_truncation(self, offset: int) -> None:
+    def complete_truncation(self, offset: int, out: Effects) -> None:
         assert self.role is Role.FOLLOWER and self.fetcher is not None
         assert self.fetcher.phase is FetchPhase.TRUNCATING
-        self._truncate(offset)
+        self._truncate(offset, out)
         self.fetcher.phase = FetchPhase.FETCHING
         self.fetcher.exchange = None
         self.check()
 
-    def _truncate(self, offset: int) -> None:
+    def _truncate(self, offset: int, out: Effects) -> None:
         # Always through truncate_to, even at the LEO: it also drops an epoch begun at the
         # LEO in which nothing was written (this replica led it and wrote nothing).
-        target = min(offset, self.leo)
+        before = self.leo
+        target = min(offset, before)
+        if target < before:
+            out.note(
+                Truncated(
+                    self.broker_id,
+                    self.topic,
+                    self.partition,
+                    self.leader_epoch,
+                    self.leader,
+                    before,
+                    target,
+                )
+            )
         if self.log.truncate_to(target):
             self.truncated = True
             # ProducerStateManager.truncateAndReload: the removed batches take their
@@ -605,8 +633,12 @@ class Replica:
             diverging,
         )
 
-    def handle_fetch(self, src: str, msg: Fetch, now: int, out: Effects) -> None:
-        """A follower's or a consumer's fetch. Nothing changes on an error."""
+    def handle_fetch(
+        self, src: str, msg: Fetch, now: int, out: Effects, wall: int | None = None
+    ) -> None:
+        """A follower's or a consumer's fetch. Nothing changes on an error. The follower's
+        fetch is timed by the leader's wall clock ``wall`` (default ``now``), as Kafka times
+        it with ``time.milliseconds()`` for ``replica.lag.time.max.ms``."""
         if self.role is not Role.LEADER:
             out.send(src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
             return
@@ -641,7 +673,9 @@ class Replica:
                 out.send(src, self._fetch_response(msg, Errors.NONE, diverging=True))
                 return
         response = self._fetch_response(msg, Errors.NONE, records)
-        record_fetch(self.remotes[msg.replica_id], msg.fetch_offset, leo, now)
+        record_fetch(
+            self.remotes[msg.replica_id], msg.fetch_offset, leo, now if wall is None else wall
+        )
         self._maybe_advance_hw(out)
         if not records and msg.max_wait_ns:
             self.parked.append(ParkedFetch(src, msg, now + msg.max_wait_ns))
@@ -703,9 +737,13 @@ class Replica:
 
     # ------------------------------------------------------------------ ISR changes
 
-    def isr_change(self, broker_epoch: int, now: int) -> AlterPartition | None:
+    def isr_change(
+        self, broker_epoch: int, now: int, wall: int | None = None
+    ) -> AlterPartition | None:
         """The next ISR change to propose, if any: every out-of-sync follower out at once,
-        or else one caught-up follower in. At most one change in flight."""
+        or else one caught-up follower in. At most one change in flight. Lag is judged by
+        the wall clock ``wall`` (default ``now``), as ``Partition.getOutOfSyncReplicas``
+        judges it by ``time.milliseconds()``."""
         if self.role is not Role.LEADER or self.pending_alter is not None:
             return None
         dropped = out_of_sync(
@@ -713,7 +751,7 @@ class Replica:
             isr=self.isr,
             remotes=self.remotes,
             leader_leo=self.leo,
-            now=now,
+            now=now if wall is None else wall,
             lag_time_max_ns=self.config.replica_lag_time_max_ns,
         )
         if dropped:

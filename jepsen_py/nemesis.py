@@ -25,15 +25,16 @@ node -> the nodes whose messages it drops. Stopping any partition heals the netw
 
 Processes:
 
-- ``kill`` / ``restart``: a server (a broker or the controller) crashes; a broker's disk
-  loses every byte not fsynced (Kafka leaves flushing to the page cache, so that is most
-  of its recent log). The restart recovers from the disk;
+- ``kill`` / ``restart``: a server (a broker or the controller) loses power; a broker's
+  disk loses every byte neither fsynced nor written back by the kernel (Kafka leaves
+  flushing to the page cache, so that is its last 30 to 35 seconds of log: the kernel
+  writes back dirty pages older than ``vm.dirty_expire_centisecs``, see
+  ``impl.sim.disk``). The restart recovers from the disk;
 - ``kill-leader``: the same, aimed at the current leader of a partition;
 - ``sigkill``, ``sigkill-leader``: the process is killed but the machine stays up, so the
-  page cache survives (the nemesis makes the disk's content durable before the crash, as
-  the kernel's write-back would): only memory is lost. This isolates the replication
-  protocol's own losses (KIP-101's truncation to the high watermark) from the loss of
-  unflushed data;
+  page cache survives, dirty pages included (the kernel writes them back later): only
+  memory is lost. This isolates the replication protocol's own losses (KIP-101's
+  truncation to the high watermark) from the loss of unflushed data;
 - ``kill-all``: every broker crashes at once: whole-cluster loss of unflushed data, a loss
   Kafka's replication does not protect against (acks=all writes live in page caches). Not
   in ``all``;
@@ -384,12 +385,14 @@ class Nemesis:
         if pause:
             self.cluster.pause(node)
         else:
+            unflushed = sum(n for _, n in self._unflushed(node))
             if fault.startswith("sigkill"):
-                # The machine stays up: the kernel writes the page cache back.
-                out["page_cache_kept"] = self._write_back(node)
+                # The machine stays up: the page cache, dirty pages included, survives.
+                out["page_cache_kept"] = unflushed
+                self.cluster.crash(node, power_loss=False)
             else:
-                out["unflushed_bytes_lost"] = sum(n for _, n in self._unflushed(node))
-            self.cluster.crash(node)
+                out["unflushed_bytes_lost"] = unflushed
+                self.cluster.crash(node)
         self.active[fault] = [node]
         return {"node": node, **out}
 
@@ -402,14 +405,6 @@ class Nemesis:
         if fault == "pause" and self.rng.random() < 0.25 and controller_up:
             return CONTROLLER, {}
         return self._pick(self.servers), {}
-
-    def _write_back(self, node: str) -> int:
-        """Make every byte of the node's disk durable (what the kernel does with the page
-        cache of a process that died while the machine stayed up); returns the bytes."""
-        if node == CONTROLLER:
-            return 0
-        disk = self.cluster.disks[int(node[1:])]
-        return sum(disk.fsync(path) for path in disk.paths())
 
     def _unflushed(self, node: str) -> list[tuple[str, int]]:
         if node == CONTROLLER:
@@ -520,10 +515,10 @@ class Nemesis:
             self.cluster.crash(node, torn=torn)
             out["kept"] = torn
         else:
-            # A damaged file, not a power loss: the process dies, the page cache is written
-            # back, and then the file is found damaged when the broker starts again.
-            out["page_cache_kept"] = self._write_back(node)
-            self.cluster.crash(node)
+            # A damaged file, not a power loss: the process dies, the page cache survives,
+            # and the file is found damaged when the broker starts again.
+            out["page_cache_kept"] = sum(n for _, n in self._unflushed(node))
+            self.cluster.crash(node, power_loss=False)
             out.update(self._damage(fault, disk, given))
         self.active[fault] = [node]
         return out

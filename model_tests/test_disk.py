@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from impl.sim.clock import Clock, seconds
 from impl.sim.disk import SimDisk
 
 # A program of disk operations on a few files: (op, file index, payload or size).
@@ -219,11 +220,50 @@ def test_counters_count_bytes_written_and_flushed():
     assert disk.stats.as_dict() == {
         "bytes_written": 10,
         "bytes_flushed": 10,
+        "bytes_written_back": 0,
         "fsyncs": 4,
         "crashes": 0,
     }
     disk.crash()
     assert disk.stats.crashes == disk.generation == 1
+
+
+def test_writeback_makes_files_dirty_long_enough_durable():
+    # Linux's flusher writes back every inode dirty for longer than dirty_expire_centisecs,
+    # all its dirty pages, and leaves younger ones dirty: a power loss then keeps the old.
+    clock = Clock()
+    disk = SimDisk("b1", clock)
+    disk.create("old")
+    disk.append("old", b"early")
+    clock.advance_to(seconds(20))
+    disk.append("old", b"+later")  # still dirty since 0: the inode's dirtied_when stays
+    disk.create("young")
+    disk.append("young", b"fresh")
+    assert (disk.dirty_since("old"), disk.dirty_since("young")) == (0, seconds(20))
+    clock.advance_to(seconds(31))
+    assert disk.writeback(older_than=clock.now - seconds(30)) == len(b"early+later")
+    assert not disk.is_dirty("old") and disk.dirty_since("old") is None
+    assert disk.is_dirty("young")
+    disk.append("old", b"!")
+    assert disk.dirty_since("old") == seconds(31), "dirty again from the next write"
+    disk.crash()
+    assert disk.read("old") == b"early+later", "written back: survives the power loss"
+    assert not disk.exists("young"), "never written back or fsynced: gone"
+    assert disk.stats.bytes_written_back == len(b"early+later")
+
+
+def test_a_file_cut_back_to_its_durable_image_is_clean_again():
+    clock = Clock()
+    disk = SimDisk("b1", clock)
+    disk.create("a")
+    disk.append("a", b"kept")
+    disk.fsync("a")
+    clock.advance_to(seconds(1))
+    disk.append("a", b"tail")
+    assert disk.dirty_since("a") == seconds(1)
+    disk.truncate("a", 4)
+    assert not disk.is_dirty("a") and disk.dirty_since("a") is None
+    disk.check_invariants()
 
 
 def test_list_dir_is_sorted_and_not_recursive():

@@ -1,28 +1,53 @@
-"""Logical time: the simulation's clock, per-node clock skew, and a queue of timers.
+"""Logical time: the simulation's clock, each node's monotonic and wall clocks, and a queue
+of timers.
 
 Time is an int of nanoseconds since the start of the run, the unit of the history format.
 Nothing reads a wall clock: the world loop moves the clock forward to the next event (a
 timer or a message delivery) and nothing else moves it. Kafka's own timeouts are in
 milliseconds (``replica.lag.time.max.ms``, ``request.timeout.ms``); ``ms()`` converts.
 
-Clock skew (the ``clock`` nemesis): each node reads its own *local* clock, global time plus
-a per-node offset, running at a per-node rate::
+Two clocks per node, as every JVM has (the ``clock`` nemesis moves them):
 
-    local_now(node) = now + skew(node) + (now - since(node)) * (rate(node) - 1)
+- the **monotonic** clock (``System.nanoTime``, ``CLOCK_MONOTONIC``) never steps. A rate
+  makes it run fast or slow (libfaketime's rate, which Jepsen uses to make a process's
+  clocks run at another speed, applies to it too);
+- the **wall** clock (``System.currentTimeMillis``, ``CLOCK_REALTIME``) is the monotonic
+  reading plus every *bump*: ``settimeofday`` (Jepsen's ``bump`` and ``strobe``, and the
+  ``ntpdate`` that heals them) steps it forward or back and leaves the monotonic clock
+  alone.
 
-The world hands every node its local time (``impl.cluster``), and the nodes use it where
-Kafka uses the local clock: ``replica.lag.time.max.ms`` on a leader (``impl.isr``), the
-controller's broker session timeout, a broker's request timeouts, a producer's
-``request.timeout.ms`` and ``delivery.timeout.ms``. Kafka reads ``time.milliseconds()``
-(the wall clock) for most of these, so a clock that jumps or runs fast or slow changes its
-decisions. Only local decisions change: events are scheduled on global time, which keeps
-runs deterministic. A skew may make a local clock step backwards (a jump back, a heal).
+Each of Kafka's timers reads the clock Kafka really reads for it:
 
-Timers are ordered by (time, sequence number): two timers due at the same instant fire in
-the order they were scheduled, in every run, so ties never depend on a heap's internals.
+==========================================================  ==========  ==================
+timer                                                       Kafka       here
+==========================================================  ==========  ==================
+``replica.lag.time.max.ms``: the leader drops a follower    wall        wall (``impl.isr``)
+  (``Partition.getOutOfSyncReplicas`` compares
+  ``time.milliseconds()`` with the follower's last
+  caught-up fetch time, also ``time.milliseconds()``)
+broker session expiry: KRaft's ``BrokerHeartbeatManager``   monotonic   monotonic
+  (``lastContactNs``, ``time.nanoseconds()``); ZooKeeper's                (controller)
+  session tracker (monotonic since ZOOKEEPER-1366)
+broker heartbeats and registration retries                  monotonic   monotonic
+  (``BrokerLifecycleManager``'s event queue; ZooKeeper
+  client pings)
+produce and fetch purgatory timeouts (``SystemTimer`` on    monotonic   monotonic
+  ``hiResClockMs``), fetch backoff, HW checkpoints
+  (``KafkaScheduler``)
+``log.flush.interval.ms`` (``LogManager.flushDirtyLogs``    wall        wall
+  compares ``time.milliseconds()`` with the last flush)
+a broker's own request timeouts (``NetworkClient``)         wall        monotonic
+a client's ``request.timeout.ms``, ``delivery.timeout.ms``  wall        wall
+==========================================================  ==========  ==================
 
-Timers are ordered by (time, sequence number): two timers due at the same instant fire in
-the order they were scheduled, in every run, so ties never depend on a heap's internals.
+The one difference, a broker's request timeouts, changes no replication decision: a bumped
+wall clock would only time a replica fetch out early or late, and the fetcher retries
+either way. So a bump of a leader's wall clock can shrink its ISR (Kafka does that too), but
+no bump makes the controller expire a broker's session or stops a broker's heartbeats;
+only a rate, or a pause or a partition, can.
+
+The world hands every node the readings it needs (``impl.cluster``); events are scheduled,
+and histories timed, on global time, which keeps runs deterministic.
 """
 
 from __future__ import annotations
@@ -100,18 +125,28 @@ def format_ns(ns: int) -> str:
 
 
 class Clock:
-    """The global logical clock, and each node's skewed view of it.
+    """The global logical clock, and each node's two clocks (see the module docstring).
 
-    Only the world loop calls ``advance_to``; everyone else reads ``now`` (global) or
-    ``local_now(node)`` (what that node's wall clock says).
+    Only the world loop calls ``advance_to``; everyone else reads ``now`` (global time),
+    ``monotonic_now(node)`` (the node's ``System.nanoTime``) or ``wall_now(node)`` (its
+    ``System.currentTimeMillis``).
+
+    Per node, three numbers make both readings::
+
+        monotonic_now(node) = now + drift(node) + (now - since(node)) * (rate(node) - 1)
+        wall_now(node)      = monotonic_now(node) + step(node)
+
+    ``drift`` is what past rates added (folded in whenever a rate changes), ``step`` is what
+    wall-clock bumps added. A bump moves ``step`` only; a rate moves both clocks.
     """
 
-    __slots__ = ("_now", "_rate", "_skew")
+    __slots__ = ("_drift", "_now", "_rate", "_step")
 
     def __init__(self, start_ns: int = 0) -> None:
         assert isinstance(start_ns, int) and start_ns >= 0, start_ns
         self._now = start_ns
-        self._skew: dict[str, int] = {}
+        self._drift: dict[str, int] = {}
+        self._step: dict[str, int] = {}
         self._rate: dict[str, tuple[int, int, int]] = {}
         """node -> (global time the rate was set, numerator, denominator)."""
 
@@ -126,7 +161,7 @@ class Clock:
         if time_ns < self._now:
             raise ValueError(
                 f"global time never goes backwards: now is {self._now}ns, asked for "
-                f"{time_ns}ns; to make one node's clock jump back, use set_skew()"
+                f"{time_ns}ns; to make one node's wall clock jump back, use set_skew()"
             )
         self._now = time_ns
 
@@ -134,61 +169,91 @@ class Clock:
         assert isinstance(delta_ns, int) and delta_ns >= 0, delta_ns
         self._now += delta_ns
 
-    # Clock skew -------------------------------------------------------------------------
+    # The two clocks of a node -------------------------------------------------------------
+
+    def monotonic_now(self, node: str) -> int:
+        """What ``node``'s monotonic clock reads (``System.nanoTime``): it never steps; a
+        rate makes it run fast or slow."""
+        now = self._now
+        if node in self._rate:
+            since, num, den = self._rate[node]
+            now += (now - since) * (num - den) // den
+        return now + self._drift.get(node, 0)
+
+    def wall_now(self, node: str) -> int:
+        """What ``node``'s wall clock reads (``System.currentTimeMillis``): the monotonic
+        reading plus every bump (``set_skew``) since."""
+        if node not in self._step and node not in self._rate and node not in self._drift:
+            return self._now
+        return self.monotonic_now(node) + self._step.get(node, 0)
+
+    # The clock nemesis ------------------------------------------------------------------
 
     def skew(self, node: str) -> int:
-        return self._skew.get(node, 0)
+        """How far ``node``'s wall clock is from global time now."""
+        return self.wall_now(node) - self._now
 
     def set_skew(self, node: str, skew_ns: int) -> None:
-        """From now on ``node`` reads ``now + skew_ns`` (negative: its clock is behind),
-        plus what its rate adds from now on."""
+        """Bump ``node``'s wall clock (``settimeofday``, Jepsen's ``bump``): from now on it
+        reads global time + ``skew_ns``, plus what its rate adds. The monotonic clock does
+        not move."""
         if not isinstance(skew_ns, int):
             raise TypeError(f"skew is an int of nanoseconds, got {skew_ns!r}")
-        if node in self._rate:
-            _, num, den = self._rate[node]
-            self._rate[node] = (self._now, num, den)
-        if skew_ns == 0:
-            self._skew.pop(node, None)
+        step = self._now + skew_ns - self.monotonic_now(node)
+        if step == 0:
+            self._step.pop(node, None)
         else:
-            self._skew[node] = skew_ns
+            self._step[node] = step
 
     def set_rate(self, node: str, numerator: int, denominator: int = 1) -> None:
-        """From now on ``node``'s clock advances ``numerator/denominator`` local
-        nanoseconds per global one (2/1: twice as fast); it reads what it reads now."""
+        """From now on both of ``node``'s clocks advance ``numerator/denominator`` local
+        nanoseconds per global one (2/1: twice as fast, as libfaketime's rate makes a
+        process's clocks run); each reads what it reads now."""
         if not (isinstance(numerator, int) and isinstance(denominator, int)):
             raise TypeError(f"a rate is a ratio of ints, got {numerator!r}/{denominator!r}")
         if numerator <= 0 or denominator <= 0:
             raise ValueError(f"a clock rate is > 0, got {numerator}/{denominator}")
-        self.set_skew(node, self.local_now(node) - self._now)  # fold the drift so far in
-        if numerator == denominator:
-            self._rate.pop(node, None)
-        else:
+        self._fold_rate(node)
+        if numerator != denominator:
             self._rate[node] = (self._now, numerator, denominator)
+
+    def _fold_rate(self, node: str) -> None:
+        """Fold what the current rate added so far into the drift, and drop the rate."""
+        if node in self._rate:
+            drift = self.monotonic_now(node) - self._now
+            del self._rate[node]
+            if drift:
+                self._drift[node] = drift
+            else:
+                self._drift.pop(node, None)
 
     def rate(self, node: str) -> tuple[int, int]:
         _, num, den = self._rate.get(node, (0, 1, 1))
         return num, den
 
     def clear_skews(self) -> None:
-        """Heal the clock nemesis: every node agrees with global time again."""
-        self._skew.clear()
-        self._rate.clear()
+        """Heal the clock nemesis (``ntpdate``): every wall clock reads global time again (a
+        node that was ahead steps back) and every clock runs at the global rate. Monotonic
+        clocks never step: each keeps the offset its rate gave it."""
+        for node in sorted(set(self._rate) | set(self._step) | set(self._drift)):
+            self._fold_rate(node)
+            step = -self._drift.get(node, 0)
+            if step:
+                self._step[node] = step
+            else:
+                self._step.pop(node, None)
 
     def skews(self) -> tuple[tuple[str, int], ...]:
-        """The non-zero skews, sorted by node name."""
-        return tuple(sorted(self._skew.items()))
+        """The nodes whose wall clock differs from global time now, with the difference,
+        sorted by node name."""
+        nodes = sorted(set(self._rate) | set(self._step) | set(self._drift))
+        return tuple((n, self.skew(n)) for n in nodes if self.skew(n) != 0)
 
-    def local_now(self, node: str) -> int:
-        now = self._now
-        if node in self._rate:
-            since, num, den = self._rate[node]
-            now += (now - since) * (num - den) // den
-        return now + self._skew.get(node, 0)
-
-    def to_global(self, node: str, local_ns: int) -> int:
-        """The global time at which ``node``'s clock will read ``local_ns`` (at its current
-        skew and rate; the first such time, rounded up)."""
-        skewed = local_ns - self._skew.get(node, 0)
+    def to_global(self, node: str, wall_ns: int) -> int:
+        """The global time at which ``node``'s wall clock will read ``wall_ns`` (at its
+        current skew and rate; the first such time, rounded up)."""
+        offset = self._drift.get(node, 0) + self._step.get(node, 0)
+        skewed = wall_ns - offset
         if node not in self._rate:
             return skewed
         since, num, den = self._rate[node]

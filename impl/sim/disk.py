@@ -27,6 +27,18 @@ The model, per file:
 ``crash()`` is a power loss: every file reverts to its durable image. A process crash that
 keeps the page cache needs no disk call at all: the restarted node simply re-opens its files.
 
+The kernel's write-back (Linux's flusher threads): the page cache does not stay dirty for
+ever. A file is *dirty* from the first write after it was last clean (the inode's
+``dirtied_when``); every ``vm.dirty_writeback_centisecs`` (5 s by default) the flusher wakes
+and writes back every file dirty for longer than ``vm.dirty_expire_centisecs`` (30 s by
+default), all its dirty pages, as ``writeback(now, older_than)`` does here; the world
+(``impl.cluster``) wakes it. So a power loss loses what was written in the last 30 to 35
+seconds, not everything since the last fsync. (The kernel also starts writing back early
+when dirty memory passes ``vm.dirty_background_ratio``; the simulated brokers hold a few
+megabytes at most, so that threshold is never reached and is not modelled.) The disk reads
+the time of a write from the world's ``Clock``; a disk made without one stamps every write
+at time 0.
+
 Fault hooks (the disk nemesis), each deterministic given its arguments or the
 ``random.Random`` passed in:
 
@@ -52,19 +64,36 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
+from impl.sim.clock import Clock
+
 __all__ = ["DiskStats", "SimDisk"]
 
 
 class _File:
     """One file's two views; see the module docstring for the representation."""
 
-    __slots__ = ("data", "durable", "synced_len", "synced_rest")
+    __slots__ = ("data", "dirty_since", "durable", "synced_len", "synced_rest")
 
     def __init__(self) -> None:
         self.data = bytearray()
         self.synced_len = 0
         self.synced_rest = b""
         self.durable = False
+        self.dirty_since: int | None = None
+        """When the file last went from clean to dirty (the inode's ``dirtied_when``)."""
+
+    def dirty(self) -> bool:
+        """A crash now would change the file's content or remove it."""
+        return not self.durable or self.synced_len < len(self.data) or bool(self.synced_rest)
+
+    def make_durable(self) -> int:
+        """The current content becomes the durable image; returns the bytes newly durable."""
+        flushed = len(self.data) if not self.durable else self.unflushed()
+        self.synced_len = len(self.data)
+        self.synced_rest = b""
+        self.durable = True
+        self.dirty_since = None
+        return flushed
 
     def image(self) -> bytes:
         return bytes(self.data[: self.synced_len]) + self.synced_rest
@@ -92,11 +121,12 @@ class _File:
 class DiskStats:
     """Byte and call counters of one disk; they only ever grow (also across crashes)."""
 
-    __slots__ = ("bytes_flushed", "bytes_written", "crashes", "fsyncs")
+    __slots__ = ("bytes_flushed", "bytes_written", "bytes_written_back", "crashes", "fsyncs")
 
     def __init__(self) -> None:
         self.bytes_written = 0
         self.bytes_flushed = 0
+        self.bytes_written_back = 0
         self.fsyncs = 0
         self.crashes = 0
 
@@ -104,6 +134,7 @@ class DiskStats:
         return {
             "bytes_written": self.bytes_written,
             "bytes_flushed": self.bytes_flushed,
+            "bytes_written_back": self.bytes_written_back,
             "fsyncs": self.fsyncs,
             "crashes": self.crashes,
         }
@@ -115,10 +146,16 @@ class DiskStats:
 class SimDisk:
     """The simulated disk of one node. No real file is ever touched."""
 
-    def __init__(self, name: str = "disk") -> None:
+    def __init__(self, name: str = "disk", clock: Clock | None = None) -> None:
         self.name = name
         self.stats = DiskStats()
         self._files: dict[str, _File] = {}
+        self._clock = clock
+
+    def _touch(self, f: _File) -> None:
+        """``f`` was written: it is dirty from now, if it was clean."""
+        if f.dirty_since is None:
+            f.dirty_since = self._clock.now if self._clock is not None else 0
 
     # ---------------------------------------------------------------- reading
 
@@ -168,8 +205,11 @@ class SimDisk:
 
     def is_dirty(self, path: str) -> bool:
         """True if a crash now would change the file's content or remove it."""
-        f = self._file(path)
-        return not f.durable or f.unflushed() > 0 or bool(f.synced_rest)
+        return self._file(path).dirty()
+
+    def dirty_since(self, path: str) -> int | None:
+        """When ``path`` last went from clean to dirty; None while it is clean."""
+        return self._file(path).dirty_since
 
     # ---------------------------------------------------------------- writing
 
@@ -179,7 +219,9 @@ class SimDisk:
             raise ValueError(f"not a file path: {path!r}")
         if path in self._files:
             raise FileExistsError(f"{self.name}: {path!r} already exists")
-        self._files[path] = _File()
+        f = _File()
+        self._files[path] = f
+        self._touch(f)
 
     def append(self, path: str, data: bytes) -> int:
         """Append ``data`` to the page cache of ``path``; return the position it landed at."""
@@ -187,6 +229,8 @@ class SimDisk:
         position = len(f.data)
         f.data += data
         self.stats.bytes_written += len(data)
+        if data:
+            self._touch(f)
         return position
 
     def write(self, path: str, data: bytes) -> None:
@@ -199,6 +243,7 @@ class SimDisk:
         f.invalidate_from(0)
         f.data = bytearray(data)
         self.stats.bytes_written += len(data)
+        self._touch(f)
 
     def truncate(self, path: str, size: int) -> None:
         """Cut ``path`` to ``size`` bytes, durably; bytes below the cut keep their state."""
@@ -208,17 +253,27 @@ class SimDisk:
                 f"{self.name}: cannot truncate {path!r} to {size} bytes: it holds {len(f.data)}"
             )
         f.cut(size)
+        if not f.dirty():
+            f.dirty_since = None
 
     def fsync(self, path: str) -> int:
         """Make the current content of ``path`` durable; return the bytes newly flushed."""
-        f = self._file(path)
-        flushed = len(f.data) if not f.durable else f.unflushed()
-        f.synced_len = len(f.data)
-        f.synced_rest = b""
-        f.durable = True
+        flushed = self._file(path).make_durable()
         self.stats.fsyncs += 1
         self.stats.bytes_flushed += flushed
         return flushed
+
+    def writeback(self, older_than: int) -> int:
+        """The kernel's periodic write-back: every file dirty since ``older_than`` or
+        earlier is written back whole (its content and its directory entry become durable,
+        as after an fsync, without the process asking). Returns the bytes written back."""
+        written = 0
+        for path in sorted(self._files):
+            f = self._files[path]
+            if f.dirty_since is not None and f.dirty_since <= older_than:
+                written += f.make_durable()
+        self.stats.bytes_written_back += written
+        return written
 
     def rename(self, source: str, target: str) -> None:
         """Atomically and durably move ``source`` to ``target``, replacing ``target``."""
@@ -266,6 +321,7 @@ class SimDisk:
             f.data = bytearray(image)
             f.synced_len = len(image)
             f.synced_rest = b""
+            f.dirty_since = None
         self.stats.crashes += 1
         self.check_invariants()
 
@@ -307,6 +363,8 @@ class SimDisk:
                 f"{self.name}: cannot drop {nbytes} bytes of {path!r}: it holds {len(f.data)}"
             )
         f.cut(len(f.data) - nbytes)
+        if not f.dirty():
+            f.dirty_since = None
 
     # ---------------------------------------------------------------- checks
 
@@ -315,6 +373,7 @@ class SimDisk:
             f = self._files[path]
             assert 0 <= f.synced_len <= len(f.data), (path, f.synced_len, len(f.data))
             assert f.durable or (f.synced_len == 0 and not f.synced_rest), path
+            assert (f.dirty_since is not None) == f.dirty(), (path, f.dirty_since)
         s = self.stats
         assert min(s.bytes_written, s.bytes_flushed, s.fsyncs, s.crashes) >= 0
 

@@ -1,0 +1,254 @@
+"""The world's record of what happened to each partition: leaders and epochs, ISR changes,
+session expiries, crashes, recoveries and truncations, each stamped with global time.
+
+No node can see this record; the simulated world keeps it (``Cluster.timeline``) from the
+notes its nodes hand back (``impl.protocol``: ``Acked``, ``Published``, ``IsrChanged``,
+``SessionExpired``, ``BecameLeader``, ``Truncated``) and from the faults it performs itself
+(a crash, with or without a power loss, and what the restarted broker recovered). A history
+shows what clients saw; this record shows why, so that a lost acknowledged write can be
+explained step by step (``jepsen_py.explain``): which replica led, what the ISR was, who
+lost the write to a power loss, who truncated it away.
+
+Events are frozen records with a ``kind`` and a JSON form (``to_json``); the store keeps them
+as ``cluster.jsonl`` next to the history. Recording them costs nothing per message: only the
+events above are recorded, the most frequent being one per acknowledged batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "Ack",
+    "Crash",
+    "Election",
+    "Event",
+    "IsrChange",
+    "Leadership",
+    "Recovery",
+    "SessionExpiry",
+    "Timeline",
+    "Truncation",
+    "event_from_json",
+    "event_to_json",
+]
+
+
+def _sorted_ints(value: Any) -> tuple[int, ...]:
+    return tuple(sorted(int(v) for v in value))
+
+
+@attrs.frozen
+class Election:
+    """The controller wrote a new leader and leader epoch for a partition (a LeaderAndIsr).
+    ``previous_isr`` is the ISR the store held just before: a leader outside it was elected
+    uncleanly (``unclean.leader.election.enable``)."""
+
+    time: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    leader: int
+    """-1: the partition has no leader (every ISR member is gone)."""
+    isr: tuple[int, ...] = attrs.field(converter=_sorted_ints)
+    previous_isr: tuple[int, ...] = attrs.field(converter=_sorted_ints)
+
+    kind = "elected"
+
+    @property
+    def clean(self) -> bool:
+        return self.leader < 0 or self.leader in self.previous_isr
+
+
+@attrs.frozen
+class IsrChange:
+    """The leader changed the ISR through the controller (AlterPartition, KIP-497)."""
+
+    time: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    leader: int
+    isr: tuple[int, ...] = attrs.field(converter=_sorted_ints)
+    previous_isr: tuple[int, ...] = attrs.field(converter=_sorted_ints)
+
+    kind = "isr-changed"
+
+
+@attrs.frozen
+class SessionExpiry:
+    """The controller let a broker's session expire: it is taken for dead."""
+
+    time: int
+    broker: int
+
+    kind = "session-expired"
+
+
+@attrs.frozen
+class Leadership:
+    """A replica became leader of a partition, holding a log of ``log_end_offset`` records."""
+
+    time: int
+    broker: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    log_end_offset: int
+    high_watermark: int
+
+    kind = "became-leader"
+
+
+@attrs.frozen
+class Truncation:
+    """A follower cut its log from ``from_offset`` to ``to_offset`` records, following
+    ``leader`` in ``leader_epoch``."""
+
+    time: int
+    broker: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    leader: int
+    from_offset: int
+    to_offset: int
+
+    kind = "truncated"
+
+
+@attrs.frozen
+class Ack:
+    """A leader acknowledged ``count`` records from ``base_offset`` written in
+    ``leader_epoch`` (acks=1: on append; acks=all: when the HW passed them)."""
+
+    time: int
+    broker: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    base_offset: int
+    count: int
+
+    kind = "acked"
+
+    def covers(self, offset: int) -> bool:
+        return self.base_offset <= offset < self.base_offset + self.count
+
+
+@attrs.frozen
+class Crash:
+    """A broker died. With ``power_loss`` its machine lost power too: its disk kept only
+    what was fsynced or written back (``unflushed_bytes`` were lost). ``logs`` holds, per
+    partition ``(topic, partition, log end offset, high watermark)``, the broker's replicas
+    as they stood just before."""
+
+    time: int
+    broker: int
+    power_loss: bool
+    unflushed_bytes: int
+    logs: tuple[tuple[str, int, int, int], ...] = attrs.field(
+        converter=lambda v: tuple(sorted((str(t), int(p), int(e), int(h)) for t, p, e, h in v))
+    )
+
+    kind = "crashed"
+
+    def log_end(self, topic: str, partition: int) -> int | None:
+        for t, p, end, _ in self.logs:
+            if (t, p) == (topic, partition):
+                return end
+        return None
+
+
+@attrs.frozen
+class Recovery:
+    """A broker started again and recovered its logs from disk: per partition
+    ``(topic, partition, log end offset, high watermark)``."""
+
+    time: int
+    broker: int
+    logs: tuple[tuple[str, int, int, int], ...] = attrs.field(
+        converter=lambda v: tuple(sorted((str(t), int(p), int(e), int(h)) for t, p, e, h in v))
+    )
+
+    kind = "recovered"
+
+    def log_end(self, topic: str, partition: int) -> int | None:
+        for t, p, end, _ in self.logs:
+            if (t, p) == (topic, partition):
+                return end
+        return None
+
+
+Event = Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery
+
+_KINDS: dict[str, type[Any]] = {
+    cls.kind: cls
+    for cls in (
+        Ack,
+        Election,
+        IsrChange,
+        SessionExpiry,
+        Leadership,
+        Truncation,
+        Crash,
+        Recovery,
+    )
+}
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    data = attrs.asdict(event, recurse=False)
+    for name, value in data.items():
+        if isinstance(value, tuple):
+            data[name] = [list(v) if isinstance(v, tuple) else v for v in value]
+    return {"event": event.kind, **data}
+
+
+def event_from_json(data: dict[str, Any]) -> Event:
+    """The event a ``cluster.jsonl`` line holds; ValueError names what is wrong."""
+    kind = data.get("event")
+    cls = _KINDS.get(str(kind))
+    if cls is None:
+        raise ValueError(f"unknown cluster event {kind!r}; known: {', '.join(sorted(_KINDS))}")
+    fields = {f.name for f in attrs.fields(cls)}
+    values = {k: v for k, v in data.items() if k != "event"}
+    if set(values) != fields:
+        raise ValueError(f"a {kind} event has the fields {sorted(fields)}, got {sorted(values)}")
+    event: Event = cls(**values)
+    return event
+
+
+class Timeline:
+    """The events of a run, in the order they happened (see the module docstring), and the
+    partitions' ISR as the store holds it (to tell a clean election from an unclean one)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._isr: dict[tuple[str, int], tuple[int, ...]] = {}
+
+    def start(self, topic: str, partition: int, isr: tuple[int, ...]) -> None:
+        """A partition created with ``isr`` (every replica) and no leader."""
+        self._isr[(topic, partition)] = tuple(sorted(isr))
+
+    def elected(
+        self, time: int, topic: str, partition: int, epoch: int, leader: int, isr: frozenset[int]
+    ) -> None:
+        previous = self._isr.get((topic, partition), ())
+        self._isr[(topic, partition)] = tuple(sorted(isr))
+        self.events.append(Election(time, topic, partition, epoch, leader, isr, previous))
+
+    def isr_changed(
+        self, time: int, topic: str, partition: int, epoch: int, leader: int, isr: frozenset[int]
+    ) -> None:
+        previous = self._isr.get((topic, partition), ())
+        self._isr[(topic, partition)] = tuple(sorted(isr))
+        self.events.append(IsrChange(time, topic, partition, epoch, leader, isr, previous))
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [event_to_json(e) for e in self.events]
