@@ -35,6 +35,7 @@ from jepsen_py.runner import (
     HistoryHash,
     TestConfig,
     check_history,
+    explain_run_losses,
     history_file_hash,
     simulate_run,
 )
@@ -278,6 +279,7 @@ class ReplayResult:
             "version_stored": self.version_stored,
             "version_now": self.version_now,
             "verdict": self.results["verdict"],
+            "loss_explanations": self.results.get("loss_explanations", []),
             "violations": self.results["violations"],
             "anomaly": None if self.anomaly is None else self.anomaly.name,
             "witness": [] if self.anomaly is None else [op.index for op in self.anomaly.witness],
@@ -319,11 +321,14 @@ def replay(path: str | os.PathLike[str]) -> ReplayResult:
         hasher.add(line)
         lines.append(line)
 
-    history, _ = simulate_run(config, seed, emit=emit, observer=tracer)
+    history, figures = simulate_run(config, seed, emit=emit, observer=tracer)
     replayed_hash = hasher.hexdigest()
     identical = replayed_hash == stored_hash
     difference = None if identical else _first_difference(loaded.run.history_path, lines)
     results = check_history(history)
+    results["loss_explanations"] = [
+        e.to_json() for e in explain_run_losses(config, history, figures["timeline"])
+    ]
     anomaly = first_anomaly(history)
     trace = trace_around(history, tracer.events, anomaly) if anomaly is not None else []
     return ReplayResult(

@@ -54,9 +54,11 @@ from impl.cluster import Cluster, ClusterConfig
 from impl.fetcher import TRUNCATIONS
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom, derive_seed
+from impl.timeline import Event, event_to_json
 from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies, summarize, violations
 from jepsen_py.checker.kafka_log import check_log, freeze
 from jepsen_py.checker.result import Verdict
+from jepsen_py.explain import LossExplanation, explain_losses
 from jepsen_py.generator import (
     EXHAUSTED,
     NEMESIS,
@@ -148,6 +150,14 @@ class TestConfig:
     idempotence: bool | None = None
     """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default (on with
     acks=all, off with 0 or 1); False: retries append again (``duplicate`` anomalies)."""
+    flush_messages: int | None = None
+    """``log.flush.interval.messages`` (None: Kafka's default, never)."""
+    flush_interval_ns: int | None = None
+    """``log.flush.interval.ms`` (None: Kafka's default, never)."""
+    dirty_expire_ns: int = 30 * SECOND
+    """``vm.dirty_expire_centisecs`` of every broker machine (Linux's default, 30 s)."""
+    dirty_writeback_ns: int | None = 5 * SECOND
+    """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
@@ -176,6 +186,14 @@ class TestConfig:
             raise ConfigError(f"concurrency={self.concurrency}: at least one client thread")
         if self.max_ops is not None and self.max_ops < 0:
             raise ConfigError(f"max_ops={self.max_ops} must be >= 0")
+        if self.flush_messages is not None and self.flush_messages < 1:
+            raise ConfigError(f"flush_messages={self.flush_messages}: at least 1 record")
+        for field in ("flush_interval_ns", "dirty_writeback_ns"):
+            value = getattr(self, field)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{field}={value}: must be > 0 (or unset)")
+        if self.dirty_expire_ns < 0:
+            raise ConfigError(f"dirty_expire_ns={self.dirty_expire_ns}: must be >= 0")
         if self.idempotence and self.acks != "all":
             raise ConfigError(
                 f"idempotence with acks={self.acks}: the idempotent producer needs acks=all "
@@ -215,6 +233,10 @@ class TestConfig:
             replica_lag_time_max_ns=self.replica_lag_time_max_ns,
             network=network_for(self.faults),
             enable_idempotence=self.idempotence,
+            log_flush_interval_messages=self.flush_messages,
+            log_flush_interval_ns=self.flush_interval_ns,
+            dirty_expire_ns=self.dirty_expire_ns,
+            dirty_writeback_ns=self.dirty_writeback_ns,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -265,6 +287,10 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         rate=config.rate,
         concurrency=config.concurrency,
         idempotence=config.idempotence,
+        flush_messages=config.flush_messages,
+        flush_interval_ns=config.flush_interval_ns,
+        dirty_expire_ns=config.dirty_expire_ns,
+        dirty_writeback_ns=config.dirty_writeback_ns,
     )
     if config != expressible:
         # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
@@ -288,6 +314,15 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         args.append(f"--recovery {format_duration(config.recovery_ns)}")
     if config.idempotence is not None:
         args.append("--idempotence" if config.idempotence else "--no-idempotence")
+    if config.flush_messages is not None:
+        args.append(f"--flush-messages {config.flush_messages}")
+    if config.flush_interval_ns is not None:
+        args.append(f"--flush-interval {format_duration(config.flush_interval_ns)}")
+    if config.dirty_expire_ns != default.dirty_expire_ns:
+        args.append(f"--dirty-expire {format_duration(config.dirty_expire_ns)}")
+    if config.dirty_writeback_ns != default.dirty_writeback_ns:
+        writeback = config.dirty_writeback_ns
+        args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
     args.append(f"--seed {seed}")
@@ -510,6 +545,7 @@ def simulate_run(
         "nemesis_ops": nemesis_.performed,
         "network": network,
         "cluster_digest": cluster.digest(),
+        "timeline": cluster.timeline.events,
     }
     return history, figures
 
@@ -612,6 +648,23 @@ def check_history(history: Sequence[Op]) -> dict[str, Any]:
     }
 
 
+def explain_run_losses(
+    config: TestConfig, history: Sequence[Op], events: Sequence[Event]
+) -> list[LossExplanation]:
+    """Why the run's lost acknowledged writes were lost (``jepsen_py.explain``)."""
+    lost = missing_from_final_read(history, final_read_status(history))
+    if not lost:
+        return []
+    return explain_losses(
+        lost,
+        history,
+        events,
+        acks=config.acks,
+        truncation=config.truncation,
+        topic=config.cluster_config().topic,
+    )
+
+
 def completion_counts(history: Iterable[Op]) -> dict[str, int]:
     """Client completions by f and type (``send ok``, ``poll fail``, ``final poll ok``...)."""
     counts: Counter[str] = Counter()
@@ -684,7 +737,13 @@ def run_test(
         if writer is not None:
             writer.close()
     simulated = time.perf_counter() - started
+    events = figures.pop("timeline")
+    if run is not None:
+        run.write_cluster_events(event_to_json(e) for e in events)
     results = check_history(history)
+    results["loss_explanations"] = [
+        e.to_json() for e in explain_run_losses(config, history, events)
+    ]
     if not figures["finished"]:
         results["verdict"] = INVALID if results["verdict"] == INVALID else UNKNOWN
         results["valid"] = False if results["verdict"] == INVALID else None

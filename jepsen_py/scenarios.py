@@ -41,6 +41,30 @@ Kafka"): the ISR shrinks to the leader alone, then the leader is cut off and, wi
 old leader acknowledged alone are lost."""
 
 
+LAST_REPLICA_STANDING = TestConfig(
+    name="last-replica-standing",
+    partitions=1,
+    nemesis=(),
+    time_limit_ns=20 * SECOND,
+    rate=20,
+    schedule=(
+        # The followers lose the leader b1: after replica.lag.time.max.ms (10 s) b1 shrinks
+        # the ISR to [1]; acks=all writes are refused from then on (min.insync.replicas=2).
+        ScheduleStep(
+            2 * SECOND, "start-partition", {"shape": "isr-shrink", "grudge": CUT_FOLLOWERS}
+        ),
+        # b1 loses power before the kernel wrote its log back, restarts empty, and is the
+        # only ISR member: elected again, and b2 and b3 truncate to it.
+        ScheduleStep(14 * SECOND, "kill", {"node": "b1"}),
+        ScheduleStep(16 * SECOND, "stop-partition"),
+        ScheduleStep(17 * SECOND, "restart"),
+    ),
+)
+"""KIP-966's "last replica standing" in Kafka's safe configuration (acks=all,
+min.insync.replicas=2, clean election, KIP-320): the ISR shrinks to the leader, which then
+loses power; every write acknowledged before the shrink is lost (Kafka before 4.0)."""
+
+
 def jepsen_2013(unclean: bool) -> TestConfig:
     """The 2013 partition pattern on one partition with acks=all and min.insync.replicas=1
     (the setting that lets an ISR of one acknowledge), unclean election as given."""
@@ -57,4 +81,11 @@ def jepsen_2013(unclean: bool) -> TestConfig:
     )
 
 
-__all__ = ["CUT_FOLLOWERS", "ISOLATE_LEADER", "JEPSEN_2013", "KAFKA_TODAY", "jepsen_2013"]
+__all__ = [
+    "CUT_FOLLOWERS",
+    "ISOLATE_LEADER",
+    "JEPSEN_2013",
+    "KAFKA_TODAY",
+    "LAST_REPLICA_STANDING",
+    "jepsen_2013",
+]

@@ -4,9 +4,12 @@ The failing run's faults are read back from its history as an explicit schedule 
 nemesis completion names its concrete targets, `jepsen_py.nemesis.realized_schedule`), so
 a candidate can drop faults one by one while the others hit the same nodes at the same
 times. The seed stays: every candidate is a deterministic run of (config', seed), and a
-candidate is kept when its history shows the *same anomaly type* (``lost-write``,
-``inconsistent-offsets``, ...; or ``nonlinearizable`` when the run broke linearizability
-and nothing else).
+candidate is kept when it fails *the same way*. A run that lost acknowledged writes keeps
+losing them, by the same mechanism (``lost-acknowledged-write:last-replica-standing``,
+`jepsen_py.explain`): that is what matters about it, whatever anomalies the loss shows as.
+Any other run keeps its gravest violated anomaly type (``inconsistent-offsets``, ...; or
+``nonlinearizable`` when the run broke linearizability and nothing else); an informational
+anomaly is never a target.
 
 Passes, each keeping the smallest failing candidate it finds, within a budget of runs:
 
@@ -37,11 +40,19 @@ from typing import Any
 
 import attrs
 
+from impl.timeline import Event, event_from_json
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ScheduleStep, fault_of_op, fault_windows, realized_schedule
 from jepsen_py.replay import SEVERITY, ReplayError, load_config
-from jepsen_py.runner import RunOutcome, TestConfig, check_history, run_test, simulate_run
+from jepsen_py.runner import (
+    RunOutcome,
+    TestConfig,
+    check_history,
+    explain_run_losses,
+    run_test,
+    simulate_run,
+)
 from jepsen_py.store import StoreError, load_run
 
 MIN_TIME_STEP_NS = SECOND
@@ -107,13 +118,38 @@ class ShrinkResult:
         }
 
 
+LOSS = "lost-acknowledged-write"
+"""The failure type of a run whose complete final reads miss an acknowledged write."""
+
+
 def anomaly_types(results: dict[str, Any]) -> list[str]:
-    """The failure types a run shows, gravest first (`jepsen_py.replay.SEVERITY`): its
-    violated anomaly types, and ``nonlinearizable`` when linearizability failed."""
+    """The failure types a run shows, gravest first: lost acknowledged writes, one type per
+    mechanism that explains them (``lost-acknowledged-write:<mechanism>``), then its violated
+    anomaly types (`jepsen_py.replay.SEVERITY`), and ``nonlinearizable`` when
+    linearizability failed."""
+    losses = []
+    if results.get("lost_acknowledged_writes"):
+        mechanisms = sorted({e["mechanism"] for e in results.get("loss_explanations", ())})
+        losses = [f"{LOSS}:{m}" for m in mechanisms] or [LOSS]
     types = set(results["violations"])
     if results["linearizable"]["verdict"] == "illegal":
         types.add("nonlinearizable")
-    return [name for name in SEVERITY if name in types]
+    return losses + [name for name in SEVERITY if name in types]
+
+
+def shows(target: str, types: Sequence[str]) -> bool:
+    """Whether a run of failure ``types`` fails as ``target`` asks (plain ``LOSS``: a loss by
+    any mechanism)."""
+    return target in types or (target == LOSS and any(t.startswith(LOSS) for t in types))
+
+
+def failure_types(config: TestConfig, history: list[Op], events: Sequence[Event]) -> list[str]:
+    """`anomaly_types` of a simulated run, its losses explained from its ``events``."""
+    results = check_history(history)
+    results["loss_explanations"] = [
+        e.to_json() for e in explain_run_losses(config, history, events)
+    ]
+    return anomaly_types(results)
 
 
 class _Search:
@@ -151,8 +187,8 @@ class _Search:
         if self.exhausted:
             return False
         self.runs += 1
-        history, _ = simulate_run(candidate, self.seed)
-        failed = self.target in anomaly_types(check_history(history))
+        history, figures = simulate_run(candidate, self.seed)
+        failed = shows(self.target, failure_types(candidate, history, figures["timeline"]))
         accepted = failed and (may_grow or len(history) <= len(self.history))
         if accepted:
             self.current, self.history = candidate, history
@@ -309,14 +345,18 @@ def shrink(
     except ReplayError as exc:
         raise ShrinkError(str(exc)) from exc
     history = loaded.history
-    found = anomaly_types(check_history(history))
+    events = [event_from_json(e) for e in loaded.run.cluster_events()]
+    if not events:
+        _, figures = simulate_run(config, seed)  # a run stored without cluster.jsonl
+        events = figures["timeline"]
+    found = failure_types(config, history, events)
     if not found:
         raise ShrinkError(
             f"{loaded.run.path}: the run shows no anomaly (nothing to shrink); shrink a run "
             "whose `kmodel test` verdict was invalid"
         )
     target = anomaly if anomaly is not None else found[0]
-    if target not in found:
+    if not shows(target, found):
         raise ShrinkError(f"{loaded.run.path}: the run shows {', '.join(found)}, not {target}")
     explicit = attrs.evolve(
         config,
@@ -352,7 +392,7 @@ def shrink(
             "shrink": {"anomaly": target, "runs": search.runs},
         },
     )
-    if target not in anomaly_types(outcome.results):  # pragma: no cover - determinism
+    if not shows(target, anomaly_types(outcome.results)):  # pragma: no cover - determinism
         raise ShrinkError(f"the shrunk run no longer shows {target}: a determinism bug")
     before = figures_of(explicit, history)
     after = figures_of(current, outcome.history)
@@ -370,4 +410,12 @@ def shrink(
     )
 
 
-__all__ = ["Figures", "ShrinkError", "ShrinkResult", "anomaly_types", "shrink"]
+__all__ = [
+    "LOSS",
+    "Figures",
+    "ShrinkError",
+    "ShrinkResult",
+    "anomaly_types",
+    "failure_types",
+    "shrink",
+]

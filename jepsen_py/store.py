@@ -6,6 +6,8 @@ Layout (Jepsen's ``store/``)::
         test.json       name, seed, config, code version, creation time (written first)
         history.jsonl   the history, appended as the run goes, flushed line by line
         results.json    the checker's results (written last, atomically)
+        cluster.jsonl   what the simulated cluster did: elections, ISR changes, session
+                        expiries, crashes, recoveries, truncations (``impl.timeline``)
         timeline.html, latency.png, rate.png   reports, when rendered
     DIR/<test-name>/latest -> <timestamp>   (a relative symlink to the newest run)
 
@@ -26,7 +28,7 @@ import datetime as _dt
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ DEFAULT_ROOT = Path("store")
 TEST_FILE = "test.json"
 HISTORY_FILE = "history.jsonl"
 RESULTS_FILE = "results.json"
+CLUSTER_FILE = "cluster.jsonl"
 TIMELINE_FILE = "timeline.html"
 LATEST = "latest"
 
@@ -175,6 +178,33 @@ class Run:
         if not self.history_path.exists():
             raise StoreError(f"{self.history_path}: no history: the run wrote none (did it start?)")
         return read_jsonl(self.history_path, rejections)
+
+    @property
+    def cluster_path(self) -> Path:
+        return self.path / CLUSTER_FILE
+
+    def write_cluster_events(self, events: Iterable[Mapping[str, Any]]) -> Path:
+        """Write ``cluster.jsonl``, one event a line, atomically."""
+        data = b"".join(orjson.dumps(dict(e)) + b"\n" for e in events)
+        _write_atomically(self.cluster_path, data)
+        return self.cluster_path
+
+    def cluster_events(self) -> list[dict[str, Any]]:
+        """The lines of ``cluster.jsonl`` ([] for a run stored without it)."""
+        try:
+            raw = self.cluster_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        events = []
+        for number, line in enumerate(raw.splitlines(), 1):
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise StoreError(f"{self.cluster_path}:{number}: not JSON: {exc}") from None
+            if not isinstance(event, dict):
+                raise StoreError(f"{self.cluster_path}:{number}: expected a JSON object")
+            events.append(event)
+        return events
 
     def write_results(self, results: Mapping[str, Any]) -> Path:
         """Write ``results.json`` atomically (a reader never sees half of it)."""

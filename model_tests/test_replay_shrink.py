@@ -50,15 +50,21 @@ FAILING = TestConfig(
 
 
 GRAVEST = "inconsistent-offsets"
-"""What the failing run shows first: the writes b1 acknowledged alone were read by
-consumers, then replaced at the same offsets by the unclean leader's."""
+"""The gravest anomaly the failing run's history shows: the writes b1 acknowledged alone
+were read by consumers, then replaced at the same offsets by the unclean leader's."""
+
+LOSS = "lost-acknowledged-write:unclean-leader-election"
+"""What matters about the failing run, and what the shrinker keeps: it lost acknowledged
+writes, and the unclean election explains the loss."""
 
 
 @pytest.fixture(scope="module")
 def failing(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
     outcome = run_test(FAILING, 7, store_root=tmp_path_factory.mktemp("store"), reports=False)
     assert outcome.results["lost_acknowledged_writes"] > 0
-    assert anomaly_types(outcome.results)[0] == GRAVEST, outcome.results["violations"]
+    types = anomaly_types(outcome.results)
+    assert types[0] == LOSS, outcome.results["loss_explanations"]
+    assert types[1] == GRAVEST, outcome.results["violations"]
     return outcome
 
 
@@ -95,14 +101,18 @@ def test_replay_refuses_what_is_not_a_run(tmp_path: Path) -> None:
         replay(tmp_path / "nothing")
 
 
-def test_shrinking_keeps_the_anomaly_and_makes_the_run_smaller(failing: RunOutcome) -> None:
+def test_shrinking_keeps_the_loss_and_its_mechanism_and_makes_the_run_smaller(
+    failing: RunOutcome,
+) -> None:
     assert failing.run_dir is not None
     result = shrink(failing.run_dir, max_runs=30, reports=False)
-    assert result.target == GRAVEST
+    assert result.target == LOSS
     assert result.after.history_ops < result.before.history_ops
     assert result.after.faults < result.before.faults
     assert result.factor > 2
-    assert GRAVEST in anomaly_types(result.outcome.results)
+    assert result.outcome.results["lost_acknowledged_writes"] > 0
+    mechanisms = {e["mechanism"] for e in result.outcome.results["loss_explanations"]}
+    assert mechanisms == {"unclean-leader-election"}
     assert (
         result.outcome.run_dir is not None
         and result.outcome.run_dir.parent.name == "unclean-shrunk"
@@ -149,7 +159,7 @@ def test_kmodel_replay_and_shrink(failing: RunOutcome, tmp_path: Path) -> None:
     )
     assert result.exit_code == 1, result.output
     payload = json.loads(result.output.strip().splitlines()[-1])
-    assert payload["anomaly"] == GRAVEST and payload["runs"] <= 3
+    assert payload["anomaly"] == LOSS and payload["runs"] <= 3
     assert payload["after"]["history_ops"] <= payload["before"]["history_ops"]
     assert Path(payload["shrunk"]).is_dir() and payload["command"].startswith("kmodel replay")
     result = CliRunner().invoke(main, ["replay", str(tmp_path / "nothing")])

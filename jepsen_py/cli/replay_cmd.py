@@ -12,6 +12,7 @@ from __future__ import annotations
 import click
 
 from jepsen_py.cli.common import EXIT_UNKNOWN, emit_json, fail_input
+from jepsen_py.explain import explanation_lines
 from jepsen_py.replay import ReplayError, format_trace, replay
 
 
@@ -45,6 +46,12 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
     verdict = result.results["verdict"]
     violations = ", ".join(result.results["violations"]) or "none"
     click.echo(f"  verdict: {verdict.upper()} (violations: {violations})")
+    explanations = result.results.get("loss_explanations", [])
+    if explanations:
+        lost = result.results["lost_acknowledged_writes"]
+        click.echo(f"  acknowledged writes lost: {lost}, explained:")
+        for line in explanation_lines(explanations):
+            click.echo(line)
     anomaly = result.anomaly
     if anomaly is None:
         click.echo("  no anomaly to trace")

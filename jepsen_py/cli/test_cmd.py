@@ -20,6 +20,7 @@ import click
 
 from impl.fetcher import TRUNCATIONS
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.explain import explanation_lines
 from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
 from jepsen_py.runner import (
     EXIT_CODES,
@@ -82,6 +83,8 @@ def print_outcome(outcome: RunOutcome) -> None:
         f"  acknowledged writes lost: {r['lost_acknowledged_writes']} of {acked}"
         + (f" (e.g. {r['lost_examples'][0]})" if r["lost_examples"] else "")
     )
+    for line in explanation_lines(r.get("loss_explanations", [])):
+        click.echo(line)
     reads = r["final_reads"]
     status = "complete" if reads["complete"] else "INCOMPLETE"
     click.echo(
@@ -118,6 +121,7 @@ def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
         "anomalies": {k: v for k, v in r["anomalies"]["counts"].items() if v},
         "violations": r["violations"],
         "lost_acknowledged_writes": r["lost_acknowledged_writes"],
+        "loss_mechanisms": sorted({e["mechanism"] for e in r.get("loss_explanations", [])}),
         "final_reads_complete": r["final_reads"]["complete"],
         "command": r["command"],
         "seconds": r["seconds"],
@@ -161,6 +165,30 @@ def _duration(flag: str, text: str) -> int:
     "Without it a retried send may be appended twice (duplicate anomalies).",
 )
 @click.option(
+    "--flush-messages",
+    type=int,
+    default=None,
+    help="log.flush.interval.messages: fsync every N records (default: never, Kafka's).",
+)
+@click.option(
+    "--flush-interval",
+    default=None,
+    help="log.flush.interval.ms as a duration, e.g. 1s (default: never, Kafka's).",
+)
+@click.option(
+    "--dirty-expire",
+    default="30s",
+    show_default=True,
+    help="vm.dirty_expire_centisecs: the kernel writes back dirty pages this old.",
+)
+@click.option(
+    "--dirty-writeback",
+    default="5s",
+    show_default=True,
+    help="vm.dirty_writeback_centisecs: how often the kernel's flusher wakes; 0: never "
+    "(a power loss then loses everything not fsynced).",
+)
+@click.option(
     "--nemesis",
     default="partition,kill,pause",
     show_default=True,
@@ -187,6 +215,10 @@ def test_cmd(
     unclean: bool,
     truncation: str,
     idempotence: bool | None,
+    flush_messages: int | None,
+    flush_interval: str | None,
+    dirty_expire: str,
+    dirty_writeback: str,
     nemesis: str,
     time_limit: str,
     interval: str,
@@ -225,6 +257,12 @@ def test_cmd(
             unclean=unclean,
             truncation=truncation,
             idempotence=idempotence,
+            flush_messages=flush_messages,
+            flush_interval_ns=(
+                None if flush_interval is None else _duration("--flush-interval", flush_interval)
+            ),
+            dirty_expire_ns=_duration("--dirty-expire", dirty_expire),
+            dirty_writeback_ns=_duration("--dirty-writeback", dirty_writeback) or None,
             nemesis=faults,
             interval_ns=_duration("--interval", interval),
             time_limit_ns=_duration("--time-limit", time_limit),
@@ -315,3 +353,5 @@ def _print_swarm_summary(outcomes: list[RunOutcome], planned: int) -> None:
                 f"  seed {outcome.seed} ({outcome.verdict}): {outcome.results['command']}"
                 f"   [{outcome.run_dir}]"
             )
+            for line in explanation_lines(outcome.results.get("loss_explanations", []), False):
+                click.echo(f"  {line}")

@@ -1,0 +1,504 @@
+"""Why acknowledged writes were lost: the known mechanism, and the story that shows it.
+
+A history says *that* an acknowledged write is gone (the final read of its key does not
+return it); the cluster's timeline (``impl.timeline``, kept by the simulated world and
+stored as ``cluster.jsonl``) says why. For each lost write this module finds the
+*first leader without it*: the first replica to become leader, in a later leader epoch
+than the one the write was acknowledged in, whose log ended at or below the write's offset.
+Everything the cluster did after that leader took over -- followers truncating to its log --
+only finishes the loss; the question is how that replica came to be elected. The answer
+names a mechanism (`MECHANISMS`):
+
+``last-replica-standing``
+    KIP-966's motivating case. The ISR had shrunk to one replica (a follower lagged past
+    ``replica.lag.time.max.ms``, was partitioned away, or the controller let its session
+    expire); that replica lost the write in a power loss (its page cache was never written
+    back); it was the only ISR member, so the clean election chose it again, and the other
+    replicas, which had the write, truncated to its log. Kafka before 4.0 loses the write;
+    Eligible Leader Replicas (KIP-966 part 1: Kafka 4.0, on by default for new clusters
+    since 4.1) keeps the replicas removed from the ISR below ``min.insync.replicas``
+    eligible, and a replica that restarts from an unclean shutdown is not.
+``unclean-shutdown-leader``
+    The same power loss, but the ISR still named other replicas when the one that lost the
+    write was elected (it was first in the assignment order). KIP-966 removes a broker that
+    restarts from an unclean shutdown from the ISR and ELR for the same reason.
+``correlated-power-loss``
+    Every replica that held the write lost it in power losses before the kernel wrote it
+    back: Kafka acknowledges acks=all writes from page caches, so losing power on all of
+    them at once loses the write (``log.flush.interval.messages``=1 trades throughput for
+    it).
+``unclean-leader-election``
+    A replica outside the ISR was elected (``unclean.leader.election.enable``): the other
+    replicas truncate to it (Jepsen's 2013 analysis of Kafka).
+``acks-leader-failure``
+    The write was acknowledged with acks=0 or 1 by a leader alone; a replica that never
+    fetched it became leader (Kafka's documentation of ``acks``).
+``hw-truncation``, ``epoch-truncation``, ``stale-epoch-truncation``
+    The replica had the write and truncated it away by the protocol's truncation rule: to
+    its high watermark before KIP-101, by the leader epoch without the fixes of KIP-279
+    (``kip101`` rule) or of KIP-320 (``kip279`` rule).
+``unexplained``
+    None of the above: with the safe configuration, a bug of the implementation.
+
+`explain_losses` groups the lost writes of a key by mechanism and leader epoch; each
+`LossExplanation` carries the story (the timeline's relevant events and the faults around
+them, one line each, with their logical time) that the runner prints and stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from impl.timeline import (
+    Ack,
+    Crash,
+    Election,
+    Event,
+    IsrChange,
+    Leadership,
+    Recovery,
+    SessionExpiry,
+    Truncation,
+)
+from jepsen_py.history.op import Op
+
+__all__ = [
+    "MECHANISMS",
+    "STORY_LINES",
+    "LossExplanation",
+    "Mechanism",
+    "explain_losses",
+    "explanation_lines",
+    "mechanism_of",
+]
+
+SECOND = 1_000_000_000
+
+
+@attrs.frozen
+class Mechanism:
+    """A known way for Kafka to lose an acknowledged write."""
+
+    name: str
+    title: str
+    reference: str
+    """The KIP, JIRA or documentation that describes it."""
+    safe: bool
+    """Whether Kafka's safe configuration (acks=all, min.insync.replicas=2 of 3 replicas,
+    clean election, KIP-320) is exposed to it."""
+
+
+MECHANISMS: dict[str, Mechanism] = {
+    m.name: m
+    for m in (
+        Mechanism(
+            "last-replica-standing",
+            "the last ISR member lost the write in a power loss and was elected again",
+            "KIP-966 (Eligible Leader Replicas; Kafka 4.0, default for new clusters in 4.1)",
+            True,
+        ),
+        Mechanism(
+            "unclean-shutdown-leader",
+            "a replica that lost the write in a power loss was elected from the ISR",
+            "KIP-966 (a broker restarting from an unclean shutdown leaves the ISR and ELR)",
+            True,
+        ),
+        Mechanism(
+            "correlated-power-loss",
+            "every replica holding the write lost it in power losses before write-back",
+            "Kafka's docs: durability relies on replication, not fsync "
+            "(log.flush.interval.messages)",
+            True,
+        ),
+        Mechanism(
+            "unclean-leader-election",
+            "a replica outside the ISR was elected leader",
+            "unclean.leader.election.enable (Jepsen's 2013 Kafka analysis)",
+            False,
+        ),
+        Mechanism(
+            "acks-leader-failure",
+            "acknowledged by the leader alone (acks=0/1), which then lost leadership",
+            "Kafka's docs on acks",
+            False,
+        ),
+        Mechanism(
+            "hw-truncation",
+            "a follower truncated to its high watermark, then led without the write",
+            "KIP-101",
+            False,
+        ),
+        Mechanism(
+            "epoch-truncation",
+            "truncation by leader epoch without KIP-279's fix (fast leader failover)",
+            "KIP-279",
+            False,
+        ),
+        Mechanism(
+            "stale-epoch-truncation",
+            "truncation by leader epoch without KIP-320's fencing of stale leaders",
+            "KIP-320",
+            False,
+        ),
+        Mechanism(
+            "unexplained",
+            "no known mechanism explains it: a bug of the implementation",
+            "-",
+            False,
+        ),
+    )
+}
+
+_TRUNCATION_MECHANISM = {
+    "high_watermark": "hw-truncation",
+    "kip101": "epoch-truncation",
+    "kip279": "stale-epoch-truncation",
+}
+"""The mechanism a truncation loss has under each truncation rule (none under kip320)."""
+
+
+def mechanism_of(name: str) -> Mechanism:
+    return MECHANISMS[name]
+
+
+@attrs.frozen
+class LossExplanation:
+    """Lost acknowledged writes of one key that one mechanism explains."""
+
+    key: str
+    mechanism: str
+    writes: int
+    first_offset: int
+    last_offset: int
+    leader: int | None
+    """The first leader without the writes (None when there was none)."""
+    leader_epoch: int | None
+    story: tuple[str, ...]
+
+    def summary(self) -> str:
+        m = MECHANISMS[self.mechanism]
+        span = (
+            f"offset {self.first_offset}"
+            if self.first_offset == self.last_offset
+            else f"offsets {self.first_offset}..{self.last_offset}"
+        )
+        who = (
+            f"; first leader without them: b{self.leader} in epoch {self.leader_epoch}"
+            if self.leader is not None
+            else ""
+        )
+        return (
+            f"{self.key}: {self.writes} write(s) at {span} by {self.mechanism} "
+            f"({m.title}; {m.reference}){who}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        m = MECHANISMS[self.mechanism]
+        return {
+            "key": self.key,
+            "mechanism": self.mechanism,
+            "title": m.title,
+            "reference": m.reference,
+            "safe_configuration_exposed": m.safe,
+            "writes": self.writes,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "story": list(self.story),
+        }
+
+
+@attrs.frozen
+class _Lost:
+    key: str
+    offset: int
+    acked_at: int
+    invoked_at: int
+
+
+def explain_losses(
+    lost: Iterable[Op],
+    history: Sequence[Op],
+    events: Sequence[Event],
+    *,
+    acks: str,
+    truncation: str,
+    topic: str = "t",
+) -> list[LossExplanation]:
+    """Explain each lost acknowledged write (``lost``: the ``ok`` sends a complete final
+    read did not return) from the run's ``history`` and the cluster's ``events``; writes
+    that share a key, a mechanism and a first leader without them are explained once."""
+    invoked: dict[Any, int] = {}
+    invoke_time: dict[int, int] = {}
+    for op in history:
+        if op.is_client and op.f == "send":
+            if op.type == "invoke":
+                invoked[op.process] = op.time
+            elif op.type == "ok":
+                invoke_time[op.index] = invoked.get(op.process, op.time)
+    writes = [
+        _Lost(str(op.key), int(op.value["offset"]), op.time, invoke_time.get(op.index, op.time))
+        for op in lost
+        if isinstance(op.value, dict) and isinstance(op.value.get("offset"), int)
+    ]
+    # The nemesis logs each fault twice (invoked, then done with its targets): keep the last.
+    done: dict[tuple[int, str], Op] = {}
+    for op in history:
+        if not op.is_client:
+            done[(op.time, op.f)] = op
+    faults = list(done.values())
+    groups: dict[tuple[Any, ...], list[tuple[_Lost, tuple[str, ...]]]] = {}
+    for write in sorted(writes, key=lambda w: (w.key, w.offset)):
+        partition = _partition_of(write.key, topic)
+        mine = [e for e in events if _partition(e) in (None, (topic, partition))]
+        name, root, story = _explain_one(write, mine, faults, acks, truncation, topic, partition)
+        leader = root.broker if root is not None else None
+        epoch = root.leader_epoch if root is not None else None
+        groups.setdefault((write.key, name, leader, epoch), []).append((write, story))
+    explanations = []
+    for (key, name, leader, epoch), members in groups.items():
+        offsets = [w.offset for w, _ in members]
+        explanations.append(
+            LossExplanation(
+                key, name, len(members), min(offsets), max(offsets), leader, epoch, members[0][1]
+            )
+        )
+    return sorted(explanations, key=lambda e: (e.key, e.first_offset))
+
+
+def _partition_of(key: str, topic: str) -> int:
+    prefix = f"{topic}-"
+    if not key.startswith(prefix) or not key[len(prefix) :].isdigit():
+        raise ValueError(f"key {key!r} is not a partition of topic {topic!r} ({prefix}N)")
+    return int(key[len(prefix) :])
+
+
+def _partition(event: Event) -> tuple[str, int] | None:
+    """The partition an event is about; None for broker-wide events."""
+    if isinstance(event, SessionExpiry | Crash | Recovery):
+        return None
+    return (event.topic, event.partition)
+
+
+def _explain_one(
+    write: _Lost,
+    events: Sequence[Event],
+    faults: Sequence[Op],
+    acks: str,
+    truncation: str,
+    topic: str,
+    partition: int,
+) -> tuple[str, Leadership | None, tuple[str, ...]]:
+    o = write.offset
+    ack = _acknowledgement(write, events)
+    written_epoch = ack.leader_epoch if ack is not None else None
+    # Epochs, not times, order the leaders: a deposed leader that has not heard of its
+    # successor may still acknowledge writes after the successor took over (Jepsen 2013).
+    root = next(
+        (
+            e
+            for e in events
+            if isinstance(e, Leadership)
+            and e.log_end_offset <= o
+            and (
+                e.leader_epoch > written_epoch
+                if written_epoch is not None
+                else e.time >= write.invoked_at
+            )
+        ),
+        None,
+    )
+    start = ack.time if ack is not None else write.invoked_at
+    if root is None:
+        story = _story(write, ack, None, events, faults, start, start + 60 * SECOND)
+        return "unexplained", None, story
+    election = next(
+        (e for e in events if isinstance(e, Election) and e.leader_epoch == root.leader_epoch),
+        None,
+    )
+    story = _story(write, ack, root, events, faults, start, root.time)
+    if election is not None and not election.clean:
+        return "unclean-leader-election", root, story
+    between = [e for e in events if start <= e.time <= root.time]
+    lost_power = any(
+        isinstance(e, Recovery)
+        and e.broker == root.broker
+        and (end := e.log_end(topic, partition)) is not None
+        and end <= o
+        for e in between
+    ) and any(isinstance(e, Crash) and e.broker == root.broker and e.power_loss for e in between)
+    if lost_power:
+        holders = _holders_at(write, ack, events, root)
+        if len(holders) > 1 and all(
+            _lost_in_power_loss(b, o, between, topic, partition) for b in holders
+        ):
+            return "correlated-power-loss", root, story
+        isr = election.previous_isr if election is not None else ()
+        if tuple(isr) == (root.broker,):
+            return "last-replica-standing", root, story
+        return "unclean-shutdown-leader", root, story
+    truncated = any(
+        isinstance(e, Truncation) and e.broker == root.broker and e.to_offset <= o < e.from_offset
+        for e in between
+    )
+    if truncated and truncation in _TRUNCATION_MECHANISM:
+        return _TRUNCATION_MECHANISM[truncation], root, story
+    if acks in ("0", "1") and not truncated:
+        return "acks-leader-failure", root, story
+    return "unexplained", root, story
+
+
+def _acknowledgement(write: _Lost, events: Sequence[Event]) -> Ack | None:
+    """The leader's acknowledgement of the write: the last ``Ack`` covering its offset no
+    later than the client saw the ``ok``."""
+    found = None
+    for e in events:
+        if e.time > write.acked_at:
+            break
+        if isinstance(e, Ack) and e.covers(write.offset):
+            found = e
+    return found
+
+
+def _isr_at(time: int, events: Sequence[Event]) -> tuple[int, ...]:
+    """The partition's ISR in the store at ``time`` (``events``: one partition's)."""
+    isr: tuple[int, ...] = ()
+    for e in events:
+        if e.time > time:
+            break
+        if isinstance(e, Election | IsrChange):
+            isr = e.isr
+    return isr
+
+
+def _holders_at(
+    write: _Lost, ack: Ack | None, events: Sequence[Event], root: Leadership
+) -> list[int]:
+    """The replicas in the ISR when the write was acknowledged (acks=all: each held it)."""
+    return sorted(_isr_at(ack.time, events)) if ack is not None else [root.broker]
+
+
+def _lost_in_power_loss(
+    broker: int, offset: int, events: Sequence[Event], topic: str, partition: int
+) -> bool:
+    return any(
+        isinstance(e, Recovery)
+        and e.broker == broker
+        and (end := e.log_end(topic, partition)) is not None
+        and end <= offset
+        for e in events
+    )
+
+
+def _story(
+    write: _Lost,
+    ack: Ack | None,
+    root: Leadership | None,
+    events: Sequence[Event],
+    faults: Sequence[Op],
+    start: int,
+    until: int,
+) -> tuple[str, ...]:
+    """The lines that tell how the write was lost, in time order: its acknowledgement, the
+    faults and cluster events from then to the first leader without it, and the followers'
+    truncations after."""
+    lines: list[tuple[int, int, str]] = []
+    acked_by = ""
+    if ack is not None:
+        isr = _isr_at(ack.time, events)
+        acked_by = f" by b{ack.broker} in epoch {ack.leader_epoch} (ISR {list(isr)})"
+    lines.append((write.acked_at, 0, f"write at offset {write.offset} acknowledged{acked_by}"))
+    margin = 10 * SECOND
+    for op in faults:
+        if start - margin <= op.time <= until and _interesting_fault(op):
+            lines.append((op.time, 1, f"nemesis: {op.f} {_short(op.value)}"))
+    for e in events:
+        if isinstance(e, Ack):
+            continue
+        if start <= e.time <= until or (
+            root is not None
+            and isinstance(e, Truncation)
+            and e.time > until
+            and e.leader_epoch == root.leader_epoch
+            and e.to_offset <= write.offset < e.from_offset
+        ):
+            text = _describe(e)
+            if text:
+                lines.append((e.time, 2, text))
+    lines.sort(key=lambda item: (item[0], item[1]))
+    return tuple(f"{t / SECOND:9.3f} s  {text}" for t, _, text in lines)
+
+
+def _interesting_fault(op: Op) -> bool:
+    value = op.value
+    return not (isinstance(value, dict) and ("healed" in value or "skipped" in value))
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe(e: Event) -> str:
+    if isinstance(e, Election):
+        leader = "no leader" if e.leader < 0 else f"b{e.leader} leads"
+        how = "" if e.clean else " (UNCLEAN: outside the ISR)"
+        return (
+            f"controller: {leader} in epoch {e.leader_epoch}{how}, ISR {list(e.isr)} "
+            f"(was {list(e.previous_isr)})"
+        )
+    if isinstance(e, IsrChange):
+        return (
+            f"b{e.leader} changes the ISR to {list(e.isr)} (was {list(e.previous_isr)}) "
+            f"in epoch {e.leader_epoch}"
+        )
+    if isinstance(e, SessionExpiry):
+        return f"controller: b{e.broker}'s session expired"
+    if isinstance(e, Leadership):
+        return (
+            f"b{e.broker} becomes leader in epoch {e.leader_epoch} with log end "
+            f"{e.log_end_offset}, HW {e.high_watermark}"
+        )
+    if isinstance(e, Truncation):
+        return (
+            f"b{e.broker} truncates its log {e.from_offset} -> {e.to_offset} "
+            f"(following b{e.leader}, epoch {e.leader_epoch})"
+        )
+    if isinstance(e, Crash):
+        logs = ", ".join(f"{t}-{p} log end {end} HW {hw}" for t, p, end, hw in e.logs)
+        if e.power_loss:
+            return f"b{e.broker} loses power ({e.unflushed_bytes} unflushed bytes lost; {logs})"
+        return f"b{e.broker}'s process dies (page cache kept; {logs})"
+    if isinstance(e, Recovery):
+        logs = ", ".join(f"{t}-{p} log end {end} HW {hw}" for t, p, end, hw in e.logs)
+        return f"b{e.broker} restarts and recovers {logs}"
+    return ""
+
+
+STORY_LINES = 24
+"""Story lines printed per explanation (``results.json`` and ``kmodel replay`` keep all)."""
+
+
+def explanation_lines(explanations: list[dict[str, Any]], story: bool = True) -> list[str]:
+    """How each group of lost writes was lost (`jepsen_py.explain`), for the terminal."""
+    lines = []
+    for e in explanations:
+        span = (
+            f"offset {e['first_offset']}"
+            if e["first_offset"] == e["last_offset"]
+            else f"offsets {e['first_offset']}..{e['last_offset']}"
+        )
+        lines.append(
+            f"    {e['key']}: {e['writes']} at {span}: {e['mechanism']} ({e['title']}; "
+            f"{e['reference']})"
+        )
+        if story:
+            told = e["story"][:STORY_LINES]
+            lines.extend(f"      {line}" for line in told)
+            if len(e["story"]) > len(told):
+                lines.append(f"      ... {len(e['story']) - len(told)} more in results.json")
+    return lines

@@ -1,0 +1,128 @@
+"""Explained losses: every run that loses acknowledged writes names the mechanism, and each
+known-unsafe configuration's loss is explained by its own mechanism (and never as
+``unexplained``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+from click.testing import CliRunner
+
+from impl.timeline import Ack, Crash, Election, Leadership, Recovery, Truncation
+from jepsen_py.cli import main
+from jepsen_py.explain import MECHANISMS, explain_losses
+from jepsen_py.generator import SECOND
+from jepsen_py.history.op import Op
+from jepsen_py.runner import RunOutcome, TestConfig, run_test
+from jepsen_py.scenarios import KAFKA_TODAY, LAST_REPLICA_STANDING, jepsen_2013
+
+
+def mechanisms(outcome: RunOutcome) -> set[str]:
+    assert outcome.results["lost_acknowledged_writes"] > 0, "the run lost nothing"
+    explained = outcome.results["loss_explanations"]
+    assert sum(e["writes"] for e in explained) == outcome.results["lost_acknowledged_writes"]
+    return {e["mechanism"] for e in explained}
+
+
+def test_the_last_replica_standing_is_explained_as_kip_966() -> None:
+    outcome = run_test(LAST_REPLICA_STANDING, 1)
+    assert mechanisms(outcome) == {"last-replica-standing"}
+    (explanation,) = outcome.results["loss_explanations"]
+    assert explanation["safe_configuration_exposed"]
+    assert "KIP-966" in explanation["reference"]
+    story = "\n".join(explanation["story"])
+    assert "changes the ISR to [1]" in story, "the shrink that made b1 the last ISR member"
+    assert "b1 loses power" in story and "truncates its log" in story
+
+
+def test_an_unclean_election_is_explained_as_such() -> None:
+    assert mechanisms(run_test(jepsen_2013(unclean=True), 1)) == {"unclean-leader-election"}
+
+
+def test_whole_cluster_power_loss_is_explained_as_correlated() -> None:
+    config = attrs.evolve(
+        KAFKA_TODAY, nemesis=("kill-all",), partitions=1, time_limit_ns=20 * SECOND
+    )
+    assert mechanisms(run_test(config, 1)) == {"correlated-power-loss"}
+
+
+def test_acks_1_losses_are_explained_as_a_leader_failure() -> None:
+    config = TestConfig(
+        acks="1",
+        min_isr=1,
+        partitions=1,
+        nemesis=("kill-leader",),
+        interval_ns=SECOND,
+        time_limit_ns=30 * SECOND,
+        rate=200,
+        concurrency=10,
+    )
+    assert mechanisms(run_test(config, 1)) == {"acks-leader-failure"}
+
+
+def test_pre_kip_101_losses_are_explained_as_hw_truncation() -> None:
+    config = TestConfig(
+        truncation="high_watermark",
+        partitions=1,
+        nemesis=("sigkill", "sigkill-leader"),
+        interval_ns=150_000_000,
+        time_limit_ns=20 * SECOND,
+        rate=200,
+        concurrency=10,
+    )
+    assert mechanisms(run_test(config, 2)) == {"hw-truncation"}
+
+
+def _send(index: int, time: int, offset: int, type_: str = "ok") -> Op:
+    value = {"offset": offset, "value": index} if type_ == "ok" else index
+    return Op(index, time, 0, type_, "send", "t-0", value)
+
+
+def test_a_loss_no_mechanism_accounts_for_is_unexplained() -> None:
+    # Written at offset 3 in epoch 0 and acknowledged; every later leader had a longer log
+    # and nobody crashed or truncated: nothing known explains it (a checker or cluster bug).
+    history = [_send(0, 1, 3, "invoke"), _send(1, 2, 3)]
+    events = [
+        Election(0, "t", 0, 0, 1, (1, 2, 3), (1, 2, 3)),
+        Leadership(0, 1, "t", 0, 0, 0, 0),
+        Ack(2, 1, "t", 0, 0, 3, 1),
+        Election(5, "t", 0, 1, 2, (2, 3), (1, 2, 3)),
+        Leadership(5, 2, "t", 0, 1, 10, 9),
+    ]
+    (explanation,) = explain_losses([history[1]], history, events, acks="all", truncation="kip320")
+    assert explanation.mechanism == "unexplained" and explanation.leader is None
+    assert not MECHANISMS["unexplained"].safe
+
+
+def test_a_leader_that_lost_power_while_others_were_in_the_isr() -> None:
+    history = [_send(0, 1, 0, "invoke"), _send(1, 2, 0)]
+    events = [
+        Election(0, "t", 0, 0, 1, (1, 2, 3), (1, 2, 3)),
+        Leadership(0, 1, "t", 0, 0, 0, 0),
+        Ack(2, 1, "t", 0, 0, 0, 1),
+        Crash(3, 1, True, 100, (("t", 0, 1, 1),)),
+        Recovery(4, 1, (("t", 0, 0, 0),)),
+        Election(5, "t", 0, 1, 1, (1, 2, 3), (1, 2, 3)),
+        Leadership(5, 1, "t", 0, 1, 0, 0),
+        Truncation(6, 2, "t", 0, 1, 1, 1, 0),
+    ]
+    (explanation,) = explain_losses([history[1]], history, events, acks="all", truncation="kip320")
+    assert explanation.mechanism == "unclean-shutdown-leader"
+    assert explanation.leader == 1 and explanation.leader_epoch == 1
+
+
+def test_kmodel_test_prints_and_stores_the_explanation(tmp_path: Path) -> None:
+    args = ["test", "--nemesis", "kill-all", "--partitions", "1", "--time-limit", "20s"]
+    args += ["--seed", "1", "--no-reports", "--store", str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "correlated-power-loss" in result.output and "loses power" in result.output
+    (run,) = [p for p in (tmp_path / "kafka").iterdir() if not p.is_symlink()]
+    results = json.loads((run / "results.json").read_text())
+    assert {e["mechanism"] for e in results["loss_explanations"]} == {"correlated-power-loss"}
+    kinds = {json.loads(line)["event"] for line in (run / "cluster.jsonl").read_text().splitlines()}
+    assert {"elected", "crashed", "recovered", "became-leader"} <= kinds
+    replayed = CliRunner().invoke(main, ["replay", str(run)])
+    assert "correlated-power-loss" in replayed.output
