@@ -27,6 +27,7 @@ __all__ = [
     "Event",
     "IsrChange",
     "Leadership",
+    "Logs",
     "Recovery",
     "SessionExpiry",
     "Timeline",
@@ -38,6 +39,21 @@ __all__ = [
 
 def _sorted_ints(value: Any) -> tuple[int, ...]:
     return tuple(sorted(int(v) for v in value))
+
+
+Logs = tuple[tuple[str, int, int, int], ...]
+"""A broker's replicas: (topic, partition, log end offset, high watermark) each."""
+
+
+def _logs(value: Any) -> Logs:
+    return tuple(sorted((str(t), int(p), int(end), int(hw)) for t, p, end, hw in value))
+
+
+def _log_end(logs: Logs, topic: str, partition: int) -> int | None:
+    for t, p, end, _ in logs:
+        if (t, p) == (topic, partition):
+            return end
+    return None
 
 
 @attrs.frozen
@@ -149,17 +165,12 @@ class Crash:
     broker: int
     power_loss: bool
     unflushed_bytes: int
-    logs: tuple[tuple[str, int, int, int], ...] = attrs.field(
-        converter=lambda v: tuple(sorted((str(t), int(p), int(e), int(h)) for t, p, e, h in v))
-    )
+    logs: Logs = attrs.field(converter=_logs)
 
     kind = "crashed"
 
     def log_end(self, topic: str, partition: int) -> int | None:
-        for t, p, end, _ in self.logs:
-            if (t, p) == (topic, partition):
-                return end
-        return None
+        return _log_end(self.logs, topic, partition)
 
 
 @attrs.frozen
@@ -169,17 +180,12 @@ class Recovery:
 
     time: int
     broker: int
-    logs: tuple[tuple[str, int, int, int], ...] = attrs.field(
-        converter=lambda v: tuple(sorted((str(t), int(p), int(e), int(h)) for t, p, e, h in v))
-    )
+    logs: Logs = attrs.field(converter=_logs)
 
     kind = "recovered"
 
     def log_end(self, topic: str, partition: int) -> int | None:
-        for t, p, end, _ in self.logs:
-            if (t, p) == (topic, partition):
-                return end
-        return None
+        return _log_end(self.logs, topic, partition)
 
 
 Event = Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery

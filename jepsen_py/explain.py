@@ -59,6 +59,7 @@ from impl.timeline import (
     Event,
     IsrChange,
     Leadership,
+    Logs,
     Recovery,
     SessionExpiry,
     Truncation,
@@ -469,14 +470,17 @@ def _describe(e: Event) -> str:
             f"(following b{e.leader}, epoch {e.leader_epoch})"
         )
     if isinstance(e, Crash):
-        logs = ", ".join(f"{t}-{p} log end {end} HW {hw}" for t, p, end, hw in e.logs)
         if e.power_loss:
-            return f"b{e.broker} loses power ({e.unflushed_bytes} unflushed bytes lost; {logs})"
-        return f"b{e.broker}'s process dies (page cache kept; {logs})"
+            lost = f"{e.unflushed_bytes} unflushed bytes lost"
+            return f"b{e.broker} loses power ({lost}; {_logs_text(e.logs)})"
+        return f"b{e.broker}'s process dies (page cache kept; {_logs_text(e.logs)})"
     if isinstance(e, Recovery):
-        logs = ", ".join(f"{t}-{p} log end {end} HW {hw}" for t, p, end, hw in e.logs)
-        return f"b{e.broker} restarts and recovers {logs}"
+        return f"b{e.broker} restarts and recovers {_logs_text(e.logs)}"
     return ""
+
+
+def _logs_text(logs: Logs) -> str:
+    return ", ".join(f"{t}-{p} log end {end} HW {hw}" for t, p, end, hw in logs)
 
 
 STORY_LINES = 24

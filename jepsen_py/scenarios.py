@@ -65,6 +65,35 @@ min.insync.replicas=2, clean election, KIP-320): the ISR shrinks to the leader, 
 loses power; every write acknowledged before the shrink is lost (Kafka before 4.0)."""
 
 
+ACKS_1_LEADER_KILLS = TestConfig(
+    name="acks-1-leader-kills",
+    acks="1",
+    min_isr=1,
+    partitions=1,
+    nemesis=("kill-leader",),
+    interval_ns=SECOND,
+    time_limit_ns=30 * SECOND,
+    rate=200,
+    concurrency=10,
+)
+"""acks=1 with the leader losing power every second or so: a write acknowledged by the
+leader alone is lost when a follower that never fetched it takes over."""
+
+PRE_KIP_101 = TestConfig(
+    name="pre-kip-101",
+    truncation="high_watermark",
+    partitions=1,
+    nemesis=("sigkill", "sigkill-leader"),
+    interval_ns=150_000_000,
+    time_limit_ns=20 * SECOND,
+    rate=200,
+    concurrency=10,
+)
+"""Kills and restarts every 150 ms or so, the page cache kept (so no loss of unflushed
+data muddles the picture): a follower that truncated to its high watermark on a leader
+change and is then elected before it fetched again loses committed records (KIP-101)."""
+
+
 def jepsen_2013(unclean: bool) -> TestConfig:
     """The 2013 partition pattern on one partition with acks=all and min.insync.replicas=1
     (the setting that lets an ISR of one acknowledge), unclean election as given."""
@@ -82,10 +111,12 @@ def jepsen_2013(unclean: bool) -> TestConfig:
 
 
 __all__ = [
+    "ACKS_1_LEADER_KILLS",
     "CUT_FOLLOWERS",
     "ISOLATE_LEADER",
     "JEPSEN_2013",
     "KAFKA_TODAY",
     "LAST_REPLICA_STANDING",
+    "PRE_KIP_101",
     "jepsen_2013",
 ]

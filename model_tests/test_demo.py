@@ -23,12 +23,15 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     for stage in ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples"):
         assert stage in result.stdout
     summary = orjson.loads((tmp_path / "summary.json").read_bytes())
-    assert summary["runs_as_expected"] == summary["runs_total"] == 3
-    assert summary["spark_agrees"] == summary["spark_total"] == 3
+    assert summary["runs_as_expected"] == summary["runs_total"] == 4
+    assert summary["spark_agrees"] == summary["spark_total"] == 4
     assert summary["parity_matches"] == summary["parity_total"] == 5
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
     unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
     assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
+    standing = next(r for r in summary["runs"] if r["name"] == "last-replica-standing")
+    assert standing["loss_mechanisms"] == ["last-replica-standing"]
+    assert "lost by: last-replica-standing" in result.stdout
     for run in summary["runs"]:
         store = Path(run["store"])
         for name in ("history.jsonl", "results.json", "timeline.html", "latency.png", "rate.png"):
@@ -42,5 +45,8 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
 def test_a_run_that_loses_writes_where_none_may_be_lost_is_unexpected(tmp_path: Path) -> None:
     config = jepsen_2013(unclean=True)
     outcome = run_test(config, 1, store_root=tmp_path, reports=False)
-    assert _row(DemoRun("expects loss", config, 1, expect_loss=True), outcome)["as_expected"]
+    mechanism = "unclean-leader-election"
+    assert _row(DemoRun("expects loss", config, 1, True, mechanism), outcome)["as_expected"]
     assert not _row(DemoRun("expects none", config, 1, expect_loss=False), outcome)["as_expected"]
+    other = DemoRun("another mechanism", config, 1, True, "last-replica-standing")
+    assert not _row(other, outcome)["as_expected"], "a loss explained otherwise is unexpected"

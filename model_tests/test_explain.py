@@ -15,8 +15,14 @@ from jepsen_py.cli import main
 from jepsen_py.explain import MECHANISMS, explain_losses
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
-from jepsen_py.runner import RunOutcome, TestConfig, run_test
-from jepsen_py.scenarios import KAFKA_TODAY, LAST_REPLICA_STANDING, jepsen_2013
+from jepsen_py.runner import RunOutcome, run_test
+from jepsen_py.scenarios import (
+    ACKS_1_LEADER_KILLS,
+    KAFKA_TODAY,
+    LAST_REPLICA_STANDING,
+    PRE_KIP_101,
+    jepsen_2013,
+)
 
 
 def mechanisms(outcome: RunOutcome) -> set[str]:
@@ -49,30 +55,11 @@ def test_whole_cluster_power_loss_is_explained_as_correlated() -> None:
 
 
 def test_acks_1_losses_are_explained_as_a_leader_failure() -> None:
-    config = TestConfig(
-        acks="1",
-        min_isr=1,
-        partitions=1,
-        nemesis=("kill-leader",),
-        interval_ns=SECOND,
-        time_limit_ns=30 * SECOND,
-        rate=200,
-        concurrency=10,
-    )
-    assert mechanisms(run_test(config, 1)) == {"acks-leader-failure"}
+    assert mechanisms(run_test(ACKS_1_LEADER_KILLS, 1)) == {"acks-leader-failure"}
 
 
 def test_pre_kip_101_losses_are_explained_as_hw_truncation() -> None:
-    config = TestConfig(
-        truncation="high_watermark",
-        partitions=1,
-        nemesis=("sigkill", "sigkill-leader"),
-        interval_ns=150_000_000,
-        time_limit_ns=20 * SECOND,
-        rate=200,
-        concurrency=10,
-    )
-    assert mechanisms(run_test(config, 2)) == {"hw-truncation"}
+    assert mechanisms(run_test(PRE_KIP_101, 2)) == {"hw-truncation"}
 
 
 def _send(index: int, time: int, offset: int, type_: str = "ok") -> Op:

@@ -38,7 +38,13 @@ from jepsen_py.runner import (
     run_test,
     swarm_config,
 )
-from jepsen_py.scenarios import JEPSEN_2013, KAFKA_TODAY, jepsen_2013
+from jepsen_py.scenarios import (
+    ACKS_1_LEADER_KILLS,
+    JEPSEN_2013,
+    KAFKA_TODAY,
+    PRE_KIP_101,
+    jepsen_2013,
+)
 from jepsen_py.store import load_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -196,32 +202,8 @@ def test_clean_election_after_the_same_partition_loses_nothing() -> None:
 
 
 def test_acks_1_and_leader_kills_lose_acknowledged_writes_within_3_seeds() -> None:
-    config = TestConfig(
-        acks="1",
-        min_isr=1,
-        partitions=1,
-        nemesis=("kill-leader",),
-        interval_ns=SECOND,
-        time_limit_ns=30 * SECOND,
-        rate=200,
-        concurrency=10,
-    )
-    found = [s for s in range(1, 4) if any(lost_or_inconsistent(run_test(config, s)))]
+    found = [s for s in range(1, 4) if any(lost_or_inconsistent(run_test(ACKS_1_LEADER_KILLS, s)))]
     assert found, "acks=1 lost nothing in 3 seeds"
-
-
-PRE_KIP_101 = TestConfig(
-    truncation="high_watermark",
-    partitions=1,
-    nemesis=("sigkill", "sigkill-leader"),
-    interval_ns=150_000_000,
-    time_limit_ns=20 * SECOND,
-    rate=200,
-    concurrency=10,
-)
-"""Kills and restarts every 150 ms or so, the page cache kept (so no loss of unflushed
-data muddles the picture): a follower that truncated to its high watermark on a leader
-change and is then elected before it fetched again loses committed records."""
 
 
 def test_pre_kip_101_truncation_with_kills_loses_writes_within_10_seeds() -> None:

@@ -48,6 +48,8 @@ def _print_run(say: Any, row: dict[str, Any]) -> None:
         f"{row['lost_acknowledged_writes']}; offsets with two values: "
         f"{row['inconsistent_offsets']}; anomalies: {broken}"
     )
+    if row["loss_mechanisms"]:
+        say(f"      lost by: {', '.join(row['loss_mechanisms'])}")
     say(f"      expected: {row['expected']}")
     say(f"      store: {row['store']}")
 

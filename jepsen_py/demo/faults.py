@@ -9,6 +9,12 @@ with what it is expected to show.
   alone are lost.
 - **Jepsen 2013, clean**: the same faults with clean election: nothing is lost (the
   partition waits for an ISR member instead).
+- **KIP-966's last replica standing**: Kafka today, whose ISR shrank to the leader, which
+  then loses power before the kernel wrote its log back: the writes are lost, and the run
+  explains it as ``last-replica-standing`` (what Eligible Leader Replicas, Kafka 4.0, fix).
+
+A run that must lose writes must also explain them by the expected mechanism
+(``jepsen_py.explain``).
 
 Each run writes its store directory (``test.json``, ``history.jsonl``, ``results.json``,
 ``timeline.html``, ``latency.png``, ``rate.png``) under the demo's ``store/``.
@@ -24,7 +30,7 @@ import attrs
 
 from jepsen_py.generator import SECOND
 from jepsen_py.runner import RunOutcome, TestConfig, run_test
-from jepsen_py.scenarios import KAFKA_TODAY, jepsen_2013
+from jepsen_py.scenarios import KAFKA_TODAY, LAST_REPLICA_STANDING, jepsen_2013
 from jepsen_py.store import HISTORY_FILE, TIMELINE_FILE
 
 
@@ -38,6 +44,8 @@ class DemoRun:
     expect_loss: bool
     """True: the run must lose acknowledged writes (a known bug); False: it must not lose
     any, nor show an offset with two values."""
+    mechanism: str | None = None
+    """With ``expect_loss``: the mechanism that must explain every loss."""
 
 
 def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
@@ -45,8 +53,21 @@ def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
     today = attrs.evolve(KAFKA_TODAY, name="kafka-today", time_limit_ns=time_limit_s * SECOND)
     return [
         DemoRun("Kafka today, faults from the whole catalogue", today, seed, expect_loss=False),
-        DemoRun("Jepsen 2013 partition, unclean election", jepsen_2013(True), 1, True),
+        DemoRun(
+            "Jepsen 2013 partition, unclean election",
+            jepsen_2013(True),
+            1,
+            True,
+            "unclean-leader-election",
+        ),
         DemoRun("Jepsen 2013 partition, clean election", jepsen_2013(False), 1, False),
+        DemoRun(
+            "KIP-966 last replica standing, Kafka today",
+            LAST_REPLICA_STANDING,
+            1,
+            True,
+            "last-replica-standing",
+        ),
     ]
 
 
@@ -54,9 +75,10 @@ def _row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
     r = outcome.results
     lost, inconsistent = r["lost_acknowledged_writes"], r["inconsistent_offsets"]
     complete = bool(r["final_reads"]["complete"])
+    mechanisms = sorted({e["mechanism"] for e in r["loss_explanations"]})
     if run.expect_loss:
-        as_expected = lost > 0
-        expected = "acknowledged writes lost"
+        as_expected = lost > 0 and mechanisms == [run.mechanism]
+        expected = f"acknowledged writes lost, explained as {run.mechanism}"
     else:
         # With the idempotent producer (KIP-98, on by default with acks=all) a retried
         # send must not be written twice either.
@@ -77,6 +99,7 @@ def _row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
         "violations": r["violations"],
         "anomalies": r["anomalies"],
         "lost_acknowledged_writes": lost,
+        "loss_mechanisms": mechanisms,
         "inconsistent_offsets": inconsistent,
         "final_reads_complete": complete,
         "ops": r["history"]["ops"],
