@@ -458,6 +458,17 @@ def make_machine(
             if self.c.flush(b):
                 self._after(f"flush b{b}")
 
+        @precondition(lambda self: self.on("crash"))
+        @rule(b=brokers)
+        @counted
+        def kernel_writeback(self, b: int) -> None:
+            # The kernel writes the broker machine's dirty pages back (every file, as if all
+            # had expired): the recovery point does not move, so the spec stutters, and a
+            # later crash keeps more than was fsynced -- the spec's crash may keep any
+            # prefix of the unflushed tail.
+            if self.c.disks[b].writeback(older_than=self.c.clock.now):
+                self._after(f"kernel write-back b{b}")
+
         @precondition(lambda self: self.on("pause"))
         @rule(node=nodes)
         @counted
