@@ -50,7 +50,7 @@ from typing import Any
 import attrs
 
 from impl.broker import Broker, BrokerConfig
-from impl.client import Consumer, ConsumerConfig, Producer, ProducerConfig, acks_value
+from impl.client import Consumer, ConsumerConfig, Producer, ProducerConfig, Send, acks_value
 from impl.controller import CONTROLLER, Controller, ControllerConfig, MetadataStore, broker_node
 from impl.log import (
     REPLICATION_OFFSET_CHECKPOINT,
@@ -802,16 +802,17 @@ class Cluster:
 
     # ------------------------------------------------------------------ clients
 
-    def client_send(self, name: str, key: bytes | None, value: bytes) -> int:
+    def client_send(self, name: str, key: bytes | None, value: bytes) -> Send:
+        """Producer ``name`` sends a record now; returns the op's record (its attempts)."""
         producer = self.producers[name]
         now = self.clock.wall_now(name)
-        op = producer.send(key, value, now)
+        send = producer.send(key, value, now)
         if self.running(name):
             effects = producer.pump(now)
             self._collect(name)
             self._dispatch(name, effects)
         self._collect(name)
-        return op
+        return send
 
     def client_poll(self, name: str) -> None:
         consumer = self.consumers[name]
