@@ -409,7 +409,7 @@ class Nemesis:
     def _unflushed(self, node: str) -> list[tuple[str, int]]:
         if node == CONTROLLER:
             return []
-        return self.cluster.unflushed_files(int(node[1:]))
+        return self.cluster.unflushed_files(self.cluster.broker_id(node))
 
     def _stop_process(self, fault: str) -> Any:
         nodes = self.active.pop(fault, None)
@@ -506,7 +506,7 @@ class Nemesis:
             return {"skipped": "no running broker"}
         if not self._state(node).alive:
             return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
-        broker = int(node[1:])
+        broker = self.cluster.broker_id(node)
         disk = self.cluster.disks[broker]
         out: dict[str, Any] = {"node": node}
         if fault == "disk-lose-unflushed":

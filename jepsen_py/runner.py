@@ -52,7 +52,6 @@ import orjson
 
 from impl.cluster import Cluster, ClusterConfig
 from impl.fetcher import TRUNCATIONS
-from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom, derive_seed
 from impl.timeline import Event, event_to_json
 from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies, summarize, violations
@@ -424,10 +423,7 @@ _MAX_STALLED_STEPS = 100_000
 
 def _next_event(cluster: Cluster) -> int | None:
     """When the cluster next has something to do: a message delivery or a node's tick."""
-    paused = cluster.nodes.in_state(NodeState.PAUSED)
-    times = (cluster.timers.peek_time(paused), cluster.network.next_delivery_time())
-    known = [t for t in times if t is not None]
-    return min(known) if known else None
+    return cluster.next_event_time()
 
 
 class HistoryHash:

@@ -26,12 +26,12 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
 from impl.broker import Broker
-from impl.cluster import Cluster
 from impl.controller import CONTROLLER
 from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
 from impl.log import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from impl.log.batch import read_header
 from impl.protocol import Acked, Errors, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse
+from impl.refinement import RefinementCluster
 from impl.replica import Replica
 from impl.sim.clock import ms
 from model_tests.refinement_machine import (
@@ -148,7 +148,7 @@ def test_finding_f1_kip101_cache_answer_differs_from_the_spec():
     b2 to its HW, 0, dropping m0. The implementation's step is the spec's step with Kafka's
     truncation offset."""
     config = refinement_config(truncation="kip101", min_isr=1)
-    cluster = Cluster(config, seed=1)
+    cluster = RefinementCluster(config, seed=1)
     spec = Replication(spec_params(config))
     prev = abstract(cluster)
 
@@ -217,7 +217,7 @@ KIP320 = refinement_config(truncation="kip320", acks="all", min_isr=2)
 
 
 def test_the_initial_world_is_the_spec_initial_state():
-    cluster = Cluster(KIP320, seed=7)
+    cluster = RefinementCluster(KIP320, seed=7)
     spec = Replication(spec_params(KIP320))
     assert abstract(cluster) == next(iter(spec.init()))
 
@@ -345,7 +345,7 @@ class AckBeforeHwBroker(Broker):
     replica_class = AckBeforeHwReplica
 
 
-class AckBeforeHwCluster(Cluster):
+class AckBeforeHwCluster(RefinementCluster):
     broker_class = AckBeforeHwBroker
 
 
@@ -359,7 +359,7 @@ class TruncateOnRestartBroker(Broker):
             replica.log.truncate_to(replica.hw)
 
 
-class TruncateOnRestartCluster(Cluster):
+class TruncateOnRestartCluster(RefinementCluster):
     broker_class = TruncateOnRestartBroker
 
 
@@ -465,7 +465,7 @@ class ImplScenario:
     """
 
     def __init__(self) -> None:
-        self.cluster: Cluster | None = None
+        self.cluster: RefinementCluster | None = None
         self.spec: Replication | None = None
         self.prev: State | None = None
         self.lines: list[str] = []
@@ -482,7 +482,7 @@ class ImplScenario:
         return self.lines + self._state()
 
     @property
-    def c(self) -> Cluster:
+    def c(self) -> RefinementCluster:
         assert self.cluster is not None, "the scenario must start with 'cluster'"
         return self.cluster
 
@@ -513,7 +513,7 @@ class ImplScenario:
             brokers=int(brokers),
             unclean=unclean == "yes",
         )
-        self.cluster = Cluster(config, seed=int(kw.get("seed", "1")))
+        self.cluster = RefinementCluster(config, seed=int(kw.get("seed", "1")))
         self.spec = Replication(spec_params(config))
         self.prev = abstract(self.cluster)
 
@@ -549,14 +549,14 @@ class ImplScenario:
             self._deliver(ready[0])
 
     def do_produce(self, to):
-        b = int(to[1:])
+        b = self.c.broker_id(to)
         self._event(f"send Produce to {to}", lambda: self.c.raw_produce(b))
         envelope = self._matching(to, "Produce")
         assert envelope is not None, f"the produce to {to} was not sent"
         self._deliver(envelope)
 
     def do_fetch(self, node):
-        b = int(node[1:])
+        b = self.c.broker_id(node)
         self._event(f"fetch by {node}", lambda: self.c.replica_fetch(b))
 
     def do_tick(self, node, advance="0"):
@@ -573,7 +573,7 @@ class ImplScenario:
         self._event(f"{kw['ms']}ms pass", lambda: self.c.advance(delta))
 
     def do_crash(self, node, **kw):
-        b = int(node[1:])
+        b = self.c.broker_id(node)
         torn = {}
         if "keep-records" in kw:
             torn = self._torn_for(b, int(kw["keep-records"]), int(kw.get("extra-bytes", "0")))
@@ -603,7 +603,7 @@ class ImplScenario:
 
     def do_restart(self, node):
         self._event(f"restart {node}", lambda: self.c.restart(node))
-        broker = self.c.brokers[int(node[1:])]
+        broker = self.c.brokers[self.c.broker_id(node)]
         assert broker is not None
         for (topic, partition), report in sorted(broker.recovered.items()):
             self.lines.append(
@@ -614,7 +614,7 @@ class ImplScenario:
                 self.lines.append(f"  because {error.split(': ', 1)[-1]}")
 
     def do_flush(self, node):
-        self._event(f"flush {node}", lambda: self.c.flush(int(node[1:])))
+        self._event(f"flush {node}", lambda: self.c.flush(self.c.broker_id(node)))
 
     def do_pause(self, node):
         self._event(f"pause {node}", lambda: self.c.pause(node))
