@@ -58,6 +58,7 @@ __all__ = [
     "ExchangeDone",
     "ExchangeFailed",
     "FetchPhase",
+    "FetchSettings",
     "FollowerFetcher",
     "TruncationExchange",
 ]
@@ -183,6 +184,21 @@ class TruncationExchange:
     def on_failure(self) -> ExchangeFailed:
         self.outstanding = None
         return ExchangeFailed(Errors.NETWORK_EXCEPTION)
+
+
+@attrs.frozen
+class FetchSettings:
+    """How a broker's followers fetch. ``max_bytes``: ``replica.fetch.max.bytes`` (the first
+    batch is returned whole anyway, KIP-74); ``max_wait_ns``: ``replica.fetch.wait.max.ms``,
+    how long a leader may park a fetch with nothing new; ``backoff_ns``:
+    ``replica.fetch.backoff.ms``, the pause after an error; ``pipelined``: the next fetch goes
+    out as soon as a response is applied, as Kafka's fetcher thread loops (refinement mode
+    turns it off: the world starts each round trip, one record at a time, no long poll)."""
+
+    max_bytes: int = 1024 * 1024
+    max_wait_ns: int = 500_000_000
+    backoff_ns: int = 1_000_000_000
+    pipelined: bool = True
 
 
 class FetchPhase(enum.Enum):

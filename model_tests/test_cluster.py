@@ -13,7 +13,8 @@ import pytest
 from impl.cluster import Cluster, ClusterConfig, IllegalEvent
 from impl.controller import CONTROLLER
 from impl.refinement import RefinementCluster
-from impl.replica import Replica, Role
+from impl.replica import Replica
+from impl.roles import Role
 from impl.sim.clock import ms, seconds
 from impl.world import World
 from jepsen_py.checker import anomalies

@@ -33,6 +33,7 @@ from impl.log.batch import read_header
 from impl.protocol import Acked, Errors, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse
 from impl.refinement import RefinementCluster
 from impl.replica import Replica
+from impl.roles import roles_to_markdown, roles_to_mermaid
 from impl.sim.clock import ms
 from model_tests.refinement_machine import (
     COVERAGE,
@@ -200,8 +201,6 @@ def test_finding_f1_kip101_cache_answer_differs_from_the_spec():
 
 
 def test_the_docs_show_the_role_table():
-    from impl.replica import roles_to_markdown, roles_to_mermaid
-
     docs = (Path(__file__).resolve().parent.parent / "docs" / "impl.md").read_text()
     assert roles_to_mermaid() in docs and roles_to_markdown() in docs
 
