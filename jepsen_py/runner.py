@@ -60,6 +60,7 @@ from jepsen_py.checker.result import Verdict
 from jepsen_py.explain import LossExplanation, explain_losses
 from jepsen_py.generator import (
     EXHAUSTED,
+    MILLISECOND,
     NEMESIS,
     SECOND,
     Gen,
@@ -97,8 +98,6 @@ from jepsen_py.nemesis import (
     scripted,
 )
 from jepsen_py.workload import KafkaClients, partition_keys
-
-MILLISECOND = 1_000_000
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 EXIT_CODES = {VALID: 0, INVALID: 1, UNKNOWN: 2}
