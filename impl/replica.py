@@ -52,7 +52,14 @@ from collections.abc import Callable
 import attrs
 
 from impl.controller import CONTROLLER, broker_node
-from impl.fetcher import FetchPhase, FetchSettings, FollowerFetcher, TruncationExchange
+from impl.fetcher import (
+    FetchPhase,
+    FetchSettings,
+    FollowerFetcher,
+    TruncationExchange,
+    check_truncation,
+    fenced,
+)
 from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
 from impl.log import (
     UNDEFINED_EPOCH,
@@ -95,7 +102,7 @@ NIL_EPOCH = -1
 
 @attrs.frozen
 class ReplicaConfig:
-    truncation: str = "kip320"
+    truncation: str = attrs.field(default="kip320")
     min_insync_replicas: int = 1
     replica_lag_time_max_ns: int = 30_000_000_000
     """``replica.lag.time.max.ms``."""
@@ -107,9 +114,13 @@ class ReplicaConfig:
     maximal_isr: bool = True
     """KIP-497: compute the HW over the ISR plus a pending addition."""
 
+    @truncation.validator
+    def _check_truncation(self, _: attrs.Attribute[str], value: str) -> None:
+        check_truncation(value)
+
     @property
     def fenced(self) -> bool:
-        return self.truncation == "kip320"
+        return fenced(self.truncation)
 
 
 @attrs.define

@@ -27,7 +27,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
 from impl.broker import Broker
 from impl.controller import CONTROLLER
-from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
+from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange, fenced
 from impl.log import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from impl.log.batch import read_header
 from impl.protocol import Acked, Errors, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse
@@ -305,12 +305,12 @@ def test_the_machine_reports_a_spec_invariant_the_implementation_breaks():
 @pytest.mark.parametrize("truncation", ["kip320", "kip279", "kip101", "high_watermark"])
 def test_deep_refinement_runs(truncation):
     """Long runs (``pytest -m slow``): more and longer test cases per variant."""
-    fenced = truncation == "kip320"
-    config = refinement_config(truncation=truncation, min_isr=2 if fenced else 1)
+    epoch_fenced = fenced(truncation)
+    config = refinement_config(truncation=truncation, min_isr=2 if epoch_fenced else 1)
     machine = make_machine(
         config,
-        expect_violated=CRASH_VIOLATIONS if fenced else UNFENCED_VIOLATIONS,
-        tolerate=None if fenced else tolerate_cache_truncation,
+        expect_violated=CRASH_VIOLATIONS if epoch_fenced else UNFENCED_VIOLATIONS,
+        tolerate=None if epoch_fenced else tolerate_cache_truncation,
         name=f"Deep_{truncation}",
     )
     run_machine(machine, examples=3000, steps=100)
