@@ -1,7 +1,7 @@
 """Refinement: the implementation (``impl``) moves, step by step, as the replication spec
 (``spec.replication``, extended model, leader view) allows.
 
-- Hypothesis's stateful machine (``model_tests/refinement_machine.py``) drives the
+- Hypothesis's stateful machine (``impl/refinement_machine.py``) drives the
   implementation through random events and checks, after each one, that the abstract state
   stayed put or moved by exactly one spec action, and that the spec's invariants hold
   (except those the configuration is known to violate: the spec violates them too).
@@ -32,16 +32,16 @@ from impl.log import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from impl.log.batch import read_header
 from impl.protocol import Acked, Errors, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse
 from impl.refinement import RefinementCluster
-from impl.replica import Replica
-from impl.roles import roles_to_markdown, roles_to_mermaid
-from impl.sim.clock import ms
-from model_tests.refinement_machine import (
+from impl.refinement_machine import (
     COVERAGE,
     OPTIONAL_RULES,
     InvariantViolation,
     make_machine,
     refinement_config,
 )
+from impl.replica import Replica
+from impl.roles import roles_to_markdown, roles_to_mermaid
+from impl.sim.clock import ms
 from model_tests.scenario_files import (
     SCENARIOS,
     assert_matches_file,
