@@ -57,14 +57,10 @@ from impl.messages import Message
 from impl.protocol import (
     Acked,
     Appended,
-    BecameLeader,
     BrokerRegistration,
     Effects,
-    IsrChanged,
     LeaderAndIsr,
     Published,
-    SessionExpired,
-    Truncated,
 )
 from impl.replica import ReplicaConfig
 from impl.sim.clock import Clock, ms
@@ -72,15 +68,7 @@ from impl.sim.disk import SimDisk
 from impl.sim.network import Network, NetworkConfig
 from impl.sim.node import NodeLifecycles, NodeState
 from impl.sim.rng import SimRandom
-from impl.timeline import (
-    Ack,
-    Crash,
-    Leadership,
-    Recovery,
-    SessionExpiry,
-    Timeline,
-    Truncation,
-)
+from impl.timeline import Crash, Recovery, Timeline
 
 __all__ = ["ClusterConfig", "Ghost", "IllegalEvent", "World"]
 
@@ -209,6 +197,27 @@ class Ghost:
     """Broker -> the quorum leader epoch when it last restarted (absent: never restarted)."""
     down: dict[int, dict[tuple[str, int], tuple[list[tuple[int, int]], int]]] = attrs.Factory(dict)
     """Crashed broker -> per partition, what recovery will find: [(offset, epoch)] and HW."""
+
+    def observe(self, note: Message) -> None:
+        """What a node's note tells the world: a leader's append gives each record its id
+        (one leader per epoch appends each offset once), an acknowledgement records the
+        acknowledged writes, a controller's write the LeaderAndIsr it published."""
+        if isinstance(note, Appended):
+            for i in range(note.count):
+                key = (note.topic, note.partition, note.leader_epoch, note.base_offset + i)
+                assert key not in self.ids, f"two appends at epoch/offset {key}"
+                self.ids[key] = self.next_record_id
+                self.next_record_id += 1
+        elif isinstance(note, Acked):
+            acks = "all" if note.acks == -1 else str(note.acks)
+            for i in range(note.count):
+                offset = note.base_offset + i
+                rid = self.ids[(note.topic, note.partition, note.leader_epoch, offset)]
+                self.acked.add((note.topic, note.partition, offset, rid, acks))
+        elif isinstance(note, Published):
+            self.requests.add(
+                (note.topic, note.partition, note.leader_epoch, note.leader, note.isr)
+            )
 
 
 class World:
@@ -391,72 +400,10 @@ class World:
     # ------------------------------------------------------------------ the world's records
 
     def _observe(self, note: Message) -> None:
-        now = self.clock.now
-        timeline = self.timeline
-        if isinstance(note, Published):
-            timeline.elected(
-                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
-            )
-        elif isinstance(note, IsrChanged):
-            timeline.isr_changed(
-                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
-            )
-        elif isinstance(note, Acked):
-            timeline.add(
-                Ack(
-                    now,
-                    note.broker,
-                    note.topic,
-                    note.partition,
-                    note.leader_epoch,
-                    note.base_offset,
-                    note.count,
-                )
-            )
-        elif isinstance(note, SessionExpired):
-            timeline.add(SessionExpiry(now, note.broker))
-        elif isinstance(note, BecameLeader):
-            timeline.add(
-                Leadership(
-                    now,
-                    note.broker,
-                    note.topic,
-                    note.partition,
-                    note.leader_epoch,
-                    note.log_end_offset,
-                    note.high_watermark,
-                )
-            )
-        elif isinstance(note, Truncated):
-            timeline.add(
-                Truncation(
-                    now,
-                    note.broker,
-                    note.topic,
-                    note.partition,
-                    note.leader_epoch,
-                    note.leader,
-                    note.from_offset,
-                    note.to_offset,
-                )
-            )
-        if not self.config.ghosts:
-            return
-        g = self.ghost
-        if isinstance(note, Appended):
-            for i in range(note.count):
-                key = (note.topic, note.partition, note.leader_epoch, note.base_offset + i)
-                assert key not in g.ids, f"two appends at epoch/offset {key}"
-                g.ids[key] = g.next_record_id
-                g.next_record_id += 1
-        elif isinstance(note, Acked):
-            acks = "all" if note.acks == -1 else str(note.acks)
-            for i in range(note.count):
-                offset = note.base_offset + i
-                rid = g.ids[(note.topic, note.partition, note.leader_epoch, offset)]
-                g.acked.add((note.topic, note.partition, offset, rid, acks))
-        elif isinstance(note, Published):
-            g.requests.add((note.topic, note.partition, note.leader_epoch, note.leader, note.isr))
+        """Record a node's note: in the timeline, and (if kept) in the ghost state."""
+        self.timeline.observe(self.clock.now, note)
+        if self.config.ghosts:
+            self.ghost.observe(note)
 
     # ------------------------------------------------------------------ faults
 
