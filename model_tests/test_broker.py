@@ -10,7 +10,7 @@ import pytest
 from impl.broker import Broker, BrokerConfig
 from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
 from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
-from impl.log import EpochEntry, LeaderEpochCache, RecordBatch
+from impl.log import CorruptBatchError, EpochEntry, LeaderEpochCache, RecordBatch, decode
 from impl.log.batch import read_header
 from impl.protocol import (
     ANY_EPOCH,
@@ -603,8 +603,6 @@ def test_the_leader_remembers_the_last_five_batches_of_a_producer():
 
 
 def test_producer_fields_are_in_the_batch_header_under_the_crc():
-    from impl.log import CorruptBatchError, decode
-
     batch = attrs.evolve(RecordBatch.of(b"x"), producer_id=PID, producer_epoch=3, base_sequence=9)
     data = batch.with_placement(0, 0).encode()
     decoded, _ = decode(data)

@@ -22,6 +22,7 @@ from impl.protocol import (
     ProduceResponse,
 )
 from impl.sim.clock import ms, seconds
+from impl.sim.network import NetworkConfig
 from impl.sim.rng import SimRandom
 
 
@@ -289,8 +290,6 @@ def test_out_of_order_sequence_fails_the_send_and_bumps_the_epoch():
 def test_in_a_cluster_idempotent_retries_of_duplicated_requests_append_once():
     """The network delivers every request twice: without idempotence records land twice,
     with it (Kafka's default with acks=all) each value is in the log once."""
-    from impl.sim.network import NetworkConfig
-
     counts = {}
     for idempotence in (False, True):
         config = ClusterConfig(

@@ -54,6 +54,7 @@ from impl.contracts import (
     round_robin_ignoring_subscriptions,
     round_robin_restarting_per_topic,
 )
+from impl.fetcher import fenced
 from impl.log.checkpoint import EpochEntry, TopicPartition
 from impl.log.leader_epoch import LeaderEpochCache
 from spec.explore import reachable_states
@@ -118,9 +119,9 @@ def test_hw_rules_agree_with_the_spec(truncation: str) -> None:
     them in every reachable state."""
     params = PUBLISHED[truncation]
     spec = Replication(params)
-    fenced = truncation == "kip320"
-    fetch = spec.follower_fetch_fenced if fenced else spec.follower_fetch
-    advance = spec.leader_advance_hw_fenced if fenced else spec.leader_advance_hw
+    epoch_fenced = fenced(truncation)
+    fetch = spec.follower_fetch_fenced if epoch_fenced else spec.follower_fetch
+    advance = spec.leader_advance_hw_fenced if epoch_fenced else spec.leader_advance_hw
     seen_fetch = seen_advance = 0
     for s in reachable(params):
         for f in spec.ids:
@@ -138,10 +139,10 @@ def test_hw_rules_agree_with_the_spec(truncation: str) -> None:
                 continue
             members = sorted(lrep.isr)
             oks = [
-                spec.following_epoch(s, leader, m) if fenced else s.rep(m).leader == leader
+                spec.following_epoch(s, leader, m) if epoch_fenced else s.rep(m).leader == leader
                 for m in members
             ]
-            size = lrep.leo if fenced else params.log_size
+            size = lrep.leo if epoch_fenced else params.log_size
             mine = rules.leader_advance_hw(
                 lrep.hw, lrep.leo, size, [s.rep(m).leo for m in members], oks
             )

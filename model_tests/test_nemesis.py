@@ -9,6 +9,7 @@ import random
 import pytest
 
 from impl.cluster import Cluster
+from impl.log.batch import read_header
 from impl.sim.node import NodeState
 from jepsen_py.fault_verbs import fault_kind, fault_ops
 from jepsen_py.generator import SECOND
@@ -274,8 +275,6 @@ def test_a_bitflip_lands_where_the_batch_crc_covers() -> None:
         data = cluster.disks[1].read("t-1/00000000000000000000.log")
         bit = covered_bit(data, rng)
         position, offset = 0, bit // 8
-        from impl.log.batch import read_header
-
         while True:
             header = read_header(data, position)
             assert header is not None
