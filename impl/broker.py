@@ -286,7 +286,18 @@ class Broker:
             return
         if isinstance(msg, Fetch) and self.config.atomic and msg.replica_id != CONSUMER_ID:
             # Refinement: one record per round trip, and no long poll.
-            msg = attrs.evolve(msg, max_bytes=1, max_wait_ns=0)
+            msg = Fetch(
+                replica_id=msg.replica_id,
+                broker_epoch=msg.broker_epoch,
+                topic=msg.topic,
+                partition=msg.partition,
+                fetch_offset=msg.fetch_offset,
+                current_leader_epoch=msg.current_leader_epoch,
+                last_fetched_epoch=msg.last_fetched_epoch,
+                max_bytes=1,
+                fetch_id=msg.fetch_id,
+                max_wait_ns=0,
+            )
         replica.step(src, msg, now, out, wall)
 
     @staticmethod

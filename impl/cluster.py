@@ -110,9 +110,12 @@ class Cluster(World):
                 version, paused = self.nodes.version, self.nodes.in_state(NodeState.PAUSED)
             t_timer = timers.peek_time(paused)
             t_net = network.next_delivery_time()
-            if t_timer is None and t_net is None:
-                break
-            at = t_net if t_timer is None else t_timer if t_net is None else min(t_timer, t_net)
+            if t_timer is None:
+                if t_net is None:
+                    break
+                at = t_net
+            else:
+                at = t_timer if t_net is None else min(t_timer, t_net)
             if at > end_ns:
                 break
             now = max(at, clock.now)

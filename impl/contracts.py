@@ -438,7 +438,7 @@ ASSIGNORS: dict[str, tuple[Callable[..., Any], float]] = {
 }
 
 
-BROKEN_ASSIGNORS = {
+BROKEN_ASSIGNORS: dict[str, Callable[..., Any]] = {
     # deliberately broken copy -> the checked contract it runs under
     "range-forgets-the-remainder": broken_range_on_small_groups,
     "range-remainder-to-the-last": broken_range_on_equal_subscriptions,

@@ -192,7 +192,7 @@ class Recovery:
         return _log_end(self.logs, topic, partition)
 
 
-Event = Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery
+Event = Ack | Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery
 
 _KINDS: dict[str, type[Any]] = {
     cls.kind: cls
