@@ -133,7 +133,7 @@ class ProducerConfig:
     max_queued: int = 10_000
     enable_idempotence: bool = False
     """``enable.idempotence`` (KIP-98). Kafka's default is true since 3.0; this class leaves
-    the default to its callers (``impl.cluster.ClusterConfig`` turns it on with acks=all)."""
+    the default to its callers (``impl.world.ClusterConfig`` turns it on with acks=all)."""
 
     def __attrs_post_init__(self) -> None:
         if self.enable_idempotence and self.acks != -1:

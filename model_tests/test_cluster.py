@@ -1,5 +1,6 @@
-"""The simulated world (``impl.cluster``): one seed, one run, byte for byte; faults; and
-histories the Jepsen checkers accept."""
+"""The simulated world (``impl.world``), driven by time (``impl.cluster``) and by hand
+(``impl.refinement``): one seed, one run, byte for byte; faults; and histories the Jepsen
+checkers accept."""
 
 from __future__ import annotations
 
@@ -168,6 +169,17 @@ def test_illegal_events_are_refused_with_a_reason():
         cluster.crash("b1")
     with pytest.raises(IllegalEvent, match="is a client"):
         cluster.crash("p1")
+
+
+def test_each_driver_refuses_the_other_ones_configuration():
+    with pytest.raises(ValueError, match="RefinementCluster"):
+        Cluster(ClusterConfig(refinement=True), seed=1)
+    with pytest.raises(ValueError, match="refinement=True"):
+        RefinementCluster(ClusterConfig(), seed=1)
+    cluster = RefinementCluster(ClusterConfig(refinement=True), seed=1)
+    assert [cluster.broker_id(name) for name in cluster.broker_names.values()] == [1, 2, 3]
+    with pytest.raises(IllegalEvent, match="no broker"):
+        cluster.broker_id(CONTROLLER)
 
 
 def test_refinement_mode_round_trips_fail_cleanly_across_a_partition():
