@@ -104,6 +104,7 @@ class Cluster(World):
         """Handle every event due up to ``end_ns``, in time order, then move the clock to
         ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``)."""
         clock, network, timers = self.clock, self.network, self.timers
+        step_node, dispatch = self._step_node, self._dispatch
         version, paused = -1, self.nodes.in_state(NodeState.PAUSED)
         for _ in range(100_000_000):
             if version != self.nodes.version:
@@ -123,7 +124,8 @@ class Cluster(World):
             if t_net is not None and t_net <= now:
                 envelope = network.deliver_next()
                 if envelope is not None:
-                    self._deliver(envelope.dst, envelope.src, envelope.message)
+                    dst = envelope.dst
+                    dispatch(dst, step_node(dst, envelope.src, envelope.message))
                 continue
             timer = timers.pop_due(now, paused)
             if timer is None:

@@ -88,18 +88,20 @@ class RefinementCluster(World):
 
     # ------------------------------------------------------------------ synchronous round trips
 
-    def _route(self, src: str, dst: str, msg: Message) -> None:
-        if isinstance(msg, LeaderAndIsr):
-            self.sent_leader_and_isr.append((dst, msg))
-        if isinstance(msg, SYNC_REQUESTS + SYNC_RESPONSES) and not (
-            isinstance(msg, Fetch) and msg.replica_id < 0
-        ):
-            self._sync.append((src, dst, msg))
-        else:
-            self.network.send(src, dst, msg)
-
     def _dispatch(self, src: str, effects: Effects) -> None:
-        super()._dispatch(src, effects)
+        """Node ``src``'s effects: notes recorded; replication round trips queued and
+        carried out at once (``_run_sync``), every other message into the network."""
+        for note in effects.notes:
+            self._observe(note)
+        for dst, msg in effects.sends:
+            if isinstance(msg, LeaderAndIsr):
+                self.sent_leader_and_isr.append((dst, msg))
+            if isinstance(msg, SYNC_REQUESTS + SYNC_RESPONSES) and not (
+                isinstance(msg, Fetch) and msg.replica_id < 0
+            ):
+                self._sync.append((src, dst, msg))
+            else:
+                self.network.send(src, dst, msg)
         self._run_sync()
 
     def _run_sync(self) -> None:

@@ -171,6 +171,10 @@ class Replica:
         assert high_watermark >= 0
         self.hw = min(high_watermark, log.log_end_offset)
         self.role = Role.OFFLINE
+        self.serves = SERVES[self.role]
+        """What the current role acts on (``SERVES``), looked up once per role change."""
+        self.fenced = config.fenced
+        """KIP-320: requests carry, and are checked against, the current leader epoch."""
         self.leader = NO_LEADER
         self.leader_epoch = NIL_EPOCH
         self.isr: frozenset[int] = frozenset()
@@ -220,6 +224,7 @@ class Replica:
 
     def _transition(self, event: RoleEvent) -> None:
         self.role = next_role(self.name, self.role, event)
+        self.serves = SERVES[self.role]
 
     def _set_hw(self, hw: int) -> None:
         assert 0 <= hw <= self.leo, (self.name, hw, self.leo)
@@ -238,7 +243,7 @@ class Replica:
         current role acts on it; if not, a request is answered NOT_LEADER_OR_FOLLOWER and a
         response dropped. ``now`` is the broker's monotonic clock, ``wall`` its wall clock
         (default ``now``), which only ``replica.lag.time.max.ms`` reads."""
-        if type(msg) not in SERVES[self.role]:
+        if type(msg) not in self.serves:
             if type(msg) in REQUESTS:
                 self._refuse(src, msg, Errors.NOT_LEADER_OR_FOLLOWER, out)
             return
@@ -755,7 +760,7 @@ class Replica:
                 replicas=self.remotes.keys(),
                 remotes=self.remotes,
                 high_watermark=self.hw,
-                epoch_start_offset=self.epoch_start_offset() if self.config.fenced else None,
+                epoch_start_offset=self.epoch_start_offset() if self.fenced else None,
             )
             if not candidates:
                 return
@@ -813,7 +818,7 @@ class Replica:
             topic=self.topic,
             partition=self.partition,
             fetch_offset=self.leo,
-            fenced=self.config.fenced,
+            fenced=self.fenced,
             last_fetched_epoch=self.latest_epoch(),
             max_bytes=settings.max_bytes,
             max_wait_ns=settings.max_wait_ns,

@@ -13,7 +13,7 @@ give the same run, byte for byte: ``digest()`` fingerprints it (network history,
 in flight, every disk's bytes, the store, client histories, the clock).
 
 The world hands a node a message or its periodic tick (one dispatch, ``_step_node``) and
-carries out the node's effects: its messages go to ``_route`` (the network), its notes to
+carries out the node's effects (``_dispatch``): its messages go to the network, its notes to
 the world's records (``impl.timeline``; the ghost state). Faults (``crash``, ``restart``,
 ``pause``, ``resume``, ``partition``, ``heal``, ``skew_clock``) and the clients' ops
 (``client_send``, ``client_poll``) are the same whoever drives. What a world lacks is a
@@ -376,15 +376,13 @@ class World:
         self._dispatch(name, self._step_node(name))
 
     def _dispatch(self, src: str, effects: Effects) -> None:
-        """Carry out node ``src``'s effects: record its notes, route its messages."""
+        """Carry out node ``src``'s effects: record its notes, and send its messages through
+        the network (a driver that carries some messages otherwise overrides this)."""
         for note in effects.notes:
             self._observe(note)
+        send = self.network.send
         for dst, msg in effects.sends:
-            self._route(src, dst, msg)
-
-    def _route(self, src: str, dst: str, msg: Message) -> None:
-        """How a message a node sent travels: through the network (a driver may differ)."""
-        self.network.send(src, dst, msg)
+            send(src, dst, msg)
 
     # ------------------------------------------------------------------ driver hooks
 
