@@ -1,13 +1,13 @@
 """CrossHair paths explored per function within a fixed budget (issue 6, section 3).
 
-Prints one JSON line: for every contract-carrying function (``CONTRACTS`` in
-``model_tests/test_crosshair_contracts.py``: the rules of ``spec.proofs.rules``, the
-partitioner, leader-epoch cache, offset index and record-batch wrappers, and the
-consumer-group assignors of ``impl.assignors`` with their small-group harnesses), the
+Prints one JSON line: for every contract-carrying function (``impl.contract_check.CONTRACTS``:
+the rules of ``spec.proofs.rules``, the partitioner, leader-epoch cache, offset index and
+record-batch harnesses of ``impl.contracts``, and the consumer-group assignors of
+``impl.assignors`` with their small-group harnesses), the
 execution paths CrossHair explored with ``--per_condition_timeout`` seconds per condition,
 the wall time, and the violations found (none expected). Then the controls, deliberately
 broken copies that must each show a violation: the paths CrossHair explored until its first
-one (within ``--control-budget``). Run:
+one (within ``--control-budget``; ``impl.contract_check.CONTROLS``). Run:
 ``.venv/bin/python benchmarks/crosshair_paths.py [--budget S] [--control-budget S]``.
 """
 
@@ -21,17 +21,11 @@ from pathlib import Path
 
 import orjson
 
-# The implementation's contract wrappers live with their tests (spec/ may not import impl/).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model_tests import test_crosshair_contracts as contracts
+from impl.contract_check import CONTRACTS, CONTROLS, crosshair_check
 
-FUNCTIONS = {name: fn for name, (fn, _) in sorted(contracts.CONTRACTS.items())}
-CONTROLS = {
-    "follower_hw_unclamped": contracts.follower_hw_unclamped,
-    "index_lookup_bisect_left": contracts.index_lookup_bisect_left,
-    **{f"assignor {name}": fn for name, fn in sorted(contracts.BROKEN_ASSIGNORS.items())},
-}
+FUNCTIONS = {name: fn for name, (fn, _) in sorted(CONTRACTS.items())}
 
 
 def main() -> None:
@@ -44,7 +38,7 @@ def main() -> None:
     results = {}
     for name, fn in FUNCTIONS.items():
         started = time.perf_counter()
-        bad, paths = contracts.crosshair_check(fn, args.budget)
+        bad, paths = crosshair_check(fn, args.budget)
         results[name] = {
             "paths": paths,
             "violations": len(bad),
@@ -53,7 +47,7 @@ def main() -> None:
     controls = {}
     for name, fn in CONTROLS.items():
         started = time.perf_counter()
-        bad, paths = contracts.crosshair_check(fn, args.control_budget, first_only=True)
+        bad, paths = crosshair_check(fn, args.control_budget, first_only=True)
         controls[name] = {
             "paths_to_first_violation": paths if bad else None,
             "found": bool(bad),

@@ -1,5 +1,5 @@
 """Throughput of the simulated cluster (``impl.cluster``, asynchronous mode) and of the
-refinement machine (``model_tests/refinement_machine.py``).
+refinement machine (``impl/refinement_machine.py``).
 
 The cluster: 3 brokers, one partition (replication factor 3, acks=all,
 min.insync.replicas=2, KIP-320), 10 producers and 10 consumers issuing ``--rate`` client
@@ -34,8 +34,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
 from impl.cluster import Cluster, ClusterConfig
 from impl.controller import CONTROLLER
+from impl.refinement_machine import STATS, make_machine, refinement_config
 from impl.sim.clock import ms, seconds
 
 
@@ -57,7 +61,7 @@ def run_cluster(
     heal_at = max(0, end - seconds(10))
     workload = cluster.workload_rng
     faults = cluster.fault_rng
-    brokers = [f"b{b}" for b in config.broker_ids]
+    brokers = list(cluster.broker_names.values())
     counts: collections.Counter[str] = collections.Counter()
     value = 0
     active: list[str] = []
@@ -135,11 +139,6 @@ def run_cluster(
 
 
 def run_machine(examples: int) -> dict[str, Any]:
-    from hypothesis import HealthCheck, settings
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from model_tests.refinement_machine import STATS, make_machine, refinement_config
-
     machine = make_machine(
         refinement_config(),
         expect_violated=frozenset(

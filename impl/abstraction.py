@@ -38,15 +38,11 @@ differs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
+from impl.world import ClusterConfig, World
 from spec.framework import Step
 from spec.replication import NIL, NONE, Params, Pending, Quorum, Replica, Replication, State, Write
-
-if TYPE_CHECKING:
-    from impl.cluster import Cluster, ClusterConfig
 
 __all__ = [
     "RefinementError",
@@ -77,7 +73,7 @@ def spec_params(config: ClusterConfig, bugs: frozenset[str] = frozenset()) -> Pa
     )
 
 
-def abstract(cluster: Cluster, partition: int = 0) -> State:
+def abstract(cluster: World, partition: int = 0) -> State:
     config = cluster.config
     topic = config.topic
     ghost = cluster.ghost

@@ -33,7 +33,13 @@ from __future__ import annotations
 import attrs
 
 from impl.controller import CONTROLLER, broker_node
-from impl.fetcher import ExchangeDone, ExchangeFailed, FetchPhase, TruncationExchange
+from impl.fetcher import (
+    ExchangeDone,
+    ExchangeFailed,
+    FetchPhase,
+    FetchSettings,
+    TruncationExchange,
+)
 from impl.log import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -64,9 +70,14 @@ from impl.protocol import (
     ProduceResponse,
     RequestFailed,
 )
-from impl.replica import Replica, ReplicaConfig, Role
+from impl.replica import Replica, ReplicaConfig
+from impl.roles import Role
 
-__all__ = ["Broker", "BrokerConfig", "partition_dir"]
+__all__ = ["PARTITION_MESSAGES", "Broker", "BrokerConfig", "partition_dir"]
+
+PARTITION_MESSAGES = (Produce, Fetch, OffsetsForLeaderEpoch, FetchResponse, AlterPartitionResponse)
+"""The messages a broker hands to the replica of their partition (``Replica.step``)."""
+PartitionMessage = Produce | Fetch | OffsetsForLeaderEpoch | FetchResponse | AlterPartitionResponse
 
 
 def partition_dir(topic: str, partition: int) -> str:
@@ -126,6 +137,13 @@ class Broker:
         self.next_checkpoint_at = now
         self.last_flush_wall: dict[tuple[str, int], int] = {}
         """Per partition, the wall-clock time of its last ``log.flush.interval.ms`` flush."""
+        self.fetch_settings = FetchSettings(
+            max_bytes=1 if config.atomic else config.replica_fetch_max_bytes,
+            max_wait_ns=0 if config.atomic else config.replica_fetch_wait_max_ns,
+            backoff_ns=config.replica_fetch_backoff_ns,
+            pipelined=not config.atomic,
+        )
+        """Refinement (atomic): one record per fetch, no long poll, one round trip at a time."""
         self.replicas: dict[tuple[str, int], Replica] = {}
         self._exchanges: dict[tuple[str, int], tuple[LeaderAndIsr, TruncationExchange]] = {}
         """Atomic mode: a follower transition waiting for its epoch exchange to complete."""
@@ -155,8 +173,8 @@ class Broker:
             log.flush()
             self.recovered[(topic, partition)] = log.recovery
             hw = hws.get(TopicPartition(topic, partition), 0)
-            self.replicas[(topic, partition)] = self.replica_class(
-                self.id, topic, partition, log, min(hw, log.log_end_offset), self.config.replica
+            self.replicas[(topic, partition)] = self._new_replica(
+                topic, partition, log, min(hw, log.log_end_offset)
             )
 
     def start(self, now: int) -> Effects:
@@ -179,9 +197,26 @@ class Broker:
         replica = self.replicas.get(key)
         if replica is None:
             log = Log.open(self.disk, partition_dir(topic, partition), config=self.config.log)
-            replica = self.replica_class(self.id, topic, partition, log, 0, self.config.replica)
+            replica = self._new_replica(topic, partition, log, 0)
             self.replicas[key] = replica
         return replica
+
+    def _new_replica(self, topic: str, partition: int, log: Log, high_watermark: int) -> Replica:
+        return self.replica_class(
+            self.id,
+            topic,
+            partition,
+            log,
+            high_watermark,
+            self.config.replica,
+            fetch_settings=self.fetch_settings,
+            broker_epoch=self._current_broker_epoch,
+        )
+
+    def _current_broker_epoch(self) -> int | None:
+        """The epoch of this broker's registration (None: not registered), read by its
+        replicas for their fetches and ISR changes (Kafka's ``brokerEpochSupplier``)."""
+        return self.broker_epoch
 
     def _after(self, now: int, out: Effects) -> Effects:
         """After every step: checkpoint HWs when configured to on every change; after a
@@ -223,29 +258,10 @@ class Broker:
         out = Effects()
         if isinstance(msg, LeaderAndIsr):
             self._on_leader_and_isr(msg, now, out, wall)
-        elif isinstance(msg, Produce):
-            replica = self.replicas.get((msg.topic, msg.partition))
-            if replica is None:
-                out.send(
-                    src,
-                    ProduceResponse(
-                        msg.request_id, msg.topic, msg.partition, Errors.NOT_LEADER_OR_FOLLOWER
-                    ),
-                )
-            else:
-                replica.handle_produce(src, msg, now, out)
-        elif isinstance(msg, Fetch):
-            self._on_fetch(src, msg, now, out, wall)
-        elif isinstance(msg, FetchResponse):
-            self._on_fetch_response(msg, now, out)
-        elif isinstance(msg, OffsetsForLeaderEpoch):
-            self._on_offsets_for_leader_epoch(src, msg, out)
+        elif isinstance(msg, PARTITION_MESSAGES):
+            self._on_partition_message(src, msg, now, out, wall)
         elif isinstance(msg, OffsetsForLeaderEpochResponse):
             self._on_exchange_response(msg, now, out)
-        elif isinstance(msg, AlterPartitionResponse):
-            replica = self.replicas.get((msg.topic, msg.partition))
-            if replica is not None:
-                replica.on_alter_partition_response(msg, now, out)
         elif isinstance(msg, BrokerRegistrationResponse):
             self._on_registration_response(msg, now)
         elif isinstance(msg, BrokerHeartbeatResponse):
@@ -257,6 +273,52 @@ class Broker:
         elif isinstance(msg, RequestFailed):
             self._on_request_failed(msg.request, now, out)
         return self._after(now, out)
+
+    def _on_partition_message(
+        self, src: str, msg: PartitionMessage, now: int, out: Effects, wall: int | None
+    ) -> None:
+        """A message for one partition goes to its replica (``Replica.step``). A request for
+        a partition this broker hosts no replica of is answered NOT_LEADER_OR_FOLLOWER; a
+        response for one is dropped."""
+        replica = self.replicas.get((msg.topic, msg.partition))
+        if replica is None:
+            self._refuse_unhosted(src, msg, out)
+            return
+        if isinstance(msg, Fetch) and self.config.atomic and msg.replica_id != CONSUMER_ID:
+            # Refinement: one record per round trip, and no long poll.
+            msg = Fetch(
+                replica_id=msg.replica_id,
+                broker_epoch=msg.broker_epoch,
+                topic=msg.topic,
+                partition=msg.partition,
+                fetch_offset=msg.fetch_offset,
+                current_leader_epoch=msg.current_leader_epoch,
+                last_fetched_epoch=msg.last_fetched_epoch,
+                max_bytes=1,
+                fetch_id=msg.fetch_id,
+                max_wait_ns=0,
+            )
+        replica.step(src, msg, now, out, wall)
+
+    @staticmethod
+    def _refuse_unhosted(src: str, msg: PartitionMessage, out: Effects) -> None:
+        error = Errors.NOT_LEADER_OR_FOLLOWER
+        if isinstance(msg, Produce):
+            out.send(src, ProduceResponse(msg.request_id, msg.topic, msg.partition, error))
+        elif isinstance(msg, Fetch):
+            out.send(
+                src,
+                FetchResponse(
+                    msg.topic, msg.partition, error, msg.fetch_id, msg.fetch_offset, -1, -1
+                ),
+            )
+        elif isinstance(msg, OffsetsForLeaderEpoch):
+            out.send(
+                src,
+                OffsetsForLeaderEpochResponse(
+                    msg.topic, msg.partition, error, msg.request_id, -1, -1
+                ),
+            )
 
     def _on_registration_response(self, msg: BrokerRegistrationResponse, now: int) -> None:
         if self.register_retry_at is None:
@@ -324,20 +386,6 @@ class Broker:
             replica.fetcher.in_flight_since = now
             out.send(broker_node(msg.leader), first)
 
-    def _on_offsets_for_leader_epoch(
-        self, src: str, msg: OffsetsForLeaderEpoch, out: Effects
-    ) -> None:
-        replica = self.replicas.get((msg.topic, msg.partition))
-        if replica is None:
-            out.send(
-                src,
-                OffsetsForLeaderEpochResponse(
-                    msg.topic, msg.partition, Errors.NOT_LEADER_OR_FOLLOWER, msg.request_id, -1, -1
-                ),
-            )
-            return
-        out.send(src, replica.handle_offsets_for_leader_epoch(msg))
-
     def _on_exchange_response(
         self, msg: OffsetsForLeaderEpochResponse, now: int, out: Effects
     ) -> None:
@@ -398,62 +446,10 @@ class Broker:
 
     # ------------------------------------------------------------------ fetch
 
-    def _on_fetch(
-        self, src: str, msg: Fetch, now: int, out: Effects, wall: int | None = None
-    ) -> None:
-        replica = self.replicas.get((msg.topic, msg.partition))
-        if replica is None:
-            out.send(
-                src,
-                FetchResponse(
-                    msg.topic,
-                    msg.partition,
-                    Errors.NOT_LEADER_OR_FOLLOWER,
-                    msg.fetch_id,
-                    msg.fetch_offset,
-                    -1,
-                    -1,
-                ),
-            )
-            return
-        if self.config.atomic and msg.replica_id != CONSUMER_ID:
-            # Refinement: one record per round trip, and no long poll.
-            msg = Fetch(
-                replica_id=msg.replica_id,
-                broker_epoch=msg.broker_epoch,
-                topic=msg.topic,
-                partition=msg.partition,
-                fetch_offset=msg.fetch_offset,
-                current_leader_epoch=msg.current_leader_epoch,
-                last_fetched_epoch=msg.last_fetched_epoch,
-                max_bytes=1,
-                fetch_id=msg.fetch_id,
-                max_wait_ns=0,
-            )
-        replica.handle_fetch(src, msg, now, out, wall)
-
-    def _on_fetch_response(self, msg: FetchResponse, now: int, out: Effects) -> None:
-        replica = self.replicas.get((msg.topic, msg.partition))
-        if replica is None:
-            return
-        applied = replica.on_fetch_response(msg, now, self.config.replica_fetch_backoff_ns)
-        if applied and not self.config.atomic:
-            self._send_fetch(replica, now, out)
-
     def build_fetch(self, topic: str, partition: int, now: int) -> Fetch | None:
         """The next replica fetch of this follower, if it may send one now."""
         replica = self.replicas.get((topic, partition))
-        if replica is None or self.broker_epoch is None:
-            return None
-        max_bytes = 1 if self.config.atomic else self.config.replica_fetch_max_bytes
-        wait = 0 if self.config.atomic else self.config.replica_fetch_wait_max_ns
-        return replica.build_fetch(self.broker_epoch, max_bytes, wait, now)
-
-    def _send_fetch(self, replica: Replica, now: int, out: Effects) -> None:
-        fetch = self.build_fetch(replica.topic, replica.partition, now)
-        if fetch is not None:
-            assert replica.fetcher is not None
-            out.send(broker_node(replica.fetcher.leader), fetch)
+        return None if replica is None else replica.build_fetch(now)
 
     # ------------------------------------------------------------------ time
 
@@ -471,10 +467,7 @@ class Broker:
         for key in sorted(self.replicas):
             replica = self.replicas[key]
             replica.tick(now, out, self.config.request_timeout_ns)
-            if self.broker_epoch is not None:
-                change = replica.isr_change(self.broker_epoch, now, wall)
-                if change is not None:
-                    out.send(CONTROLLER, change)
+            replica.propose_isr_change(now, out, wall)
             if not self.config.atomic:
                 self._drive_fetcher(replica, now, out)
         if self.config.log_flush_interval_ns is not None:
@@ -519,7 +512,7 @@ class Broker:
             return
         if fetcher.in_flight is not None and now - fetcher.in_flight_since > timeout:
             fetcher.forget_in_flight()
-        self._send_fetch(replica, now, out)
+        replica.fetch_if_ready(now, out)
 
     # ------------------------------------------------------------------ views
 

@@ -35,11 +35,20 @@ then ``ok``/``fail``/``info``, timed on the logical clock. A producer may have s
 sends outstanding (queued behind the one in flight), so each send is its own process
 (``"p1/7"``: producer p1's op 7), which keeps Jepsen's rule that a process runs one op at a
 time; a consumer polls one at a time and is one process.
+
+What a history cannot say, the clients record for whoever drives them (a workload that must
+tell "definitely not written" from "unknown", as Jepsen's Kafka client does): ``send``
+returns the op's ``Send`` record, which lists every ``SendAttempt`` -- each Produce request
+the producer sent for it, and how that request ended (answered, and with which error; timed
+out; its connection failed; or, with acks=0, never to be answered). A consumer's polls are
+driven with ``seek``, ``poll``, ``busy`` and ``give_up_polls`` (a poll still waiting for a
+leader it cannot find).
 """
 
 from __future__ import annotations
 
 import collections
+import enum
 import random
 from typing import Any
 
@@ -68,10 +77,13 @@ from impl.protocol import (
 )
 
 __all__ = [
+    "AttemptEnd",
     "Consumer",
     "ConsumerConfig",
     "Producer",
     "ProducerConfig",
+    "Send",
+    "SendAttempt",
     "acks_value",
     "decode_records",
 ]
@@ -121,7 +133,7 @@ class ProducerConfig:
     max_queued: int = 10_000
     enable_idempotence: bool = False
     """``enable.idempotence`` (KIP-98). Kafka's default is true since 3.0; this class leaves
-    the default to its callers (``impl.cluster.ClusterConfig`` turns it on with acks=all)."""
+    the default to its callers (``impl.world.ClusterConfig`` turns it on with acks=all)."""
 
     def __attrs_post_init__(self) -> None:
         if self.enable_idempotence and self.acks != -1:
@@ -138,15 +150,48 @@ class ProducerConfig:
             )
 
 
+class AttemptEnd(enum.Enum):
+    """How one Produce request of a send ended, as the producer saw it."""
+
+    IN_FLIGHT = "in-flight"
+    """Sent; no answer yet."""
+    ANSWERED = "answered"
+    """The leader answered: ``SendAttempt.error`` says with what (``Errors.NONE``: written)."""
+    TIMED_OUT = "timed-out"
+    """No answer within ``request.timeout.ms``: the producer retried without waiting more."""
+    DISCONNECTED = "disconnected"
+    """The connection failed before an answer came (``RequestFailed``)."""
+    NOT_AWAITED = "not-awaited"
+    """acks=0: the leader answers nothing, and the producer waits for nothing."""
+
+
 @attrs.define
-class _Send:
+class SendAttempt:
+    """One Produce request a producer sent for a send: to which broker, when, and how it
+    ended. Read-only for anyone but the producer."""
+
+    request_id: int
+    broker: str
+    sent_at: int
+    """The producer's clock when it went out."""
+    end: AttemptEnd = AttemptEnd.IN_FLIGHT
+    error: Errors | None = None
+    """The error code of the answer (``end`` ANSWERED); None when no answer came."""
+
+
+@attrs.define
+class Send:
+    """One send op of a producer: the record, where it goes, and every attempt so far.
+    ``Producer.send`` returns it; only the producer changes it."""
+
     op: int
     process: str
     key: bytes | None
     value: bytes
     partition: int
     invoked_at: int
-    attempts: int = 0
+    attempts: list[SendAttempt] = attrs.Factory(list)
+    """Each Produce request sent for this op, oldest first; at most the last is in flight."""
     next_try_at: int = 0
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
@@ -172,8 +217,10 @@ class Producer:
         self.config = config
         self.partitioner = RoundRobinPartitioner(rng)
         self.leaders: dict[int, int] = {}
-        self.queue: collections.deque[_Send] = collections.deque()
-        self.in_flight: dict[int, tuple[_Send, int, str]] = {}
+        self.queue: collections.deque[Send] = collections.deque()
+        """Sends waiting to go out (a retry goes back to the front)."""
+        self.in_flight: dict[int, Send] = {}
+        """Request id -> the send whose last attempt that request is."""
         self.next_request_id = 0
         self.next_op = 0
         self.metadata_in_flight_since: int | None = None
@@ -192,15 +239,15 @@ class Producer:
 
     # ------------------------------------------------------------------ API
 
-    def send(self, key: bytes | None, value: bytes, now: int) -> int:
-        """Queue a record; returns the op number. Raises if the queue is full
-        (``buffer.memory`` exhausted)."""
+    def send(self, key: bytes | None, value: bytes, now: int) -> Send:
+        """Queue a record; returns its op's record, whose ``attempts`` the producer fills in
+        as it sends. Raises if the queue is full (``buffer.memory`` exhausted)."""
         if len(self.queue) + len(self.in_flight) >= self.config.max_queued:
             raise OverflowError(f"{self.name}: {self.config.max_queued} sends pending")
         op = self.next_op
         self.next_op += 1
         partition = self.partitioner.partition(self.topic, key, self.num_partitions)
-        send = _Send(op, f"{self.name}/{op}", key, value, partition, now)
+        send = Send(op, f"{self.name}/{op}", key, value, partition, now)
         self.queue.append(send)
         self.history.append(
             {
@@ -212,7 +259,7 @@ class Producer:
                 "value": value.decode(errors="replace"),
             }
         )
-        return op
+        return send
 
     @property
     def pending(self) -> int:
@@ -220,7 +267,7 @@ class Producer:
 
     # ------------------------------------------------------------------ internals
 
-    def _complete(self, send: _Send, kind: str, now: int, value: Any) -> None:
+    def _complete(self, send: Send, kind: str, now: int, value: Any) -> None:
         self.history.append(
             {
                 "time": now,
@@ -248,9 +295,9 @@ class Producer:
             self.metadata_in_flight_since = None
             self.leaders = {p.partition: p.leader for p in msg.partitions}
         elif isinstance(msg, ProduceResponse):
-            entry = self.in_flight.pop(msg.request_id, None)
-            if entry is not None:
-                send, _, _ = entry
+            send = self.in_flight.pop(msg.request_id, None)
+            if send is not None:
+                self._ended(send, msg.request_id, AttemptEnd.ANSWERED, msg.error)
                 if msg.error is Errors.NONE:
                     self._complete(
                         send,
@@ -277,9 +324,10 @@ class Producer:
                 else:
                     self.next_init_at = now + self.config.retry_backoff_ns
         elif isinstance(msg, RequestFailed) and isinstance(msg.request, Produce):
-            entry = self.in_flight.pop(msg.request.request_id, None)
-            if entry is not None:
-                self._retry(entry[0], now, out)
+            send = self.in_flight.pop(msg.request.request_id, None)
+            if send is not None:
+                self._ended(send, msg.request.request_id, AttemptEnd.DISCONNECTED)
+                self._retry(send, now, out)
         elif (
             isinstance(msg, RequestFailed)
             and isinstance(msg.request, InitProducerId)
@@ -289,12 +337,22 @@ class Producer:
         out.extend(self.pump(now))
         return out
 
+    @staticmethod
+    def _ended(send: Send, request_id: int, end: AttemptEnd, error: Errors | None = None) -> None:
+        """Record how the attempt in flight (request ``request_id``) ended."""
+        attempt = send.attempts[-1]
+        assert attempt.request_id == request_id and attempt.end is AttemptEnd.IN_FLIGHT, (
+            attempt,
+            request_id,
+        )
+        attempt.end, attempt.error = end, error
+
     # ------------------------------------------------------------------ idempotence
 
-    def _follows(self, send: _Send) -> bool:
+    def _follows(self, send: Send) -> bool:
         """Whether another pending send of the same partition and epoch has an earlier
         sequence (so ``send``'s OUT_OF_ORDER_SEQUENCE_NUMBER is only a matter of order)."""
-        pending = [*self.queue, *(s for s, _, _ in self.in_flight.values())]
+        pending = [*self.queue, *self.in_flight.values()]
         return any(
             s is not send
             and s.partition == send.partition
@@ -325,20 +383,20 @@ class Producer:
             self.producer_epoch += 1
         return True
 
-    def _assign_sequence(self, send: _Send) -> bool:
+    def _assign_sequence(self, send: Send) -> bool:
         """Give a record sent for the first time the next sequence of its partition; False
         when the partition must first drain requests of an older epoch
         (``TransactionManager.maybeUpdateProducerIdAndEpoch``)."""
         epoch, sequence = self.sequences.get(send.partition, (self.producer_epoch, 0))
         if epoch != self.producer_epoch:
-            if any(s.partition == send.partition for s, _, _ in self.in_flight.values()):
+            if any(s.partition == send.partition for s in self.in_flight.values()):
                 return False
             epoch, sequence = self.producer_epoch, 0
         send.producer_id, send.producer_epoch, send.sequence = self.producer_id, epoch, sequence
         self.sequences[send.partition] = (epoch, increment_sequence(sequence, 1))
         return True
 
-    def _retry(self, send: _Send, now: int, out: Effects) -> None:
+    def _retry(self, send: Send, now: int, out: Effects) -> None:
         self.stats["retries"] += 1
         self.leaders.pop(send.partition, None)
         send.next_try_at = now + self.config.retry_backoff_ns
@@ -348,9 +406,10 @@ class Producer:
     def tick(self, now: int) -> Effects:
         out = Effects()
         for request_id in sorted(self.in_flight):
-            send, sent_at, _ = self.in_flight[request_id]
-            if now - sent_at > self.config.request_timeout_ns:
+            send = self.in_flight[request_id]
+            if now - send.attempts[-1].sent_at > self.config.request_timeout_ns:
                 del self.in_flight[request_id]
+                self._ended(send, request_id, AttemptEnd.TIMED_OUT)
                 self._retry(send, now, out)
         out.extend(self.pump(now))
         return out
@@ -380,7 +439,6 @@ class Producer:
             if idempotent and send.sequence == NO_SEQUENCE and not self._assign_sequence(send):
                 break
             self.queue.popleft()
-            send.attempts += 1
             self.next_request_id += 1
             request = Produce(
                 self.name,
@@ -395,10 +453,13 @@ class Producer:
             )
             dst = broker_node(leader)
             out.send(dst, request)
+            attempt = SendAttempt(request.request_id, dst, now)
+            send.attempts.append(attempt)
             if self.config.acks == 0:
+                attempt.end = AttemptEnd.NOT_AWAITED
                 self._complete(send, "info", now, send.value.decode(errors="replace"))
             else:
-                self.in_flight[request.request_id] = (send, now, dst)
+                self.in_flight[request.request_id] = send
         return out
 
 
@@ -439,6 +500,33 @@ class Consumer:
         """Invoke one poll (queued if one is already running)."""
         self.wants_poll += 1
         return self.pump(now)
+
+    def seek(self, offset: int) -> None:
+        """Read from ``offset`` on (``KafkaConsumer.seek``): the next poll's fetch starts
+        there. Only between polls: a fetch in flight was sent from the old position."""
+        if offset < 0:
+            raise ValueError(f"{self.name}: cannot seek to offset {offset}; offsets start at 0")
+        if self.busy:
+            raise ValueError(f"{self.name}: a poll is running; seek once it has completed")
+        self.position = offset
+
+    @property
+    def busy(self) -> bool:
+        """A poll is running: its fetch is in flight, or it waits to be sent."""
+        return self.in_flight is not None or self.wants_poll > 0
+
+    @property
+    def fetching(self) -> bool:
+        """A fetch is in flight (a poll whose outcome the leader or a timeout will give)."""
+        return self.in_flight is not None
+
+    def give_up_polls(self) -> int:
+        """Drop the polls that wait to be sent because no leader is known (the controller is
+        down or unreachable, so metadata never comes), as a caller's own poll timeout does;
+        nothing was fetched for them, so nothing enters the history. A fetch in flight is
+        not touched: ``request.timeout.ms`` ends it. Returns how many were dropped."""
+        dropped, self.wants_poll = self.wants_poll, 0
+        return dropped
 
     def _key(self) -> str:
         return f"{self.topic}-{self.partition}"

@@ -1,120 +1,41 @@
-"""The simulated world: brokers, the controller, clients, the network, disks and the clock,
-all driven by one seed.
+"""The simulated cluster driven by time: Kafka's asynchronous world, where every message
+crosses the network and every node acts on its own timers.
 
-``Cluster(config, seed)`` builds a cluster of ``config.brokers`` brokers (``b1``..), one
-controller (``controller``) over a metadata store, ``config.producers`` producers
-(``p1``..) and ``config.consumers`` consumers (``c1``..), on a ``SimDisk`` per broker and
-one ``Network``. The seed is split per subsystem (``impl.sim.rng``): ``network``,
-``disk``, ``workload``, ``faults``, ``node/<name>``. Every node is handed its own *local*
-time for its timeouts (``Clock.monotonic_now`` and ``Clock.wall_now``: global time unless
-the clock nemesis moved them, ``skew_clock``; each timer reads the clock Kafka reads for
-it); events are scheduled, and histories timed, on global time. Each broker machine's
-kernel writes dirty pages back (``Cluster.writeback``, ``dirty_writeback_ns``). The same
-(code, config, seed) and the same calls give the same run, byte for byte: ``digest()``
-fingerprints it (network history, messages in flight, every disk's bytes, the store,
-client histories, the clock).
+``Cluster(config, seed)`` is the world of ``impl.world`` (brokers, controller, clients,
+network, disks, clock, one seed) with a driver that moves logical time: ``run_until(t)``
+advances the clock to the next event -- a message delivery, a node's periodic tick, a broker
+machine's kernel write-back, or a timer of the caller's (``schedule``) -- and handles it, up
+to ``t``. Every message crosses the network (delays, loss, duplication, partitions; the
+network config says which). Each node ticks every ``tick_interval_ns`` (brokers and the
+controller: heartbeats, session expiry, ISR changes, fetchers, purgatory expiry) or
+``client_tick_interval_ns`` (clients: request and delivery timeouts), its first tick spread
+over the interval from its own stream; a crashed node's ticks stop, a paused node's are held
+until it resumes, a restarted node's start again. Each broker *machine*'s flusher thread
+wakes every ``dirty_writeback_ns`` (``vm.dirty_writeback_centisecs``) and writes back pages
+dirty for longer than ``dirty_expire_ns``, whatever the Kafka process is doing.
 
-Two ways to drive it:
-
-- **by time** (asynchronous mode, ``config.refinement=False``): ``run_until(t)`` moves the
-  clock to the next event -- a message delivery or a node's periodic tick -- and handles
-  it; every message crosses the network (delays, loss, duplication, partitions). Faults:
-  ``crash``, ``restart``, ``pause``, ``resume``, ``partition``, ``heal``, ``skew_clock``.
-- **by hand** (refinement mode, ``config.refinement=True``): each call is one event of the
-  implementation -- deliver or drop a chosen message, redeliver an old LeaderAndIsr, one
-  replica fetch round trip, tick one node, crash with a chosen torn tail, restart, flush,
-  pause, partition. Replica fetches, OffsetsForLeaderEpoch, AlterPartition, broker
-  registration and heartbeats are *synchronous* round trips in this mode: both ends running and both
-  directions open, or the request fails at once and nothing is handled (the replication
-  spec treats them as atomic). A crash ends the broker's session with the controller at
-  once (``crash_closes_session``), because the spec's controller elects only live
-  brokers.
-
-The world also keeps *ghost* state, which no node can see, for the abstraction function
-(``impl.abstraction``): a unique id for every record a leader appended (keyed by the epoch
-and offset of the append, which identify a write: one leader per epoch, appending each
-offset once), the writes acknowledged to producers, every LeaderAndIsr the controller ever
-published, the number of crashes, the quorum epoch at each broker restart, and for each
-crashed broker what recovery will find on its disk.
+Faults and client ops are the world's (``crash``, ``restart``, ``pause``, ``resume``,
+``partition``, ``heal``, ``skew_clock``; ``client_send``, ``client_poll``): the nemesis
+(``jepsen_py.nemesis``) and the workload (``jepsen_py.workload``) call them between
+``run_until`` calls or from timers. The refinement tests drive the same world by hand
+instead (``impl.refinement``).
 """
 
 from __future__ import annotations
 
-import collections
-import copy
-import hashlib
-import json
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-from impl.broker import Broker, BrokerConfig
-from impl.client import Consumer, ConsumerConfig, Producer, ProducerConfig, acks_value
-from impl.controller import CONTROLLER, Controller, ControllerConfig, MetadataStore, broker_node
-from impl.log import (
-    REPLICATION_OFFSET_CHECKPOINT,
-    Log,
-    LogConfig,
-    OffsetCheckpointFile,
-    TopicPartition,
-)
-from impl.messages import Message, describe
-from impl.protocol import (
-    Acked,
-    AlterPartition,
-    AlterPartitionResponse,
-    Appended,
-    BecameLeader,
-    BrokerHeartbeat,
-    BrokerHeartbeatResponse,
-    BrokerRegistration,
-    BrokerRegistrationResponse,
-    Effects,
-    Fetch,
-    FetchResponse,
-    IsrChanged,
-    LeaderAndIsr,
-    OffsetsForLeaderEpoch,
-    OffsetsForLeaderEpochResponse,
-    Produce,
-    Published,
-    RequestFailed,
-    SessionExpired,
-    Truncated,
-)
-from impl.replica import ReplicaConfig
-from impl.sim.clock import Clock, TimerQueue, ms
-from impl.sim.disk import SimDisk
-from impl.sim.network import Envelope, Network, NetworkConfig
-from impl.sim.node import NodeLifecycles, NodeState
+from impl.sim.clock import TimerQueue
+from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
-from impl.timeline import (
-    Ack,
-    Crash,
-    Leadership,
-    Recovery,
-    SessionExpiry,
-    Timeline,
-    Truncation,
-)
+from impl.world import ClusterConfig, Ghost, IllegalEvent, World
 
 __all__ = ["Cluster", "ClusterConfig", "Ghost", "IllegalEvent", "Writeback"]
-
-_SYNC_REQUESTS = (
-    Fetch,
-    OffsetsForLeaderEpoch,
-    AlterPartition,
-    BrokerRegistration,
-    BrokerHeartbeat,
-)
-_SYNC_RESPONSES = (
-    FetchResponse,
-    OffsetsForLeaderEpochResponse,
-    AlterPartitionResponse,
-    BrokerRegistrationResponse,
-    BrokerHeartbeatResponse,
-)
+# ClusterConfig, Ghost and IllegalEvent belong to impl.world; they are named here too because
+# a cluster is built, and its events refused, through this module.
 
 
 @attrs.frozen
@@ -124,209 +45,27 @@ class Writeback:
     broker: int
 
 
-class IllegalEvent(Exception):
-    """An event the world cannot perform now (a crashed node cannot be paused, ...)."""
-
-
-@attrs.frozen
-class ClusterConfig:
-    brokers: int = 3
-    topic: str = "t"
-    partitions: int = 1
-    truncation: str = "kip320"
-    acks: str = "all"
-    min_insync_replicas: int = 2
-    unclean: bool = False
-    refinement: bool = False
-    producers: int = 1
-    consumers: int = 0
-    replica_lag_time_max_ns: int = ms(10_000)
-    session_timeout_ns: int = ms(6_000)
-    heartbeat_interval_ns: int = ms(1_000)
-    tick_interval_ns: int = ms(100)
-    """How often brokers and the controller run their periodic work (asynchronous mode)."""
-    client_tick_interval_ns: int = ms(1_000)
-    """How often clients check their timeouts (their requests go out as ops arrive)."""
-    request_timeout_ns: int = ms(5_000)
-    produce_timeout_ns: int = ms(5_000)
-    delivery_timeout_ns: int = ms(30_000)
-    replica_fetch_wait_max_ns: int = ms(500)
-    replica_fetch_backoff_ns: int = ms(100)
-    hw_checkpoint_interval_ns: int = ms(5_000)
-    log_flush_interval_messages: int | None = None
-    """``log.flush.interval.messages``: a broker fsyncs a log once this many records are
-    unflushed. None: Kafka's default (never; durability is left to replication and the
-    kernel's write-back)."""
-    log_flush_interval_ns: int | None = None
-    """``log.flush.interval.ms``: a broker fsyncs a log whose last fsync is older than this
-    (by its wall clock, as ``LogManager.flushDirtyLogs`` compares). None: Kafka's default
-    (never)."""
-    dirty_writeback_ns: int | None = ms(5_000)
-    """``vm.dirty_writeback_centisecs`` (Linux default 5 s): how often each machine's flusher
-    thread wakes to write back expired dirty pages. None: no write-back (as writing 0 to the
-    sysctl turns it off): a power loss then loses everything not fsynced."""
-    dirty_expire_ns: int = ms(30_000)
-    """``vm.dirty_expire_centisecs`` (Linux default 30 s): dirty data older than this is
-    written back at the flusher's next wake-up."""
-    segment_bytes: int = 256 * 1024
-    index_interval_bytes: int = 256
-    """Denser than Kafka's 4096: simulated reads scan batch headers from the last entry."""
-    network: NetworkConfig = attrs.field(factory=NetworkConfig)
-    crash_closes_session: bool | None = None
-    """A crash ends the broker's registration at once; default: in refinement mode."""
-    track_ghosts: bool | None = None
-    """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
-    enable_idempotence: bool | None = None
-    """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default since 3.0 --
-    on with acks=all, off with acks 0 or 1 (Kafka turns the default off rather than refuse
-    those acks; asking for idempotence with them explicitly is an error)."""
-
-    @property
-    def idempotence(self) -> bool:
-        if self.enable_idempotence is None:
-            return self.acks == "all"
-        return self.enable_idempotence
-
-    @property
-    def closes_sessions(self) -> bool:
-        return self.refinement if self.crash_closes_session is None else self.crash_closes_session
-
-    @property
-    def ghosts(self) -> bool:
-        return self.refinement if self.track_ghosts is None else self.track_ghosts
-
-    @property
-    def broker_ids(self) -> tuple[int, ...]:
-        return tuple(range(1, self.brokers + 1))
-
-    def broker_config(self) -> BrokerConfig:
-        atomic = self.refinement
-        return BrokerConfig(
-            replica=ReplicaConfig(
-                truncation=self.truncation,
-                min_insync_replicas=self.min_insync_replicas,
-                replica_lag_time_max_ns=self.replica_lag_time_max_ns,
-                produce_timeout_ns=None if atomic else self.produce_timeout_ns,
-                maximal_isr=not atomic,
-            ),
-            log=LogConfig(
-                segment_bytes=self.segment_bytes,
-                index_interval_bytes=self.index_interval_bytes,
-                flush_interval_messages=self.log_flush_interval_messages,
-            ),
-            log_flush_interval_ns=self.log_flush_interval_ns,
-            heartbeat_interval_ns=self.heartbeat_interval_ns,
-            replica_fetch_wait_max_ns=self.replica_fetch_wait_max_ns,
-            replica_fetch_backoff_ns=self.replica_fetch_backoff_ns,
-            request_timeout_ns=self.request_timeout_ns,
-            hw_checkpoint_interval_ns=None if atomic else self.hw_checkpoint_interval_ns,
-            atomic=atomic,
-        )
-
-    def controller_config(self) -> ControllerConfig:
-        return ControllerConfig(
-            session_timeout_ns=self.session_timeout_ns, unclean_leader_election=self.unclean
-        )
-
-
-@attrs.define
-class Ghost:
-    """What the world knows that no node does (see the module docstring)."""
-
-    ids: dict[tuple[str, int, int, int], int] = attrs.Factory(dict)
-    """(topic, partition, leader epoch, offset) of an append -> the record's id."""
-    next_record_id: int = 0
-    acked: set[tuple[str, int, int, int, str]] = attrs.Factory(set)
-    """(topic, partition, offset, id, acks) of every acknowledged write."""
-    requests: set[tuple[str, int, int, int, frozenset[int]]] = attrs.Factory(set)
-    """(topic, partition, leader epoch, leader, ISR) of every published LeaderAndIsr."""
-    crashes: int = 0
-    fences: dict[int, int] = attrs.Factory(dict)
-    """Broker -> the quorum leader epoch when it last restarted (absent: never restarted)."""
-    down: dict[int, dict[tuple[str, int], tuple[list[tuple[int, int]], int]]] = attrs.Factory(dict)
-    """Crashed broker -> per partition, what recovery will find: [(offset, epoch)] and HW."""
-
-
-class Cluster:
-    broker_class: type[Broker] = Broker
-    """The broker implementation (a test may plug in a deliberately broken one)."""
+class Cluster(World):
+    """The world driven by time (see the module docstring)."""
 
     def __init__(self, config: ClusterConfig, seed: int) -> None:
-        self.config = config
-        self.seed = seed
-        self.rng = SimRandom(seed)
-        self.disk_rng = self.rng.split("disk")
-        self.fault_rng = self.rng.split("faults")
-        self.workload_rng = self.rng.split("workload")
-        self.clock = Clock()
-        self.broker_names = {b: broker_node(b) for b in config.broker_ids}
-        self.producer_names = [f"p{i}" for i in range(1, config.producers + 1)]
-        self.consumer_names = [f"c{i}" for i in range(1, config.consumers + 1)]
-        names = [
-            CONTROLLER,
-            *self.broker_names.values(),
-            *self.producer_names,
-            *self.consumer_names,
-        ]
-        self.nodes = NodeLifecycles(names)
-        self.network = Network(self.nodes, self.clock, self.rng.split("network"), config.network)
-        self.timers: TimerQueue[str] = TimerQueue()
-        self.ghost = Ghost()
-        self.disks = {b: SimDisk(name, self.clock) for b, name in self.broker_names.items()}
-        self.store = MetadataStore()
-        self.timeline = Timeline()
-        """What happened to each partition, for explaining a run (``impl.timeline``)."""
-        for p in range(config.partitions):
-            self.store.create_partition(config.topic, p, config.broker_ids)
-            self.timeline.start(config.topic, p, config.broker_ids)
-        self.broker_config = config.broker_config()
-        self.controller: Controller | None = Controller(
-            self.store, config.controller_config(), self.clock.monotonic_now(CONTROLLER)
-        )
-        self.brokers: dict[int, Broker | None] = {}
-        self.sent_leader_and_isr: list[tuple[str, LeaderAndIsr]] = []
-        self.stats: collections.Counter[str] = collections.Counter()
-        self._sync: collections.deque[tuple[str, str, Message]] = collections.deque()
-        acks = acks_value(config.acks)
-        self.producers = {
-            name: Producer(
-                name,
-                config.topic,
-                config.partitions,
-                ProducerConfig(
-                    acks=acks,
-                    request_timeout_ns=config.request_timeout_ns,
-                    delivery_timeout_ns=config.delivery_timeout_ns,
-                    enable_idempotence=config.idempotence,
-                ),
-                self.rng.split(f"node/{name}"),
+        if config.refinement:
+            raise ValueError(
+                "ClusterConfig(refinement=True) makes atomic brokers, which only a driver of "
+                "synchronous round trips can run: build an impl.refinement.RefinementCluster, "
+                "or drop refinement=True to run by time"
             )
-            for name in self.producer_names
-        }
-        self.consumers = {
-            name: Consumer(
-                name,
-                config.topic,
-                i % config.partitions,
-                ConsumerConfig(request_timeout_ns=config.request_timeout_ns),
-                process=100 + i,
-            )
-            for i, name in enumerate(self.consumer_names)
-        }
-        self._raw_request_id = 0
-        self._history: list[dict[str, Any]] = []
-        self._seen: dict[str, int] = {}
-        for b in config.broker_ids:
-            self._start_broker(b, incarnation=0, bootstrap=True)
-        if not config.refinement:
-            for name in names:
-                self.timers.schedule(self._first_tick(name), name, owner=name)
-            if config.dirty_writeback_ns:
-                for b in config.broker_ids:
-                    wake = SimRandom(seed, f"writeback/b{b}").randrange(config.dirty_writeback_ns)
-                    self.timers.schedule(self.clock.now + wake, Writeback(b))
+        super().__init__(config, seed)
+        self.timers: TimerQueue[Any] = TimerQueue()
+        """Node ticks (payload: the node's name, owned by it), write-backs, the caller's."""
+        for name in self.node_names:
+            self.timers.schedule(self._first_tick(name), name, owner=name)
+        if config.dirty_writeback_ns:
+            for b, node in self.broker_names.items():
+                wake = SimRandom(seed, f"writeback/{node}").randrange(config.dirty_writeback_ns)
+                self.timers.schedule(self.clock.now + wake, Writeback(b))
 
-    # ------------------------------------------------------------------ node plumbing
+    # ------------------------------------------------------------------ timers
 
     def _first_tick(self, name: str) -> int:
         # Spread ticks over the interval, from the node's own stream (deterministic).
@@ -338,428 +77,46 @@ class Cluster:
             return self.config.client_tick_interval_ns
         return self.config.tick_interval_ns
 
-    def state(self, name: str) -> NodeState:
-        return self.nodes.state(name)
+    def _node_started(self, name: str) -> None:
+        self.timers.schedule(self._first_tick(name), name, owner=name)
 
-    def running(self, name: str) -> bool:
-        return self.nodes.state(name) is NodeState.RUNNING
-
-    def broker(self, broker_id: int) -> Broker | None:
-        return self.brokers.get(broker_id)
-
-    def _start_broker(self, b: int, incarnation: int, bootstrap: bool = False) -> None:
-        name = self.broker_names[b]
-        now = self.clock.monotonic_now(name)
-        broker = self.broker_class(b, self.disks[b], self.broker_config, now, incarnation)
-        self.brokers[b] = broker
-        started = broker.start(now)
-        if not bootstrap:
-            self._dispatch(name, started)
-            return
-        # The cluster is created with every broker registered, as a real cluster is
-        # started before its first topic: the registration is handled on the spot.
-        assert self.controller is not None
-        for dst, msg in started.sends:
-            assert dst == CONTROLLER and isinstance(msg, BrokerRegistration), (dst, msg)
-            answer = self.controller.step(name, msg, now)
-            for reply_dst, reply in answer.sends:
-                assert reply_dst == name, (reply_dst, reply)
-                self._dispatch(name, broker.step(CONTROLLER, reply, now))
-
-    def _handle(self, dst: str, src: str, msg: Message) -> None:
-        """Hand ``msg`` to node ``dst`` (which must be running) and carry out its effects.
-        Each node reads the clock Kafka reads (``impl.sim.clock``): the controller its
-        monotonic clock, clients their wall clock, brokers both."""
-        clock = self.clock
-        effects: Effects
-        if dst == CONTROLLER:
-            assert self.controller is not None
-            effects = self.controller.step(src, msg, clock.monotonic_now(dst))
-        elif dst in self.producers:
-            effects = self.producers[dst].step(src, msg, clock.wall_now(dst))
-            self._collect(dst)
-        elif dst in self.consumers:
-            effects = self.consumers[dst].step(src, msg, clock.wall_now(dst))
-            self._collect(dst)
-        else:
-            broker = self.brokers[int(dst[1:])]
-            assert broker is not None, dst
-            if isinstance(msg, LeaderAndIsr):
-                self.stats["leader_and_isr_delivered"] += 1
-            effects = broker.step(src, msg, clock.monotonic_now(dst), clock.wall_now(dst))
-        self._dispatch(dst, effects)
-
-    def _dispatch(self, src: str, effects: Effects) -> None:
-        for note in effects.notes:
-            self._observe(note)
-        for dst, msg in effects.sends:
-            if isinstance(msg, LeaderAndIsr):
-                self.sent_leader_and_isr.append((dst, msg))
-            if (
-                self.config.refinement
-                and isinstance(msg, _SYNC_REQUESTS + _SYNC_RESPONSES)
-                and not (isinstance(msg, Fetch) and msg.replica_id < 0)
-            ):
-                self._sync.append((src, dst, msg))
-            else:
-                self.network.send(src, dst, msg)
-        if self.config.refinement:
-            self._run_sync()
-
-    def _run_sync(self) -> None:
-        """Refinement mode: carry out synchronous round trips, in order."""
-        while self._sync:
-            src, dst, msg = self._sync.popleft()
-            if isinstance(msg, _SYNC_RESPONSES):
-                # Both directions were checked when the request went out.
-                if self.running(dst):
-                    self._handle(dst, src, msg)
-                continue
-            if self.reachable(src, dst):
-                self.stats[f"sync_{type(msg).__name__}"] += 1
-                self._handle(dst, src, msg)
-            elif self.running(src):
-                self._handle(src, src, RequestFailed(msg))
-
-    def reachable(self, a: str, b: str) -> bool:
-        """Both running and both directions open: a round trip can complete."""
-        return (
-            self.running(a)
-            and self.running(b)
-            and not self.network.is_blocked(a, b)
-            and not self.network.is_blocked(b, a)
-        )
-
-    def _observe(self, note: Message) -> None:
-        now = self.clock.now
-        timeline = self.timeline
-        if isinstance(note, Published):
-            timeline.elected(
-                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
-            )
-        elif isinstance(note, IsrChanged):
-            timeline.isr_changed(
-                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
-            )
-        elif isinstance(note, Acked):
-            timeline.add(
-                Ack(
-                    now,
-                    note.broker,
-                    note.topic,
-                    note.partition,
-                    note.leader_epoch,
-                    note.base_offset,
-                    note.count,
-                )
-            )
-        elif isinstance(note, SessionExpired):
-            timeline.add(SessionExpiry(now, note.broker))
-        elif isinstance(note, BecameLeader):
-            timeline.add(
-                Leadership(
-                    now,
-                    note.broker,
-                    note.topic,
-                    note.partition,
-                    note.leader_epoch,
-                    note.log_end_offset,
-                    note.high_watermark,
-                )
-            )
-        elif isinstance(note, Truncated):
-            timeline.add(
-                Truncation(
-                    now,
-                    note.broker,
-                    note.topic,
-                    note.partition,
-                    note.leader_epoch,
-                    note.leader,
-                    note.from_offset,
-                    note.to_offset,
-                )
-            )
-        if not self.config.ghosts:
-            return
-        g = self.ghost
-        if isinstance(note, Appended):
-            for i in range(note.count):
-                key = (note.topic, note.partition, note.leader_epoch, note.base_offset + i)
-                assert key not in g.ids, f"two appends at epoch/offset {key}"
-                g.ids[key] = g.next_record_id
-                g.next_record_id += 1
-        elif isinstance(note, Acked):
-            acks = "all" if note.acks == -1 else str(note.acks)
-            for i in range(note.count):
-                offset = note.base_offset + i
-                rid = g.ids[(note.topic, note.partition, note.leader_epoch, offset)]
-                g.acked.add((note.topic, note.partition, offset, rid, acks))
-        elif isinstance(note, Published):
-            g.requests.add((note.topic, note.partition, note.leader_epoch, note.leader, note.isr))
-
-    # ------------------------------------------------------------------ events by hand
-
-    def deliverable(self) -> tuple[Envelope, ...]:
-        return self.network.deliverable()
-
-    def deliver(self, seq: int) -> Envelope:
-        """Deliver in-flight message ``seq`` now and handle it."""
-        envelope = self.network.deliver(seq)
-        self._handle(envelope.dst, envelope.src, envelope.message)
-        return envelope
-
-    def drop(self, seq: int) -> Envelope:
-        return self.network.drop(seq)
-
-    def redeliver(self, index: int) -> bool:
-        """Deliver again the ``index``-th LeaderAndIsr ever sent (a duplicate that was in
-        flight), if its destination is running and reachable from the controller."""
-        dst, msg = self.sent_leader_and_isr[index]
-        if not self.running(dst) or self.network.is_blocked(CONTROLLER, dst):
-            return False
-        self.stats["redelivered"] += 1
-        self._handle(dst, CONTROLLER, msg)
-        return True
-
-    def replica_fetch(self, broker_id: int, partition: int = 0) -> bool:
-        """One replica fetch round trip of follower ``broker_id`` (refinement mode)."""
-        name = self.broker_names[broker_id]
-        broker = self.brokers.get(broker_id)
-        if broker is None or not self.running(name):
-            return False
-        replica = broker.replica(self.config.topic, partition)
-        if replica is None or replica.fetcher is None:
-            return False
-        leader = broker_node(replica.fetcher.leader)
-        if not self.reachable(name, leader):
-            return False
-        fetch = broker.build_fetch(self.config.topic, partition, self.clock.monotonic_now(name))
-        if fetch is None:
-            return False
-        out = Effects()
-        out.send(leader, fetch)
-        self._dispatch(name, out)
-        return True
-
-    def advance(self, delta_ns: int) -> None:
-        self.clock.advance_by(delta_ns)
-
-    def tick(self, name: str) -> bool:
-        """Run node ``name``'s periodic work now (if it is running)."""
-        if not self.running(name):
-            return False
-        clock = self.clock
-        if name == CONTROLLER:
-            assert self.controller is not None
-            effects = self.controller.tick(clock.monotonic_now(name))
-        elif name in self.producers:
-            effects = self.producers[name].tick(clock.wall_now(name))
-            self._collect(name)
-        elif name in self.consumers:
-            effects = self.consumers[name].tick(clock.wall_now(name))
-            self._collect(name)
-        else:
-            broker = self.brokers[int(name[1:])]
-            assert broker is not None
-            effects = broker.tick(clock.monotonic_now(name), clock.wall_now(name))
-        self._dispatch(name, effects)
-        return True
-
-    def elect_preferred(self) -> bool:
-        if self.controller is None or not self.running(CONTROLLER):
-            return False
-        effects = self.controller.elect_preferred(self.clock.monotonic_now(CONTROLLER))
-        self._dispatch(CONTROLLER, effects)
-        return bool(effects.notes)
-
-    def raw_produce(self, broker_id: int, value: bytes | None = None, client: str = "p1") -> None:
-        """A producer request straight to broker ``broker_id`` (whatever the metadata says),
-        with the configured acks: the refinement tests' produce."""
-        self._raw_request_id += 1
-        value = value if value is not None else f"v{self._raw_request_id}".encode()
-        msg = Produce(
-            client,
-            1_000_000 + self._raw_request_id,
-            self.config.topic,
-            0,
-            acks_value(self.config.acks),
-            ((None, value),),
-        )
-        if self.running(client):
-            self.network.send(client, self.broker_names[broker_id], msg)
-
-    def raw_consumer_fetch(self, broker_id: int, offset: int = 0, client: str = "p1") -> None:
-        self._raw_request_id += 1
-        msg = Fetch(-1, -1, self.config.topic, 0, offset, -1, -1, 1 << 20, self._raw_request_id)
-        if self.running(client):
-            self.network.send(client, self.broker_names[broker_id], msg)
-
-    def flush(self, broker_id: int) -> bool:
-        """fsync every partition log of the broker (``flush.messages`` reached, say)."""
-        broker = self.brokers.get(broker_id)
-        if broker is None or not self.nodes.state(self.broker_names[broker_id]).alive:
-            return False
-        for key in sorted(broker.replicas):
-            broker.replicas[key].log.flush()
-        return True
-
-    # ------------------------------------------------------------------ faults
-
-    def crash(
-        self,
-        name: str,
-        torn: dict[str, int] | None = None,
-        rng: SimRandom | None = None,
-        *,
-        power_loss: bool = True,
-    ) -> dict[str, int]:
-        """Kill node ``name``. With ``power_loss`` (kill -9 of the machine, the default) a
-        broker's disk loses what was neither fsynced nor written back, except the first
-        ``torn[path]`` bytes of each listed file (or drawn from ``rng``): a torn write.
-        Without it (SIGKILL of the process; the machine stays up) the page cache survives,
-        dirty pages included, and the kernel goes on writing them back."""
-        if not self.nodes.state(name).alive:
-            raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot crash")
-        if name in self.producers or name in self.consumers:
-            raise IllegalEvent(
-                f"{name} is a client; clients are not crashed here (Jepsen crashes servers; "
-                "a client's lost ops would be info): pause it or partition it instead"
-            )
-        self.nodes.crash(name)
+    def _node_stopped(self, name: str) -> None:
         self.timers.cancel_owner(name)
-        self.stats["crashes"] += 1
-        kept: dict[str, int] = {}
-        if name == CONTROLLER:
-            self.controller = None
-            return kept
-        b = int(name[1:])
-        self.timeline.add(
-            Crash(
-                self.clock.now,
-                b,
-                power_loss,
-                sum(n for _, n in self.unflushed_files(b)) if power_loss else 0,
-                self._logs(b),
-            )
-        )
-        self.brokers[b] = None
-        disk = self.disks[b]
-        if not power_loss:
-            assert torn is None and rng is None, "a torn write needs a power loss"
-        elif rng is not None:
-            kept = disk.crash_torn(rng)
-        else:
-            disk.crash(torn or {})
-            kept = dict(torn or {})
-        if self.config.closes_sessions:
-            self.store.close_session(b)
-        if self.config.ghosts:
-            self.ghost.crashes += 1
-            self.ghost.down[b] = self._preview_recovery(b)
-        return kept
 
-    def _logs(self, b: int) -> list[tuple[str, int, int, int]]:
-        """(topic, partition, log end offset, HW) of each replica broker ``b`` hosts now."""
-        broker = self.brokers.get(b)
-        if broker is None:
-            return []
-        return [(t, p, r.leo, r.hw) for (t, p), r in sorted(broker.replicas.items())]
-
-    def _preview_recovery(self, b: int) -> dict[tuple[str, int], tuple[list[tuple[int, int]], int]]:
-        """What storage recovery will find on the broker's disk when it restarts: each
-        partition's (offset, epoch) list and its checkpointed HW clamped to it. Computed on a
-        copy of the disk, with the storage layer alone (whatever the broker then does)."""
-        clone = copy.deepcopy(self.disks[b])
-        hws = OffsetCheckpointFile(clone, "", REPLICATION_OFFSET_CHECKPOINT).read()
-        result = {}
-        directories = sorted({path.split("/", 1)[0] for path in clone.paths() if "/" in path})
-        for directory in directories:
-            topic, _, number = directory.rpartition("-")
-            log = Log.open(clone, directory, config=self.broker_config.log)
-            entries = [(offset, epoch) for offset, epoch, _, _ in log.entries()]
-            hw = min(hws.get(TopicPartition(topic, int(number)), 0), log.log_end_offset)
-            result[(topic, int(number))] = (entries, hw)
-        return result
-
-    def unflushed_files(self, broker_id: int) -> list[tuple[str, int]]:
-        """(path, unflushed bytes) of the broker's files a crash would cut."""
-        disk = self.disks[broker_id]
-        return [
-            (path, disk.unflushed_bytes(path))
-            for path in disk.paths()
-            if disk.durable_image(path) is not None and disk.unflushed_bytes(path) > 0
-        ]
-
-    def restart(self, name: str) -> None:
-        """Start a crashed node again: a new incarnation recovering from its disk."""
-        if self.nodes.state(name) not in (NodeState.CRASHED, NodeState.STOPPED):
-            raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot restart")
-        self.nodes.restart(name)
-        if not self.config.refinement:
-            self.timers.schedule(self._first_tick(name), name, owner=name)
-        if name == CONTROLLER:
-            self.controller = Controller(
-                self.store, self.config.controller_config(), self.clock.monotonic_now(CONTROLLER)
-            )
-            self._dispatch(CONTROLLER, self.controller.resend_all())
-            return
-        if name in self.producers or name in self.consumers:
-            return
-        b = int(name[1:])
-        if self.config.ghosts:
-            # What recovery finds is now the broker's own state (the refinement check
-            # compares it with the spec's restart); the fence is the quorum epoch now.
-            self.ghost.down.pop(b, None)
-            self.ghost.fences[b] = self.store.partitions[(self.config.topic, 0)].leader_epoch
-        self._start_broker(b, self.nodes.incarnation(name))
-        self.timeline.add(Recovery(self.clock.now, b, self._logs(b)))
-
-    def pause(self, name: str) -> None:
-        self.nodes.pause(name)
-
-    def resume(self, name: str) -> None:
-        self.nodes.resume(name)
+    def _node_resumed(self, name: str) -> None:
         self.timers.release(name)
 
-    def partition(self, links: Iterable[tuple[str, str]]) -> None:
-        self.network.block(links)
+    def schedule(self, at: int, payload: Any) -> None:
+        """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
+        self.timers.schedule(at, payload)
 
-    def skew_clock(self, name: str, skew_ns: int, rate: tuple[int, int] = (1, 1)) -> None:
-        """The clock nemesis: node ``name``'s wall clock reads global time + ``skew_ns`` from
-        now on (a bump; its monotonic clock does not step), and both its clocks run at
-        ``rate`` (numerator, denominator) of global time. Scheduling stays on global time;
-        only the node's own timeout decisions see the difference."""
-        if name not in self.nodes:
-            raise IllegalEvent(f"no node {name!r}; the nodes are {list(self.nodes.names)}")
-        self.clock.set_skew(name, skew_ns)
-        self.clock.set_rate(name, *rate)
-
-    def reset_clocks(self) -> None:
-        """Heal the clock nemesis: every wall clock reads global time again (a node that was
-        ahead sees it step back) and every clock runs at the global rate; monotonic clocks
-        never step."""
-        self.clock.clear_skews()
-
-    def heal(self) -> None:
-        self.network.heal()
+    def next_event_time(self) -> int | None:
+        """When the cluster next has something to do (a message delivery, a tick of a node
+        not paused, a write-back, a caller's timer); None: nothing ever again."""
+        paused = self.nodes.in_state(NodeState.PAUSED)
+        times = (self.timers.peek_time(paused), self.network.next_delivery_time())
+        known = [t for t in times if t is not None]
+        return min(known) if known else None
 
     # ------------------------------------------------------------------ running by time
 
-    def run_until(self, end_ns: int, on_timer: Any = None) -> None:
-        """Asynchronous mode: handle every event due up to ``end_ns``, in time order.
-        ``on_timer(payload)`` handles timers whose payload is not a node name."""
-        assert not self.config.refinement, "refinement mode is driven by hand"
+    def run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None = None) -> None:
+        """Handle every event due up to ``end_ns``, in time order, then move the clock to
+        ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``)."""
         clock, network, timers = self.clock, self.network, self.timers
+        step_node, dispatch = self._step_node, self._dispatch
         version, paused = -1, self.nodes.in_state(NodeState.PAUSED)
         for _ in range(100_000_000):
             if version != self.nodes.version:
                 version, paused = self.nodes.version, self.nodes.in_state(NodeState.PAUSED)
             t_timer = timers.peek_time(paused)
             t_net = network.next_delivery_time()
-            if t_timer is None and t_net is None:
-                break
-            at = t_net if t_timer is None else t_timer if t_net is None else min(t_timer, t_net)
+            if t_timer is None:
+                if t_net is None:
+                    break
+                at = t_net
+            else:
+                at = t_timer if t_net is None else min(t_timer, t_net)
             if at > end_ns:
                 break
             now = max(at, clock.now)
@@ -767,7 +124,8 @@ class Cluster:
             if t_net is not None and t_net <= now:
                 envelope = network.deliver_next()
                 if envelope is not None:
-                    self._handle(envelope.dst, envelope.src, envelope.message)
+                    dst = envelope.dst
+                    dispatch(dst, step_node(dst, envelope.src, envelope.message))
                 continue
             timer = timers.pop_due(now, paused)
             if timer is None:
@@ -775,7 +133,7 @@ class Cluster:
             payload = timer.payload
             if timer.owner is not None and payload == timer.owner:
                 if self.running(payload):
-                    self.tick(payload)
+                    self._tick(payload)
                     timers.schedule(clock.now + self._interval(payload), payload, owner=payload)
             elif isinstance(payload, Writeback):
                 self.writeback(payload.broker)
@@ -795,82 +153,3 @@ class Cluster:
         written = self.disks[broker_id].writeback(self.clock.now - self.config.dirty_expire_ns)
         self.stats["bytes_written_back"] += written
         return written
-
-    def schedule(self, at: int, payload: Any) -> None:
-        """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
-        self.timers.schedule(at, payload)
-
-    # ------------------------------------------------------------------ clients
-
-    def client_send(self, name: str, key: bytes | None, value: bytes) -> int:
-        producer = self.producers[name]
-        now = self.clock.wall_now(name)
-        op = producer.send(key, value, now)
-        if self.running(name):
-            effects = producer.pump(now)
-            self._collect(name)
-            self._dispatch(name, effects)
-        self._collect(name)
-        return op
-
-    def client_poll(self, name: str) -> None:
-        consumer = self.consumers[name]
-        effects = consumer.poll(self.clock.wall_now(name)) if self.running(name) else None
-        self._collect(name)
-        if effects is not None:
-            self._dispatch(name, effects)
-
-    def _collect(self, name: str) -> None:
-        """Move a client's new history events into the run's history, in the order they
-        happened (several may share a logical time). Each is stamped with the global time
-        it happened at, in the client's own history too: a client times its events by its
-        local clock, which the clock nemesis may skew, while a history is timed by the
-        observer (Jepsen's control node), as ``DESIGN.md`` says."""
-        client = self.producers.get(name) or self.consumers.get(name)
-        if client is None:
-            return
-        seen = self._seen.get(name, 0)
-        now = self.clock.now
-        for op in client.history[seen:]:
-            op["time"] = now
-            self._history.append({"index": len(self._history), **op})
-        self._seen[name] = len(client.history)
-
-    def history(self) -> list[dict[str, Any]]:
-        """Every client op so far, in the order it happened (the history format of
-        ``DESIGN.md``; ``jepsen_py.checker`` reads it)."""
-        return list(self._history)
-
-    # ------------------------------------------------------------------ fingerprints
-
-    def digest(self) -> str:
-        """A fingerprint of the whole run so far; equal across processes for equal runs."""
-        h = hashlib.blake2b(digest_size=16, person=b"kafka-model-run")
-
-        def put(text: str) -> None:
-            h.update(text.encode())
-            h.update(b"\n")
-
-        put(f"now {self.clock.now}")
-        put(self.network.history_digest())
-        put(self.network.pending_digest())
-        put(self.store.describe())
-        for b in sorted(self.disks):
-            disk = self.disks[b]
-            for path in disk.paths():
-                put(f"{b} {path} {hashlib.blake2b(disk.read(path), digest_size=16).hexdigest()}")
-        put(json.dumps(self.history(), sort_keys=True, default=str))
-        for name, state, incarnation in self.nodes.snapshot():
-            put(f"{name} {state.value} {incarnation}")
-        return h.hexdigest()
-
-    def describe(self) -> str:
-        lines = [f"t={self.clock.now} " + self.store.describe()]
-        for b in sorted(self.brokers):
-            broker = self.brokers[b]
-            state = self.nodes.state(self.broker_names[b]).value
-            lines.append(f"b{b} [{state}] " + (broker.describe() if broker else "-"))
-        return "\n".join(lines)
-
-    def describe_message(self, msg: Message) -> str:
-        return describe(msg)

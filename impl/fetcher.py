@@ -3,7 +3,7 @@
 
 A replica that becomes a follower of a new leader (a LeaderAndIsr with a newer epoch) first
 decides how much of its log to keep, by the truncation rule of the protocol variant
-(``TRUNCATIONS``):
+(``TRUNCATIONS``, the replication spec's variants):
 
 ``high_watermark`` (before KIP-101)
     truncate to its own high watermark. No exchange with the leader. Loses committed data
@@ -21,7 +21,7 @@ decides how much of its log to keep, by the truncation rule of the protocol vari
     as ``kip279``, and every request carries the follower's *current* leader epoch: a
     leader in another epoch answers FENCED_LEADER_EPOCH (it is newer) or
     UNKNOWN_LEADER_EPOCH (it is older) and changes nothing, so a follower never truncates
-    against a replica whose leadership is stale. Fetches carry it too.
+    against a replica whose leadership is stale. Fetches carry it too (``fenced``).
 
 ``TruncationExchange`` runs the exchange on a *scratch copy* of the follower's leader-epoch
 cache, so nothing in the follower's log changes until the final offset is known: where
@@ -52,17 +52,33 @@ from impl.protocol import (
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
 )
+from spec.replication import TRUNCATIONS
 
 __all__ = [
-    "TRUNCATIONS",
+    "TRUNCATIONS",  # the spec's: the implementation runs exactly the variants it models
     "ExchangeDone",
     "ExchangeFailed",
     "FetchPhase",
+    "FetchSettings",
     "FollowerFetcher",
     "TruncationExchange",
+    "check_truncation",
+    "fenced",
 ]
 
-TRUNCATIONS = ("high_watermark", "kip101", "kip279", "kip320")
+
+def fenced(truncation: str) -> bool:
+    """Whether variant ``truncation`` fences by leader epoch (KIP-320): every fetch and
+    OffsetsForLeaderEpoch carries the requester's current leader epoch, and the leader
+    refuses one from another epoch (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+    ``truncation`` is one of ``TRUNCATIONS`` (``check_truncation``)."""
+    return truncation == "kip320"
+
+
+def check_truncation(truncation: str) -> None:
+    """Refuse a truncation variant that is not one of ``TRUNCATIONS``."""
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation {truncation!r} is not one of {', '.join(TRUNCATIONS)}")
 
 
 @attrs.frozen
@@ -102,8 +118,7 @@ class TruncationExchange:
         current_leader_epoch: int,
         first_request_id: int,
     ) -> None:
-        if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation {truncation!r} is not one of {', '.join(TRUNCATIONS)}")
+        check_truncation(truncation)
         assert 0 <= high_watermark <= log_end_offset, (high_watermark, log_end_offset)
         self.truncation = truncation
         self.replica_id = replica_id
@@ -124,7 +139,7 @@ class TruncationExchange:
         if self.truncation == "high_watermark":
             return ExchangeDone(self.fetch_offset, 0)
         latest = self.scratch.latest_epoch
-        if latest is None and self.truncation != "kip320":
+        if latest is None and not fenced(self.truncation):
             # Kafka: a partition without epochs truncates to its HW (its log is empty here:
             # every batch carries an epoch, and the cache is derived from them).
             return ExchangeDone(self.fetch_offset, 0)
@@ -135,7 +150,7 @@ class TruncationExchange:
     def _request(self, epoch: int) -> OffsetsForLeaderEpoch:
         self.rounds += 1
         assert self.rounds <= self.max_rounds, "the epoch exchange does not converge"
-        current = self.current_leader_epoch if self.truncation == "kip320" else ANY_EPOCH
+        current = self.current_leader_epoch if fenced(self.truncation) else ANY_EPOCH
         request = OffsetsForLeaderEpoch(
             replica_id=self.replica_id,
             topic=self.topic,
@@ -183,6 +198,21 @@ class TruncationExchange:
     def on_failure(self) -> ExchangeFailed:
         self.outstanding = None
         return ExchangeFailed(Errors.NETWORK_EXCEPTION)
+
+
+@attrs.frozen
+class FetchSettings:
+    """How a broker's followers fetch. ``max_bytes``: ``replica.fetch.max.bytes`` (the first
+    batch is returned whole anyway, KIP-74); ``max_wait_ns``: ``replica.fetch.wait.max.ms``,
+    how long a leader may park a fetch with nothing new; ``backoff_ns``:
+    ``replica.fetch.backoff.ms``, the pause after an error; ``pipelined``: the next fetch goes
+    out as soon as a response is applied, as Kafka's fetcher thread loops (refinement mode
+    turns it off: the world starts each round trip, one record at a time, no long poll)."""
+
+    max_bytes: int = 1024 * 1024
+    max_wait_ns: int = 500_000_000
+    backoff_ns: int = 1_000_000_000
+    pipelined: bool = True
 
 
 class FetchPhase(enum.Enum):

@@ -1,12 +1,14 @@
 """One replica of one partition on one broker (Kafka's ``Partition``): its role, log, high
 watermark, ISR, what it knows of the other replicas, and its produce purgatory.
 
-Roles form a life cycle, written as a table (``TRANSITIONS``, h11 style): a replica starts
-``offline`` (its broker just started, or the partition was just created: it knows no
-leader), and LeaderAndIsr requests move it to ``leader`` or ``follower``. Every row says what
-the transition does. A replica never goes back to ``offline``: it goes away with its process
-(a crash drops the whole object) and comes back ``offline`` from disk. ``SERVES`` says which
-requests each role answers; anything else is answered NOT_LEADER_OR_FOLLOWER.
+Its role (``offline``, ``leader``, ``follower``) moves by the table of ``impl.roles``:
+LeaderAndIsr requests take an ``offline`` replica to ``leader`` or ``follower``, and never
+back. ``SERVES`` (there too) says which messages each role acts on, and drives ``step``: a
+request the role does not serve is answered NOT_LEADER_OR_FOLLOWER, a response it does not
+serve (it answers a request of a role the replica has left) is dropped.
+
+Every handler has one result shape: it writes what it wants sent, and notes for the world,
+into the ``Effects`` passed in (``impl.protocol``), and returns nothing.
 
 As **leader** (``Partition.makeLeader`` and the leader-side handlers):
 
@@ -26,8 +28,9 @@ As **leader** (``Partition.makeLeader`` and the leader-side handlers):
   epoch starts in the leader-epoch cache.
 
 As **follower**: on a LeaderAndIsr naming another leader it truncates its log by the
-variant's rule (``impl.fetcher``) and fetches from its LEO; it appends what it gets and sets
-its HW to min(the leader's HW in the response, its own LEO).
+variant's rule (``impl.fetcher``) and fetches from its LEO (``FetchSettings``; the broker
+epoch from its broker, as Kafka's ``brokerEpochSupplier``); it appends what it gets, sets its
+HW to min(the leader's HW in the response, its own LEO) and, pipelined, fetches again.
 
 Idempotent producers (KIP-98, ``impl.producer_state``): every replica keeps each producer's
 epoch and last five batches, from its own appends as leader and from the batches it
@@ -38,16 +41,25 @@ epoch or a sequence gap is refused (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENC
 
 Invariants asserted after every change (``check``): HW <= LEO; a leader is in its own ISR
 and its ISR is within the replicas; the purgatory is bounded and holds only offsets below the
-LEO, and only while leading; a follower has a fetcher, a leader none.
+LEO, and only while leading, as does an ISR change in flight; a follower has a fetcher, a
+leader none.
 """
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Callable
 
 import attrs
 
-from impl.fetcher import FetchPhase, FollowerFetcher, TruncationExchange
+from impl.controller import CONTROLLER, broker_node
+from impl.fetcher import (
+    FetchPhase,
+    FetchSettings,
+    FollowerFetcher,
+    TruncationExchange,
+    check_truncation,
+    fenced,
+)
 from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
 from impl.log import (
     UNDEFINED_EPOCH,
@@ -58,6 +70,7 @@ from impl.log import (
     StorageError,
 )
 from impl.log.batch import read_header
+from impl.messages import Message
 from impl.producer_state import Duplicate, ProducerBatch, ProducerStateManager
 from impl.protocol import (
     ANY_EPOCH,
@@ -80,99 +93,16 @@ from impl.protocol import (
     ProduceResponse,
     Truncated,
 )
+from impl.roles import REQUESTS, SERVES, Role, RoleEvent, next_role
 
-__all__ = [
-    "SERVES",
-    "TRANSITIONS",
-    "IllegalRoleTransition",
-    "PendingProduce",
-    "Replica",
-    "ReplicaConfig",
-    "Role",
-    "RoleEvent",
-    "RoleTransition",
-    "roles_to_markdown",
-    "roles_to_mermaid",
-]
+__all__ = ["ParkedFetch", "PendingProduce", "Replica", "ReplicaConfig"]
 
 NIL_EPOCH = -1
 
 
-class Role(enum.Enum):
-    OFFLINE = "offline"
-    FOLLOWER = "follower"
-    LEADER = "leader"
-
-
-class RoleEvent(enum.Enum):
-    BECOME_LEADER = "become-leader"
-    BECOME_FOLLOWER = "become-follower"
-
-
-@attrs.frozen
-class RoleTransition:
-    source: Role
-    event: RoleEvent
-    target: Role
-    does: str
-
-
-_O, _F, _L = Role.OFFLINE, Role.FOLLOWER, Role.LEADER
-_BL, _BF = RoleEvent.BECOME_LEADER, RoleEvent.BECOME_FOLLOWER
-
-TRANSITIONS: tuple[RoleTransition, ...] = (
-    RoleTransition(_O, _BL, _L, "take epoch and ISR; epoch starts at LEO; reset remote states"),
-    RoleTransition(_O, _BF, _F, "truncate by the variant's rule; start fetching"),
-    RoleTransition(_F, _BL, _L, "stop fetching; take epoch and ISR; reset remote states"),
-    RoleTransition(_F, _BF, _F, "newer epoch: truncate again; fetch from the named leader"),
-    RoleTransition(_L, _BL, _L, "newer epoch: fail purgatory; reset remote states"),
-    RoleTransition(_L, _BF, _F, "fail purgatory; truncate; start fetching"),
-)
-
-_TABLE = {(t.source, t.event): t for t in TRANSITIONS}
-assert len(_TABLE) == len(TRANSITIONS)
-assert all(t.target is not Role.OFFLINE for t in TRANSITIONS), "offline only with the process"
-
-SERVES: dict[Role, frozenset[str]] = {
-    Role.OFFLINE: frozenset(),
-    Role.FOLLOWER: frozenset({"FetchResponse"}),
-    Role.LEADER: frozenset({"Produce", "Fetch", "OffsetsForLeaderEpoch", "AlterPartitionResponse"}),
-}
-"""Which messages each role acts on (everything else: NOT_LEADER_OR_FOLLOWER or ignored)."""
-
-
-class IllegalRoleTransition(Exception):
-    def __init__(self, replica: str, role: Role, event: RoleEvent) -> None:
-        allowed = ", ".join(t.event.value for t in TRANSITIONS if t.source is role)
-        super().__init__(
-            f"replica {replica} cannot {event.value} while {role.value}; allowed: {allowed}"
-        )
-
-
-def next_role(replica: str, role: Role, event: RoleEvent) -> Role:
-    row = _TABLE.get((role, event))
-    if row is None:
-        raise IllegalRoleTransition(replica, role, event)
-    return row.target
-
-
-def roles_to_mermaid() -> str:
-    lines = ["stateDiagram-v2", f"    [*] --> {Role.OFFLINE.value}"]
-    lines += [f"    {t.source.value} --> {t.target.value}: {t.event.value}" for t in TRANSITIONS]
-    return "\n".join(lines) + "\n"
-
-
-def roles_to_markdown() -> str:
-    lines = ["| from | event | to | does |", "| --- | --- | --- | --- |"]
-    lines += [
-        f"| {t.source.value} | {t.event.value} | {t.target.value} | {t.does} |" for t in TRANSITIONS
-    ]
-    return "\n".join(lines) + "\n"
-
-
 @attrs.frozen
 class ReplicaConfig:
-    truncation: str = "kip320"
+    truncation: str = attrs.field(default="kip320")
     min_insync_replicas: int = 1
     replica_lag_time_max_ns: int = 30_000_000_000
     """``replica.lag.time.max.ms``."""
@@ -184,9 +114,13 @@ class ReplicaConfig:
     maximal_isr: bool = True
     """KIP-497: compute the HW over the ISR plus a pending addition."""
 
+    @truncation.validator
+    def _check_truncation(self, _: attrs.Attribute[str], value: str) -> None:
+        check_truncation(value)
+
     @property
     def fenced(self) -> bool:
-        return self.truncation == "kip320"
+        return fenced(self.truncation)
 
 
 @attrs.define
@@ -220,16 +154,27 @@ class Replica:
         log: Log,
         high_watermark: int,
         config: ReplicaConfig,
+        *,
+        fetch_settings: FetchSettings,
+        broker_epoch: Callable[[], int | None],
     ) -> None:
+        """``broker_epoch`` reads the broker's current registration epoch (None: not
+        registered), which the replica's fetches and ISR changes carry (KIP-380)."""
         self.broker_id = broker_id
         self.topic = topic
         self.partition = partition
         self.name = f"{topic}-{partition}@{broker_id}"
         self.log = log
         self.config = config
+        self.fetch_settings = fetch_settings
+        self._broker_epoch = broker_epoch
         assert high_watermark >= 0
         self.hw = min(high_watermark, log.log_end_offset)
         self.role = Role.OFFLINE
+        self.serves = SERVES[self.role]
+        """What the current role acts on (``SERVES``), looked up once per role change."""
+        self.fenced = config.fenced
+        """KIP-320: requests carry, and are checked against, the current leader epoch."""
         self.leader = NO_LEADER
         self.leader_epoch = NIL_EPOCH
         self.isr: frozenset[int] = frozenset()
@@ -279,6 +224,7 @@ class Replica:
 
     def _transition(self, event: RoleEvent) -> None:
         self.role = next_role(self.name, self.role, event)
+        self.serves = SERVES[self.role]
 
     def _set_hw(self, hw: int) -> None:
         assert 0 <= hw <= self.leo, (self.name, hw, self.leo)
@@ -289,6 +235,41 @@ class Replica:
     def request_id(self) -> int:
         self._next_request_id += 1
         return self._next_request_id
+
+    # ------------------------------------------------------------------ messages
+
+    def step(self, src: str, msg: Message, now: int, out: Effects, wall: int | None = None) -> None:
+        """Handle a message for this partition from ``src``. ``SERVES`` says whether the
+        current role acts on it; if not, a request is answered NOT_LEADER_OR_FOLLOWER and a
+        response dropped. ``now`` is the broker's monotonic clock, ``wall`` its wall clock
+        (default ``now``), which only ``replica.lag.time.max.ms`` reads."""
+        if type(msg) not in self.serves:
+            if type(msg) in REQUESTS:
+                self._refuse(src, msg, Errors.NOT_LEADER_OR_FOLLOWER, out)
+            return
+        if isinstance(msg, Produce):
+            self.handle_produce(src, msg, now, out)
+        elif isinstance(msg, Fetch):
+            self.handle_fetch(src, msg, now, out, wall)
+        elif isinstance(msg, OffsetsForLeaderEpoch):
+            self.handle_offsets_for_leader_epoch(src, msg, out)
+        elif isinstance(msg, FetchResponse):
+            self.on_fetch_response(msg, now, out)
+        elif isinstance(msg, AlterPartitionResponse):
+            self.on_alter_partition_response(msg, now, out)
+        else:
+            raise AssertionError(f"{self.name}: SERVES names {type(msg).__name__}, no handler")
+
+    def _refuse(self, src: str, msg: Message, error: Errors, out: Effects) -> None:
+        """Answer request ``msg`` with ``error``, changing nothing."""
+        if isinstance(msg, Produce):
+            out.send(src, ProduceResponse(msg.request_id, self.topic, self.partition, error))
+        elif isinstance(msg, Fetch):
+            out.send(src, self._fetch_response(msg, error))
+        elif isinstance(msg, OffsetsForLeaderEpoch):
+            out.send(src, self._offsets_response(msg, error))
+        else:
+            raise AssertionError(f"{self.name}: {type(msg).__name__} is no request")
 
     # ------------------------------------------------------------------ leadership
 
@@ -435,41 +416,49 @@ class Replica:
         self.purgatory = [p for p in self.purgatory if p.last_offset >= self.hw]
         enough = len(self.isr) >= self.config.min_insync_replicas
         for p in done:
+            if not enough:
+                # The write is in the log, below the HW: the answer says where it went.
+                self._fail_parked(p, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, out, p.base_offset)
+                continue
             count = p.last_offset - p.base_offset + 1
-            if enough:
-                out.note(
-                    Acked(
-                        self.broker_id,
-                        self.topic,
-                        self.partition,
-                        p.leader_epoch,
-                        p.base_offset,
-                        count,
-                        -1,
-                    )
+            out.note(
+                Acked(
+                    self.broker_id,
+                    self.topic,
+                    self.partition,
+                    p.leader_epoch,
+                    p.base_offset,
+                    count,
+                    -1,
                 )
-                error = Errors.NONE
-            else:
-                error = Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-                out.note(
-                    ProduceFailed(self.broker_id, self.topic, self.partition, p.base_offset, error)
-                )
+            )
             out.send(
                 p.client,
-                ProduceResponse(p.request_id, self.topic, self.partition, error, p.base_offset),
+                ProduceResponse(
+                    p.request_id, self.topic, self.partition, Errors.NONE, p.base_offset
+                ),
             )
 
     def _fail_purgatory(self, error: Errors, out: Effects) -> None:
         for p in self.purgatory:
-            out.note(
-                ProduceFailed(self.broker_id, self.topic, self.partition, p.base_offset, error)
-            )
-            out.send(p.client, ProduceResponse(p.request_id, self.topic, self.partition, error))
+            self._fail_parked(p, error, out)
         self.purgatory = []
+
+    def _fail_parked(
+        self, p: PendingProduce, error: Errors, out: Effects, base_offset: int = -1
+    ) -> None:
+        """A parked acks=all write ends in ``error``: the world notes it (``ProduceFailed``)
+        and its producer is answered."""
+        out.note(ProduceFailed(self.broker_id, self.topic, self.partition, p.base_offset, error))
+        out.send(
+            p.client, ProduceResponse(p.request_id, self.topic, self.partition, error, base_offset)
+        )
 
     # ------------------------------------------------------------------ produce
 
     def handle_produce(self, src: str, msg: Produce, now: int, out: Effects) -> None:
+        """A producer's write, at the leader (``step`` refuses it elsewhere)."""
+
         def reply(error: Errors, base_offset: int = -1) -> None:
             if msg.acks != 0 or error is not Errors.NONE:
                 out.send(
@@ -477,9 +466,7 @@ class Replica:
                     ProduceResponse(msg.request_id, self.topic, self.partition, error, base_offset),
                 )
 
-        if self.role is not Role.LEADER:
-            reply(Errors.NOT_LEADER_OR_FOLLOWER)
-            return
+        assert self.role is Role.LEADER, self.name
         if msg.acks == -1 and len(self.isr) < self.config.min_insync_replicas:
             reply(Errors.NOT_ENOUGH_REPLICAS)
             return
@@ -636,12 +623,11 @@ class Replica:
     def handle_fetch(
         self, src: str, msg: Fetch, now: int, out: Effects, wall: int | None = None
     ) -> None:
-        """A follower's or a consumer's fetch. Nothing changes on an error. The follower's
-        fetch is timed by the leader's wall clock ``wall`` (default ``now``), as Kafka times
-        it with ``time.milliseconds()`` for ``replica.lag.time.max.ms``."""
-        if self.role is not Role.LEADER:
-            out.send(src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
-            return
+        """A follower's or a consumer's fetch, at the leader (``step`` refuses it
+        elsewhere). Nothing changes on an error. The follower's fetch is timed by the
+        leader's wall clock ``wall`` (default ``now``), as Kafka times it with
+        ``time.milliseconds()`` for ``replica.lag.time.max.ms``."""
+        assert self.role is Role.LEADER, self.name
         error = self._epoch_error(msg.current_leader_epoch)
         if error is not None:
             out.send(src, self._fetch_response(msg, error))
@@ -662,22 +648,15 @@ class Replica:
             return
         # Kafka's order: read the records and the HW for the response, then record the
         # follower's LEO and recompute the HW.
-        records = self.log.read(msg.fetch_offset, msg.max_bytes)
-        if records and msg.last_fetched_epoch != UNDEFINED_EPOCH:
-            header = read_header(records)
-            assert header is not None
-            if header.partition_leader_epoch < msg.last_fetched_epoch:
-                # The follower holds a newer epoch than the record at its LEO here; it could
-                # not append it (impl.log refuses epochs going backwards), so the fetch is
-                # answered as diverging and not recorded (see docs/impl.md, findings).
-                out.send(src, self._fetch_response(msg, Errors.NONE, diverging=True))
-                return
-        response = self._fetch_response(msg, Errors.NONE, records)
+        response = self._follower_response(msg)
+        if response.diverging:
+            out.send(src, response)  # not recorded: the follower could not append it
+            return
         record_fetch(
             self.remotes[msg.replica_id], msg.fetch_offset, leo, now if wall is None else wall
         )
         self._maybe_advance_hw(out)
-        if not records and msg.max_wait_ns:
+        if not response.records and msg.max_wait_ns:
             self.parked.append(ParkedFetch(src, msg, now + msg.max_wait_ns))
         else:
             out.send(src, response)
@@ -686,6 +665,20 @@ class Replica:
 
     def _consumer_response(self, msg: Fetch) -> FetchResponse:
         records = self.log.read(msg.fetch_offset, msg.max_bytes, upto=self.hw)
+        return self._fetch_response(msg, Errors.NONE, records)
+
+    def _follower_response(self, msg: Fetch) -> FetchResponse:
+        """The records at a follower's fetch offset -- or, when the first of them is of an
+        older epoch than the follower's latest (``last_fetched_epoch``), an answer marked
+        *diverging* and without records: the follower could not append them (``impl.log``
+        refuses epochs going backwards) and must not be recorded as having fetched them
+        (see docs/impl.md, findings)."""
+        records = self.log.read(msg.fetch_offset, msg.max_bytes)
+        if records and msg.last_fetched_epoch != UNDEFINED_EPOCH:
+            header = read_header(records)
+            assert header is not None
+            if header.partition_leader_epoch < msg.last_fetched_epoch:
+                return self._fetch_response(msg, Errors.NONE, diverging=True)
         return self._fetch_response(msg, Errors.NONE, records)
 
     def _complete_parked(self, out: Effects, *, now: int, force: bool = False) -> None:
@@ -703,14 +696,7 @@ class Replica:
             elif consumer and (self.hw > msg.fetch_offset or now >= p.deadline):
                 out.send(p.src, self._consumer_response(msg))
             elif not consumer and (self.leo > msg.fetch_offset or now >= p.deadline):
-                records = self.log.read(msg.fetch_offset, msg.max_bytes)
-                response = self._fetch_response(msg, Errors.NONE, records)
-                if records and msg.last_fetched_epoch != UNDEFINED_EPOCH:
-                    header = read_header(records)
-                    assert header is not None
-                    if header.partition_leader_epoch < msg.last_fetched_epoch:
-                        response = self._fetch_response(msg, Errors.NONE, diverging=True)
-                out.send(p.src, response)
+                out.send(p.src, self._follower_response(msg))
             else:
                 keep.append(p)
         self.parked = keep
@@ -718,34 +704,45 @@ class Replica:
     # ------------------------------------------------------------------ OffsetsForLeaderEpoch
 
     def handle_offsets_for_leader_epoch(
-        self, msg: OffsetsForLeaderEpoch
-    ) -> OffsetsForLeaderEpochResponse:
-        def answer(error: Errors, epoch: int, end: int) -> OffsetsForLeaderEpochResponse:
-            return OffsetsForLeaderEpochResponse(
-                self.topic, self.partition, error, msg.request_id, epoch, end
-            )
-
-        if self.role is not Role.LEADER:
-            return answer(Errors.NOT_LEADER_OR_FOLLOWER, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        self, src: str, msg: OffsetsForLeaderEpoch, out: Effects
+    ) -> None:
+        """Where epoch ``msg.leader_epoch`` ends in the leader's log (KIP-101, KIP-279),
+        checked against the asker's current leader epoch (KIP-320); at the leader only
+        (``step`` refuses it elsewhere)."""
+        assert self.role is Role.LEADER, self.name
         error = self._epoch_error(msg.current_leader_epoch)
         if error is not None:
-            return answer(error, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
-        if msg.leader_epoch == UNDEFINED_EPOCH:
-            return answer(Errors.NONE, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
-        found = self.log.end_offset_for_epoch(msg.leader_epoch)
-        return answer(Errors.NONE, found.leader_epoch, found.end_offset)
+            out.send(src, self._offsets_response(msg, error))
+        elif msg.leader_epoch == UNDEFINED_EPOCH:
+            out.send(src, self._offsets_response(msg, Errors.NONE))
+        else:
+            found = self.log.end_offset_for_epoch(msg.leader_epoch)
+            out.send(
+                src, self._offsets_response(msg, Errors.NONE, found.leader_epoch, found.end_offset)
+            )
+
+    def _offsets_response(
+        self,
+        msg: OffsetsForLeaderEpoch,
+        error: Errors,
+        epoch: int = UNDEFINED_EPOCH,
+        end_offset: int = UNDEFINED_EPOCH_OFFSET,
+    ) -> OffsetsForLeaderEpochResponse:
+        return OffsetsForLeaderEpochResponse(
+            self.topic, self.partition, error, msg.request_id, epoch, end_offset
+        )
 
     # ------------------------------------------------------------------ ISR changes
 
-    def isr_change(
-        self, broker_epoch: int, now: int, wall: int | None = None
-    ) -> AlterPartition | None:
-        """The next ISR change to propose, if any: every out-of-sync follower out at once,
-        or else one caught-up follower in. At most one change in flight. Lag is judged by
-        the wall clock ``wall`` (default ``now``), as ``Partition.getOutOfSyncReplicas``
-        judges it by ``time.milliseconds()``."""
-        if self.role is not Role.LEADER or self.pending_alter is not None:
-            return None
+    def propose_isr_change(self, now: int, out: Effects, wall: int | None = None) -> None:
+        """Send the controller the next ISR change, if any (``AlterPartition``, KIP-497):
+        every out-of-sync follower out at once, or else one caught-up follower in. At most
+        one change in flight, and only from a registered broker. Lag is judged by the wall
+        clock ``wall`` (default ``now``), as ``Partition.getOutOfSyncReplicas`` judges it by
+        ``time.milliseconds()``."""
+        broker_epoch = self._broker_epoch()
+        if broker_epoch is None or self.role is not Role.LEADER or self.pending_alter is not None:
+            return
         dropped = out_of_sync(
             leader=self.broker_id,
             isr=self.isr,
@@ -763,10 +760,10 @@ class Replica:
                 replicas=self.remotes.keys(),
                 remotes=self.remotes,
                 high_watermark=self.hw,
-                epoch_start_offset=self.epoch_start_offset() if self.config.fenced else None,
+                epoch_start_offset=self.epoch_start_offset() if self.fenced else None,
             )
             if not candidates:
-                return None
+                return
             new_isr = self.isr | {candidates[0]}
         assert self.broker_id in new_isr
         self.pending_alter = AlterPartition(
@@ -780,11 +777,12 @@ class Replica:
             request_id=self.request_id(),
         )
         self.pending_alter_since = now
-        return self.pending_alter
+        out.send(CONTROLLER, self.pending_alter)
 
     def on_alter_partition_response(
         self, msg: AlterPartitionResponse, now: int, out: Effects
     ) -> None:
+        """The controller's answer to the ISR change in flight: take the ISR it committed."""
         pending = self.pending_alter
         if pending is None or msg.request_id != pending.request_id:
             return
@@ -805,51 +803,64 @@ class Replica:
 
     # ------------------------------------------------------------------ fetch (follower side)
 
-    def build_fetch(
-        self, broker_epoch: int, max_bytes: int, max_wait_ns: int, now: int
-    ) -> Fetch | None:
-        if self.role is not Role.FOLLOWER or self.fetcher is None:
+    def build_fetch(self, now: int) -> Fetch | None:
+        """The next fetch of this follower, if it may send one now (registered, fetching,
+        none in flight, not backing off); marks it in flight."""
+        broker_epoch = self._broker_epoch()
+        if broker_epoch is None or self.role is not Role.FOLLOWER or self.fetcher is None:
             return None
         if now < self.fetcher.next_fetch_at:
             return None
+        settings = self.fetch_settings
         return self.fetcher.build_fetch(
             replica_id=self.broker_id,
             broker_epoch=broker_epoch,
             topic=self.topic,
             partition=self.partition,
             fetch_offset=self.leo,
-            fenced=self.config.fenced,
+            fenced=self.fenced,
             last_fetched_epoch=self.latest_epoch(),
-            max_bytes=max_bytes,
-            max_wait_ns=max_wait_ns,
+            max_bytes=settings.max_bytes,
+            max_wait_ns=settings.max_wait_ns,
             now=now,
         )
 
-    def on_fetch_response(self, msg: FetchResponse, now: int, backoff_ns: int) -> bool:
-        """Apply a fetch response; returns whether it was applied."""
+    def fetch_if_ready(self, now: int, out: Effects) -> None:
+        """Send the next fetch to the leader, if ``build_fetch`` allows one now."""
+        fetch = self.build_fetch(now)
+        if fetch is not None:
+            assert self.fetcher is not None
+            out.send(broker_node(self.fetcher.leader), fetch)
+
+    def on_fetch_response(self, msg: FetchResponse, now: int, out: Effects) -> None:
+        """Apply the answer to the fetch in flight (a stale one is discarded, an error backs
+        off ``replica.fetch.backoff.ms``); once applied, a pipelined follower fetches
+        again at once."""
         fetcher = self.fetcher
-        if self.role is not Role.FOLLOWER or fetcher is None:
-            return False
+        assert self.role is Role.FOLLOWER and fetcher is not None, self.name
         if not fetcher.accept(msg, self.leo):
-            return False
+            return
+        backoff_ns = self.fetch_settings.backoff_ns
         if msg.error is not Errors.NONE or msg.diverging:
             fetcher.next_fetch_at = now + backoff_ns
-            return False
+            return
         if msg.records:
             try:
                 self.log.append_as_follower(msg.records)
             except (StorageError, OffsetOutOfRangeError):
                 fetcher.next_fetch_at = now + backoff_ns
-                return False
+                return
             self.producer_state.load(msg.records)
         self._set_hw(min(msg.high_watermark, self.leo))
         self.check()
-        return True
+        if self.fetch_settings.pipelined:
+            self.fetch_if_ready(now, out)
 
     # ------------------------------------------------------------------ time
 
     def tick(self, now: int, out: Effects, request_timeout_ns: int | None = None) -> None:
-        """Expire purgatory entries, parked fetches and an unanswered ISR change."""
+        """Expire purgatory entries, parked fetches and an unanswered ISR change (after
+        ``request_timeout_ns``; None: never)."""
         if (
             self.pending_alter is not None
             and request_timeout_ns is not None
@@ -861,21 +872,7 @@ class Replica:
             if expired:
                 self.purgatory = [p for p in self.purgatory if p not in expired]
                 for p in expired:
-                    out.note(
-                        ProduceFailed(
-                            self.broker_id,
-                            self.topic,
-                            self.partition,
-                            p.base_offset,
-                            Errors.REQUEST_TIMED_OUT,
-                        )
-                    )
-                    out.send(
-                        p.client,
-                        ProduceResponse(
-                            p.request_id, self.topic, self.partition, Errors.REQUEST_TIMED_OUT
-                        ),
-                    )
+                    self._fail_parked(p, Errors.REQUEST_TIMED_OUT, out)
         self._complete_parked(out, now=now)
 
     # ------------------------------------------------------------------ checks
@@ -893,6 +890,7 @@ class Replica:
         else:
             assert not self.purgatory, f"{self.name}: only a leader has a purgatory"
             assert not self.remotes, self.name
+            assert self.pending_alter is None, f"{self.name}: only a leader changes its ISR"
         if self.role is Role.FOLLOWER:
             assert self.fetcher is not None and self.leader not in (NO_LEADER, self.broker_id)
         if self.role is Role.OFFLINE:

@@ -1,10 +1,11 @@
 """The world's record of what happened to each partition: leaders and epochs, ISR changes,
 session expiries, crashes, recoveries and truncations, each stamped with global time.
 
-No node can see this record; the simulated world keeps it (``Cluster.timeline``) from the
-notes its nodes hand back (``impl.protocol``: ``Acked``, ``Published``, ``IsrChanged``,
-``SessionExpired``, ``BecameLeader``, ``Truncated``) and from the faults it performs itself
-(a crash, with or without a power loss, and what the restarted broker recovered). A history
+No node can see this record; the simulated world keeps it (``World.timeline``) from the
+notes its nodes hand back (``Timeline.observe`` reads ``impl.protocol``'s ``Acked``,
+``Published``, ``IsrChanged``, ``SessionExpired``, ``BecameLeader``, ``Truncated``) and
+from the faults it performs itself (a crash, with or without a power loss, and what the
+restarted broker recovered). A history
 shows what clients saw; this record shows why, so that a lost acknowledged write can be
 explained step by step (``jepsen_py.explain``): which replica led, what the ISR was, who
 lost the write to a power loss, who truncated it away.
@@ -19,6 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+
+from impl.messages import Message
+from impl.protocol import Acked, BecameLeader, IsrChanged, Published, SessionExpired, Truncated
 
 __all__ = [
     "Ack",
@@ -188,7 +192,7 @@ class Recovery:
         return _log_end(self.logs, topic, partition)
 
 
-Event = Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery
+Event = Ack | Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery
 
 _KINDS: dict[str, type[Any]] = {
     cls.kind: cls
@@ -255,6 +259,55 @@ class Timeline:
 
     def add(self, event: Event) -> None:
         self.events.append(event)
+
+    def observe(self, now: int, note: Message) -> None:
+        """Record what a node's note at global time ``now`` says, if it is one of the notes
+        this record keeps (see the module docstring); any other note is not its business."""
+        if isinstance(note, Published):
+            self.elected(now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr)
+        elif isinstance(note, IsrChanged):
+            self.isr_changed(
+                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
+            )
+        elif isinstance(note, Acked):
+            self.add(
+                Ack(
+                    now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader_epoch,
+                    note.base_offset,
+                    note.count,
+                )
+            )
+        elif isinstance(note, SessionExpired):
+            self.add(SessionExpiry(now, note.broker))
+        elif isinstance(note, BecameLeader):
+            self.add(
+                Leadership(
+                    now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader_epoch,
+                    note.log_end_offset,
+                    note.high_watermark,
+                )
+            )
+        elif isinstance(note, Truncated):
+            self.add(
+                Truncation(
+                    now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader_epoch,
+                    note.leader,
+                    note.from_offset,
+                    note.to_offset,
+                )
+            )
 
     def to_json(self) -> list[dict[str, Any]]:
         return [event_to_json(e) for e in self.events]

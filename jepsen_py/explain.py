@@ -52,6 +52,7 @@ from typing import Any
 
 import attrs
 
+from impl.sim.clock import NS_PER_S
 from impl.timeline import (
     Ack,
     Crash,
@@ -75,8 +76,6 @@ __all__ = [
     "explanation_lines",
     "mechanism_of",
 ]
-
-SECOND = 1_000_000_000
 
 
 @attrs.frozen
@@ -315,7 +314,7 @@ def _explain_one(
     )
     start = ack.time if ack is not None else write.invoked_at
     if root is None:
-        story = _story(write, ack, None, events, faults, start, start + 60 * SECOND)
+        story = _story(write, ack, None, events, faults, start, start + 60 * NS_PER_S)
         return "unexplained", None, story
     election = next(
         (e for e in events if isinstance(e, Election) and e.leader_epoch == root.leader_epoch),
@@ -413,7 +412,7 @@ def _story(
         isr = _isr_at(ack.time, events)
         acked_by = f" by b{ack.broker} in epoch {ack.leader_epoch} (ISR {list(isr)})"
     lines.append((write.acked_at, 0, f"write at offset {write.offset} acknowledged{acked_by}"))
-    margin = 10 * SECOND
+    margin = 10 * NS_PER_S
     for op in faults:
         if start - margin <= op.time <= until and _interesting_fault(op):
             lines.append((op.time, 1, f"nemesis: {op.f} {_short(op.value)}"))
@@ -431,7 +430,7 @@ def _story(
             if text:
                 lines.append((e.time, 2, text))
     lines.sort(key=lambda item: (item[0], item[1]))
-    return tuple(f"{t / SECOND:9.3f} s  {text}" for t, _, text in lines)
+    return tuple(f"{t / NS_PER_S:9.3f} s  {text}" for t, _, text in lines)
 
 
 def _interesting_fault(op: Op) -> bool:

@@ -1,8 +1,9 @@
 """The nemesis: Jepsen's fault catalogue, performed on the simulated cluster.
 
-Every fault has a start op and a stop op, named as `jepsen_py.generator.fault_ops` names
-them (``kill``/``restart``, ``pause``/``resume``, otherwise ``start-X``/``stop-X``), so the
-schedule generator, the history and the reports pair them the same way. A start op without
+Every fault has a start op and a stop op, named by the fault vocabulary
+(``jepsen_py.fault_verbs.fault_ops``: ``kill``/``restart``, ``pause``/``resume``, otherwise
+``start-X``/``stop-X``), so the schedule generator, the history and the reports pair them the
+same way. A start op without
 a value draws its targets from the nemesis's own stream of the run's seed; with a value (an
 explicit schedule, a replay, a shrunk run) it performs exactly those targets. Either way the
 completion records the concrete targets, so the history alone says what was done, and a
@@ -107,20 +108,18 @@ from impl.sim.network import (
     split_halves,
 )
 from impl.sim.node import NodeState
+from jepsen_py.fault_verbs import fault_ops
 from jepsen_py.generator import (
+    MILLISECOND,
     Context,
     Gen,
     GeneratorError,
     Invocation,
     Pending,
     Step,
-    fault_ops,
 )
 from jepsen_py.generator import nemesis as on_nemesis
 from jepsen_py.history.op import Op
-from jepsen_py.report.spans import fault_kind
-
-MILLISECOND = 1_000_000
 
 
 class NemesisError(ValueError):
@@ -219,6 +218,24 @@ def fault_of_op(f: str) -> tuple[str, str] | None:
         if f == stop:
             return name, "stop"
     return None
+
+
+def covered_bit(data: bytes, rng: random.Random) -> int:
+    """A bit of a segment's ``data`` that a batch's CRC-32C covers (from the crc field to
+    the batch's end), in a batch drawn from ``rng``. The fields before it (base offset,
+    length, leader epoch, magic) are outside the CRC in Kafka too; a flip there is not left
+    to chance (see ``impl.log.batch``). Data without a whole batch: any bit."""
+    batches: list[tuple[int, int]] = []
+    position = 0
+    while (header := read_header(data, position)) is not None and header.size > 0:
+        if position + header.size > len(data):
+            break
+        batches.append((position, header.size))
+        position += header.size
+    if not batches:
+        return rng.randrange(len(data) * 8)
+    start, size = batches[rng.randrange(len(batches))]
+    return rng.randrange((start + _CRC_FIELD) * 8, (start + size) * 8)
 
 
 def grudge_of(links: Iterable[Link]) -> dict[str, list[str]]:
@@ -409,7 +426,7 @@ class Nemesis:
     def _unflushed(self, node: str) -> list[tuple[str, int]]:
         if node == CONTROLLER:
             return []
-        return self.cluster.unflushed_files(int(node[1:]))
+        return self.cluster.unflushed_files(self.cluster.broker_id(node))
 
     def _stop_process(self, fault: str) -> Any:
         nodes = self.active.pop(fault, None)
@@ -506,7 +523,7 @@ class Nemesis:
             return {"skipped": "no running broker"}
         if not self._state(node).alive:
             return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
-        broker = int(node[1:])
+        broker = self.cluster.broker_id(node)
         disk = self.cluster.disks[broker]
         out: dict[str, Any] = {"node": node}
         if fault == "disk-lose-unflushed":
@@ -564,26 +581,9 @@ class Nemesis:
         if given is not None and "bit" in given and int(given["bit"]) < size * 8:
             bit = int(given["bit"])
         else:
-            bit = self._covered_bit(disk.read(path))
+            bit = covered_bit(disk.read(path), self.rng)
         disk.flip_bit(path, bit)
         return {"path": path, "bit": bit, "size": size}
-
-    def _covered_bit(self, data: bytes) -> int:
-        """A bit of a batch that its CRC-32C covers (from the crc field to the batch's end),
-        in a batch drawn at random. The fields before it (base offset, length, leader
-        epoch, magic) are outside the CRC in Kafka too; a flip there is not left to chance
-        (see ``impl.log.batch``)."""
-        batches: list[tuple[int, int]] = []
-        position = 0
-        while (header := read_header(data, position)) is not None and header.size > 0:
-            if position + header.size > len(data):
-                break
-            batches.append((position, header.size))
-            position += header.size
-        if not batches:
-            return self.rng.randrange(len(data) * 8)
-        start, size = batches[self.rng.randrange(len(batches))]
-        return self.rng.randrange((start + _CRC_FIELD) * 8, (start + size) * 8)
 
     def _stop_disk(self, fault: str) -> Any:
         nodes = self.active.pop(fault, None)
@@ -670,7 +670,7 @@ def realized_schedule(history: Iterable[Op], before: int | None = None) -> list[
     steps: list[ScheduleStep] = []
     invoked: Op | None = None
     for op in history:
-        if op.is_client or fault_kind(op.f) is None or fault_of_op(op.f) is None:
+        if op.is_client or fault_of_op(op.f) is None:
             continue
         if invoked is None:
             invoked = op
@@ -729,6 +729,7 @@ __all__ = [
     "NemesisError",
     "ScheduleStep",
     "canonical",
+    "covered_bit",
     "fault_of_op",
     "fault_windows",
     "grudge_of",

@@ -29,6 +29,7 @@ from impl.controller import CONTROLLER, broker_node
 from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies
 from jepsen_py.checker.kafka_log import check_log
 from jepsen_py.checker.result import Verdict
+from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import fault_of_op
 from jepsen_py.runner import (
@@ -41,7 +42,6 @@ from jepsen_py.runner import (
 )
 from jepsen_py.store import StoreError, code_version, load_run
 
-SECOND = 1_000_000_000
 TRACE_MARGIN_NS = 2 * SECOND
 """How far before and after each witnessing op the trace reaches."""
 TRACE_LINES = 120

@@ -52,7 +52,6 @@ import orjson
 
 from impl.cluster import Cluster, ClusterConfig
 from impl.fetcher import TRUNCATIONS
-from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom, derive_seed
 from impl.timeline import Event, event_to_json
 from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies, summarize, violations
@@ -61,6 +60,7 @@ from jepsen_py.checker.result import Verdict
 from jepsen_py.explain import LossExplanation, explain_losses
 from jepsen_py.generator import (
     EXHAUSTED,
+    MILLISECOND,
     NEMESIS,
     SECOND,
     Gen,
@@ -98,8 +98,6 @@ from jepsen_py.nemesis import (
     scripted,
 )
 from jepsen_py.workload import KafkaClients, partition_keys
-
-MILLISECOND = 1_000_000
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 EXIT_CODES = {VALID: 0, INVALID: 1, UNKNOWN: 2}
@@ -424,10 +422,7 @@ _MAX_STALLED_STEPS = 100_000
 
 def _next_event(cluster: Cluster) -> int | None:
     """When the cluster next has something to do: a message delivery or a node's tick."""
-    paused = cluster.nodes.in_state(NodeState.PAUSED)
-    times = (cluster.timers.peek_time(paused), cluster.network.next_delivery_time())
-    known = [t for t in times if t is not None]
-    return min(known) if known else None
+    return cluster.next_event_time()
 
 
 class HistoryHash:

@@ -38,23 +38,22 @@ Outcomes
 - poll ``ok``: ``{"records": [[offset, value], ...], "hw": h}``; ``fail``: any error (a
   read changes nothing, so a failed read is never ``info``).
 
-The producer's per-attempt answers are not in its history, so the adapter watches them: it
-wraps each producer's ``step`` (the cluster hands every message to ``producer.step``) and
-notes the error of each ``ProduceResponse`` for a request still in flight. Nothing else of
-the cluster is touched.
+The producer's per-attempt answers are not in its history: the adapter reads them from the
+send's record (``impl.client.Send``, returned by ``Cluster.client_send``), whose
+``attempts`` say how each Produce request ended and with which error. Consumers are driven
+through their public calls only (``seek``, ``busy``, ``fetching``, ``give_up_polls``).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 
+from impl.client import AttemptEnd, Send
 from impl.cluster import Cluster
 from impl.partitioner import partition_for_key
-from impl.protocol import Effects, Errors, ProduceResponse
+from impl.protocol import Errors
 from jepsen_py.generator import Invocation, Thread
 
 DEFINITE_ERRORS = frozenset(
@@ -100,6 +99,15 @@ class Completion:
     value: Any
 
 
+def refused_before_append(send: Send) -> bool:
+    """Every attempt of ``send`` was answered with an error a broker only returns before
+    appending anything (``DEFINITE_ERRORS``): the record is in no log. False for a send
+    never sent (its history says ``fail`` anyway)."""
+    return bool(send.attempts) and all(
+        a.end is AttemptEnd.ANSWERED and a.error in DEFINITE_ERRORS for a in send.attempts
+    )
+
+
 @attrs.define
 class _Running:
     """The op a thread has in flight."""
@@ -111,10 +119,8 @@ class _Running:
     """Where the client's history stood when the op was invoked: its completion comes after."""
     invoked_at: int
     value: Any
-    op: int = -1
-    """The producer's op number of a send, to match its refused attempts."""
-    send: Any = None
-    """The producer's queued send (``impl.client._Send``), for its attempt count."""
+    send: Send | None = None
+    """A send's record, whose attempts say whether it may have been written."""
 
 
 class KafkaClients:
@@ -146,22 +152,16 @@ class KafkaClients:
         self.poll_timeout_ns = poll_timeout_ns
         self.record_keys = [record_key_for(p, config.partitions) for p in range(config.partitions)]
         self.running: dict[Thread, _Running] = {}
-        self.definite: dict[tuple[str, int], int] = {}
-        """(producer, op) -> how many of its attempts were refused before any append."""
-        for name in sorted(cluster.producers):
-            producer = cluster.producers[name]
-            # An instance attribute shadows the method: the cluster calls producer.step.
-            producer.step = functools.partial(self._producer_step, name, producer.step)  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ names
 
     def producer_of(self, thread: Thread) -> str:
         assert isinstance(thread, int), thread
-        return f"p{thread + 1}"
+        return self.cluster.producer_names[thread]
 
     def consumer_of(self, thread: Thread, partition: int) -> str:
         assert isinstance(thread, int), thread
-        return f"c{thread * self.partitions + partition + 1}"
+        return self.cluster.consumer_names[thread * self.partitions + partition]
 
     def partition_of(self, key: str | None) -> int:
         prefix = f"{self.topic}-"
@@ -173,24 +173,6 @@ class KafkaClients:
         if partition >= self.partitions:
             raise WorkloadError(f"key {key!r}: topic {self.topic} has {self.partitions} partitions")
         return partition
-
-    # ------------------------------------------------------------------ producer answers
-
-    def _producer_step(
-        self,
-        name: str,
-        step: Callable[[str, object, int], Effects],
-        src: str,
-        msg: object,
-        now: int,
-    ) -> Effects:
-        if isinstance(msg, ProduceResponse) and msg.error in DEFINITE_ERRORS:
-            producer = self.cluster.producers[name]
-            entry = producer.in_flight.get(msg.request_id)
-            if entry is not None:
-                op = entry[0].op
-                self.definite[(name, op)] = self.definite.get((name, op), 0) + 1
-        return step(src, msg, now)
 
     # ------------------------------------------------------------------ ops
 
@@ -208,24 +190,20 @@ class KafkaClients:
             if isinstance(inv.value, bool) or not isinstance(inv.value, int):
                 raise WorkloadError(f"{inv}: a send's value must be an int (values are unique)")
             name = self.producer_of(thread)
-            producer = self.cluster.producers[name]
-            cursor = len(producer.history)
-            op = self.cluster.client_send(
+            cursor = len(self.cluster.producers[name].history)
+            send = self.cluster.client_send(
                 name, self.record_keys[partition], str(inv.value).encode()
             )
-            send = next((s for s in producer.queue if s.op == op), None)
-            if send is None:
-                send = next((e[0] for e in producer.in_flight.values() if e[0].op == op), None)
-            self.running[thread] = _Running("send", inv.key, name, cursor, now, inv.value, op, send)
+            self.running[thread] = _Running("send", inv.key, name, cursor, now, inv.value, send)
         elif inv.f == "poll":
             start = inv.value.get("from") if isinstance(inv.value, dict) else None
             if isinstance(start, bool) or not isinstance(start, int) or start < 0:
                 raise WorkloadError(f"{inv}: a poll's value must be {{'from': offset >= 0}}")
             name = self.consumer_of(thread, partition)
             consumer = self.cluster.consumers[name]
-            if consumer.in_flight is not None or consumer.wants_poll:
+            if consumer.busy:
                 raise WorkloadError(f"{inv}: consumer {name} is still busy")
-            consumer.position = start
+            consumer.seek(start)
             cursor = len(consumer.history)
             self.cluster.client_poll(name)
             self.running[thread] = _Running("poll", inv.key, name, cursor, now, inv.value)
@@ -277,12 +255,11 @@ class KafkaClients:
                     f"{running.client} completed {echoed!r} while thread {thread} awaited "
                     f"{running.value!r}: a producer runs one op at a time here"
                 )
-            refused = self.definite.pop((running.client, running.op), 0)
             if entry["type"] == "ok":
                 out = {"offset": value["offset"], "value": running.value}
                 return Completion(entry["time"], thread, "ok", out)
-            attempts = running.send.attempts if running.send is not None else None
-            if entry["type"] == "fail" or (attempts is not None and attempts == refused):
+            assert running.send is not None
+            if entry["type"] == "fail" or refused_before_append(running.send):
                 reason = "never sent" if entry["type"] == "fail" else "refused before append"
                 return Completion(entry["time"], thread, "fail", {"error": reason})
             return Completion(entry["time"], thread, "info", {"error": "outcome unknown"})
@@ -299,9 +276,9 @@ class KafkaClients:
                 out = {"records": records, "hw": value["hw"]}
                 return Completion(entry["time"], thread, "ok", out)
             return Completion(entry["time"], thread, "fail", {"error": value.get("error")})
-        if consumer.in_flight is None and now >= running.invoked_at + self.poll_timeout_ns:
+        if not consumer.fetching and now >= running.invoked_at + self.poll_timeout_ns:
             # Still looking for a leader (no fetch ever sent): give the poll up.
-            consumer.wants_poll = 0
+            consumer.give_up_polls()
             return Completion(now, thread, "fail", {"error": "no leader found"})
         return None
 

@@ -10,12 +10,15 @@ import pytest
 from impl.broker import Broker, BrokerConfig
 from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
 from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
-from impl.log import EpochEntry, LeaderEpochCache, RecordBatch
+from impl.log import CorruptBatchError, EpochEntry, LeaderEpochCache, RecordBatch, decode
 from impl.log.batch import read_header
 from impl.protocol import (
     ANY_EPOCH,
     Acked,
+    AlterPartition,
+    AlterPartitionResponse,
     BrokerRegistrationResponse,
+    Effects,
     Errors,
     Fetch,
     FetchResponse,
@@ -26,10 +29,10 @@ from impl.protocol import (
     ProduceFailed,
     ProduceResponse,
 )
-from impl.replica import (
+from impl.replica import Replica, ReplicaConfig
+from impl.roles import (
+    SERVES,
     TRANSITIONS,
-    Replica,
-    ReplicaConfig,
     Role,
     RoleEvent,
     next_role,
@@ -122,6 +125,26 @@ def test_role_table_never_leads_back_to_offline_and_draws_itself():
     assert roles_to_markdown().count("\n") == len(TRANSITIONS) + 2
 
 
+def test_the_serves_table_decides_what_each_role_acts_on():
+    follower = make_broker(2, atomic=False)  # follows at once, then runs its exchange
+    follower.step("controller", lai(1, 0), 0)
+    assert replica_of(follower).role is Role.FOLLOWER
+    assert SERVES[Role.FOLLOWER] == {FetchResponse}
+    for request, answer in (
+        (produce(), ProduceResponse),
+        (fetch(3, 0), FetchResponse),
+        (OffsetsForLeaderEpoch(3, T, 0, 0, 0, 1), OffsetsForLeaderEpochResponse),
+    ):
+        assert only(follower.step("p1", request, 0), answer).error is (
+            Errors.NOT_LEADER_OR_FOLLOWER
+        )
+    leader = make_broker(1)
+    leader.step("controller", lai(1, 0), 0)
+    stray = FetchResponse(T, 0, Errors.NONE, 0, 0, 0, 0, b"")
+    assert not leader.step("b2", stray, 0).sends, "a leader drops a follower's answer"
+    assert replica_of(leader).leo == 0
+
+
 def test_a_leader_and_isr_for_another_incarnation_or_controller_is_ignored():
     broker = make_broker(1, broker_epoch=10)
     broker.step("controller", lai(1, 0, broker_epoch=9), 0)
@@ -194,10 +217,10 @@ def test_an_isr_shrinking_below_min_insync_fails_waiting_writes_after_append():
     broker.step("b2", fetch(2, 0), 0)
     broker.step("p1", produce(acks=-1), 0)
     replica = replica_of(broker)
-    change = replica.isr_change(10, ms(500))
-    assert change is not None and change.new_isr == frozenset({1})
-    from impl.protocol import AlterPartitionResponse
-
+    proposed = Effects()
+    replica.propose_isr_change(ms(500), proposed)
+    change = only(proposed, AlterPartition)
+    assert change.new_isr == frozenset({1})
     out = broker.step(
         "controller",
         AlterPartitionResponse(T, 0, Errors.NONE, change.request_id, 1, 0, frozenset({1}), 1),
@@ -390,14 +413,14 @@ def test_kip320_validates_the_leader_even_with_an_empty_log():
 def test_the_leader_answers_offsets_for_leader_epoch_only_in_its_own_epoch():
     broker = make_broker(1)
     broker.step("controller", lai(1, 2), 0)
-    replica = replica_of(broker)
-    ask = OffsetsForLeaderEpoch(2, T, 0, 1, 0, 1)
-    assert replica.handle_offsets_for_leader_epoch(ask).error is Errors.FENCED_LEADER_EPOCH
-    ask = OffsetsForLeaderEpoch(2, T, 0, 3, 0, 1)
-    assert replica.handle_offsets_for_leader_epoch(ask).error is Errors.UNKNOWN_LEADER_EPOCH
-    ask = OffsetsForLeaderEpoch(2, T, 0, 2, 2, 1)
-    answer = replica.handle_offsets_for_leader_epoch(ask)
-    assert (answer.error, answer.leader_epoch, answer.end_offset) == (Errors.NONE, 2, 0)
+
+    def answer(ask: OffsetsForLeaderEpoch) -> OffsetsForLeaderEpochResponse:
+        return only(broker.step("b2", ask, 0), OffsetsForLeaderEpochResponse)
+
+    assert answer(OffsetsForLeaderEpoch(2, T, 0, 1, 0, 1)).error is Errors.FENCED_LEADER_EPOCH
+    assert answer(OffsetsForLeaderEpoch(2, T, 0, 3, 0, 1)).error is Errors.UNKNOWN_LEADER_EPOCH
+    ok = answer(OffsetsForLeaderEpoch(2, T, 0, 2, 2, 1))
+    assert (ok.error, ok.leader_epoch, ok.end_offset) == (Errors.NONE, 2, 0)
 
 
 def test_an_atomic_follower_transition_changes_nothing_when_the_exchange_fails():
@@ -580,8 +603,6 @@ def test_the_leader_remembers_the_last_five_batches_of_a_producer():
 
 
 def test_producer_fields_are_in_the_batch_header_under_the_crc():
-    from impl.log import CorruptBatchError, decode
-
     batch = attrs.evolve(RecordBatch.of(b"x"), producer_id=PID, producer_epoch=3, base_sequence=9)
     data = batch.with_placement(0, 0).encode()
     decoded, _ = decode(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from impl.client import Consumer, ConsumerConfig, Producer, ProducerConfig, acks_value
+from impl.client import AttemptEnd, Consumer, ConsumerConfig, Producer, ProducerConfig, acks_value
 from impl.cluster import Cluster, ClusterConfig
 from impl.log import RecordBatch
 from impl.partitioner import partition_for_key
@@ -22,6 +22,7 @@ from impl.protocol import (
     ProduceResponse,
 )
 from impl.sim.clock import ms, seconds
+from impl.sim.network import NetworkConfig
 from impl.sim.rng import SimRandom
 
 
@@ -115,6 +116,49 @@ def test_acks_0_is_info_at_once():
     p.pump(0)
     assert [op["type"] for op in p.history] == ["invoke", "info"]
     assert not p.in_flight
+
+
+def test_a_send_records_each_attempt_and_how_it_ended():
+    p = producer(partitions=1, request_timeout_ns=ms(100), retry_backoff_ns=ms(10))
+    p.step("controller", metadata(2), 0)
+    send = p.send(None, b"x", 0)
+    assert send.attempts == [], "queued: nothing sent yet"
+    [(_, first)] = sends(p.pump(0), Produce)
+    p.step("b2", ProduceResponse(first.request_id, "t", 0, Errors.NOT_ENOUGH_REPLICAS), ms(1))
+    p.step("controller", metadata(2), ms(2))
+    [(_, second)] = sends(p.pump(ms(20)), Produce)
+    p.tick(ms(200))  # unanswered: retried
+    ends = [(a.request_id, a.broker, a.end, a.error) for a in send.attempts]
+    assert ends == [
+        (first.request_id, "b2", AttemptEnd.ANSWERED, Errors.NOT_ENOUGH_REPLICAS),
+        (second.request_id, "b2", AttemptEnd.TIMED_OUT, None),
+    ]
+    late = ProduceResponse(second.request_id, "t", 0, Errors.NONE, 3)
+    p.step("b2", late, ms(201))
+    assert send.attempts[-1].end is AttemptEnd.TIMED_OUT, "an answer after the timeout is no one's"
+
+
+def test_an_acks_0_attempt_is_not_awaited():
+    p = producer(acks=0, partitions=1)
+    p.step("controller", metadata(1), 0)
+    send = p.send(None, b"x", 0)
+    p.pump(0)
+    assert [a.end for a in send.attempts] == [AttemptEnd.NOT_AWAITED]
+
+
+def test_a_consumer_seeks_between_polls_and_gives_up_polls_without_a_leader():
+    c = Consumer("c1", "t", 0, ConsumerConfig())
+    c.seek(5)
+    c.poll(0)  # no leader known: the poll waits for metadata
+    assert c.busy and not c.fetching
+    with pytest.raises(ValueError, match="seek once it has completed"):
+        c.seek(0)
+    assert c.give_up_polls() == 1
+    assert not c.busy and c.history == [], "nothing was fetched: nothing to record"
+    c.seek(2)
+    c.poll(0)
+    [(_, request)] = sends(c.step("controller", metadata(1), 0), Fetch)
+    assert request.fetch_offset == 2 and c.fetching
 
 
 def test_each_send_is_its_own_process():
@@ -246,8 +290,6 @@ def test_out_of_order_sequence_fails_the_send_and_bumps_the_epoch():
 def test_in_a_cluster_idempotent_retries_of_duplicated_requests_append_once():
     """The network delivers every request twice: without idempotence records land twice,
     with it (Kafka's default with acks=all) each value is in the log once."""
-    from impl.sim.network import NetworkConfig
-
     counts = {}
     for idempotence in (False, True):
         config = ClusterConfig(

@@ -1,5 +1,6 @@
-"""The simulated world (``impl.cluster``): one seed, one run, byte for byte; faults; and
-histories the Jepsen checkers accept."""
+"""The simulated world (``impl.world``), driven by time (``impl.cluster``) and by hand
+(``impl.refinement``): one seed, one run, byte for byte; faults; and histories the Jepsen
+checkers accept."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 
 from impl.cluster import Cluster, ClusterConfig, IllegalEvent
 from impl.controller import CONTROLLER
-from impl.replica import Replica, Role
+from impl.refinement import RefinementCluster
+from impl.replica import Replica
+from impl.roles import Role
 from impl.sim.clock import ms, seconds
+from impl.world import World
 from jepsen_py.checker import anomalies
 from jepsen_py.checker.kafka_log import check_log
 from jepsen_py.checker.result import Verdict
@@ -22,7 +26,7 @@ from jepsen_py.history.op import Op
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def replica_of(cluster: Cluster, b: int) -> Replica:
+def replica_of(cluster: World, b: int) -> Replica:
     broker = cluster.brokers[b]
     assert broker is not None
     replica = broker.replica("t", 0)
@@ -157,7 +161,7 @@ def test_a_paused_leader_wakes_up_as_a_zombie_and_is_fenced():
 
 
 def test_illegal_events_are_refused_with_a_reason():
-    cluster = Cluster(ClusterConfig(refinement=True), seed=1)
+    cluster = RefinementCluster(ClusterConfig(refinement=True), seed=1)
     with pytest.raises(IllegalEvent, match="cannot restart"):
         cluster.restart("b1")
     cluster.crash("b1")
@@ -167,8 +171,19 @@ def test_illegal_events_are_refused_with_a_reason():
         cluster.crash("p1")
 
 
+def test_each_driver_refuses_the_other_ones_configuration():
+    with pytest.raises(ValueError, match="RefinementCluster"):
+        Cluster(ClusterConfig(refinement=True), seed=1)
+    with pytest.raises(ValueError, match="refinement=True"):
+        RefinementCluster(ClusterConfig(), seed=1)
+    cluster = RefinementCluster(ClusterConfig(refinement=True), seed=1)
+    assert [cluster.broker_id(name) for name in cluster.broker_names.values()] == [1, 2, 3]
+    with pytest.raises(IllegalEvent, match="no broker"):
+        cluster.broker_id(CONTROLLER)
+
+
 def test_refinement_mode_round_trips_fail_cleanly_across_a_partition():
-    cluster = Cluster(ClusterConfig(refinement=True), seed=1)
+    cluster = RefinementCluster(ClusterConfig(refinement=True), seed=1)
     cluster.tick(CONTROLLER)
     for envelope in cluster.deliverable():
         cluster.deliver(envelope.seq)
@@ -181,7 +196,7 @@ def test_refinement_mode_round_trips_fail_cleanly_across_a_partition():
 
 def test_a_crash_preview_is_what_the_restart_recovers():
     config = ClusterConfig(refinement=True, min_insync_replicas=1)
-    cluster = Cluster(config, seed=2)
+    cluster = RefinementCluster(config, seed=2)
     cluster.tick(CONTROLLER)
     for envelope in cluster.deliverable():
         cluster.deliver(envelope.seq)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from jepsen_py.cli import main
-from jepsen_py.demo.faults import DemoRun, _row
+from jepsen_py.demo.faults import DemoRun, outcome_row
 from jepsen_py.runner import run_test
 from jepsen_py.scenarios import jepsen_2013
 
@@ -46,7 +46,11 @@ def test_a_run_that_loses_writes_where_none_may_be_lost_is_unexpected(tmp_path: 
     config = jepsen_2013(unclean=True)
     outcome = run_test(config, 1, store_root=tmp_path, reports=False)
     mechanism = "unclean-leader-election"
-    assert _row(DemoRun("expects loss", config, 1, True, mechanism), outcome)["as_expected"]
-    assert not _row(DemoRun("expects none", config, 1, expect_loss=False), outcome)["as_expected"]
+    assert outcome_row(DemoRun("expects loss", config, 1, True, mechanism), outcome)["as_expected"]
+    assert not outcome_row(DemoRun("expects none", config, 1, expect_loss=False), outcome)[
+        "as_expected"
+    ]
     other = DemoRun("another mechanism", config, 1, True, "last-replica-standing")
-    assert not _row(other, outcome)["as_expected"], "a loss explained otherwise is unexpected"
+    assert not outcome_row(other, outcome)["as_expected"], (
+        "a loss explained otherwise is unexpected"
+    )

@@ -21,6 +21,7 @@ from jepsen_py import generator as g
 from jepsen_py.checker.anomalies import find_anomalies, has_final_read, violations
 from jepsen_py.checker.kafka_log import check_log
 from jepsen_py.checker.result import Verdict
+from jepsen_py.fault_verbs import fault_ops
 from jepsen_py.generator import MILLISECOND, NEMESIS, SECOND, Invocation
 from jepsen_py.history.op import Op
 
@@ -277,7 +278,7 @@ def test_a_generator_is_a_value_asking_twice_gives_the_same_answer() -> None:
 # --- determinism --------------------------------------------------------------------------
 
 
-def _workload(seed: int) -> g.Gen:
+def example_workload(seed: int) -> g.Gen:
     return g.phases(
         g.nemesis(
             g.time_limit(
@@ -292,14 +293,16 @@ def _workload(seed: int) -> g.Gen:
     )
 
 
-def _latency(inv: Invocation, rng: random.Random) -> int:
+def example_latency(inv: Invocation, rng: random.Random) -> int:
     return int(rng.expovariate(1 / (3 * MILLISECOND)))
 
 
 def test_a_seed_fixes_the_run_and_another_seed_changes_it() -> None:
     def run(seed: int) -> g.Simulation:
         world = g.IdealLog(p_fail=0.05, p_info=0.05)
-        return g.simulate(_workload(seed), 5, seed=seed, latency=_latency, respond=world)
+        return g.simulate(
+            example_workload(seed), 5, seed=seed, latency=example_latency, respond=world
+        )
 
     a, b, c = run(11), run(11), run(12)
     assert a == b
@@ -317,9 +320,9 @@ def test_nemesis_schedule_alternates_start_and_stop_on_the_nemesis_thread() -> N
     assert {i.thread for i in ops} == {NEMESIS}
     starts, stops = ops[0::2], ops[1::2]
     for start, stop in zip(starts, stops, strict=False):
-        fault = next(x for x in faults if g.fault_ops(x)[0] == start.f)
-        assert stop.f == g.fault_ops(fault)[1]
-    assert {i.f for i in starts} == {g.fault_ops(x)[0] for x in faults}
+        fault = next(x for x in faults if fault_ops(x)[0] == start.f)
+        assert stop.f == fault_ops(fault)[1]
+    assert {i.f for i in starts} == {fault_ops(x)[0] for x in faults}
     gaps = [b.time - a.time for a, b in itertools.pairwise(ops)]
     assert all(SECOND // 2 <= gap <= 3 * SECOND // 2 + MILLISECOND for gap in gaps)
     # The seed fixes the schedule, independently of the workload's stream...
@@ -386,7 +389,7 @@ def test_polls_start_where_the_process_left_off() -> None:
 
 def test_final_reads_cover_every_key_and_the_checker_sees_a_clean_history() -> None:
     world = g.IdealLog(max_records=3, p_fail=0.05, p_info=0.05)
-    sim = g.simulate(_workload(21), 5, seed=21, latency=_latency, respond=world)
+    sim = g.simulate(example_workload(21), 5, seed=21, latency=example_latency, respond=world)
     assert sim.outcome == "exhausted"
     history = list(sim.history)
     read: dict[str | None, set[int]] = defaultdict(set)
@@ -415,7 +418,7 @@ def test_final_reads_give_up_on_a_key_that_never_answers() -> None:
 
 
 def test_final_reads_keep_one_process_per_key() -> None:
-    sim = g.simulate(_workload(5), 5, seed=5, latency=_latency)
+    sim = g.simulate(example_workload(5), 5, seed=5, latency=example_latency)
     owners: dict[str | None, set[Any]] = defaultdict(set)
     for i in sim.ops("poll"):
         if i.value.get("final"):
@@ -427,9 +430,10 @@ def test_final_reads_keep_one_process_per_key() -> None:
 _RUN_ELSEWHERE = """
 import hashlib, sys
 sys.path.insert(0, sys.argv[1])
-from test_generator import _latency, _workload
+from test_generator import example_latency, example_workload
 from jepsen_py import generator as g
-sim = g.simulate(_workload(7), 5, seed=7, latency=_latency, respond=g.IdealLog(p_info=0.05))
+world = g.IdealLog(p_info=0.05)
+sim = g.simulate(example_workload(7), 5, seed=7, latency=example_latency, respond=world)
 print(hashlib.sha256(repr(sim.history).encode()).hexdigest())
 """
 

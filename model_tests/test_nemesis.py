@@ -9,14 +9,17 @@ import random
 import pytest
 
 from impl.cluster import Cluster
+from impl.log.batch import read_header
 from impl.sim.node import NodeState
-from jepsen_py.generator import SECOND, fault_ops
+from jepsen_py.fault_verbs import fault_kind, fault_ops
+from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import (
     ALL,
     CATALOGUE,
     Nemesis,
     NemesisError,
     ScheduleStep,
+    covered_bit,
     fault_of_op,
     fault_windows,
     grudge_of,
@@ -25,7 +28,7 @@ from jepsen_py.nemesis import (
     parse_faults,
     realized_schedule,
 )
-from jepsen_py.report.spans import collect, fault_kind
+from jepsen_py.report.spans import collect
 from jepsen_py.runner import TestConfig, run_test, simulate_run
 
 SERVERS = {"b1", "b2", "b3", "controller"}
@@ -267,13 +270,11 @@ def test_disk_damage_is_found_by_recovery_which_cuts_the_log(fault: str) -> None
 
 def test_a_bitflip_lands_where_the_batch_crc_covers() -> None:
     cluster = busy_cluster()
-    nemesis = Nemesis(cluster, random.Random(11))
+    rng = random.Random(11)
     for _ in range(20):
         data = cluster.disks[1].read("t-1/00000000000000000000.log")
-        bit = nemesis._covered_bit(data)
+        bit = covered_bit(data, rng)
         position, offset = 0, bit // 8
-        from impl.log.batch import read_header
-
         while True:
             header = read_header(data, position)
             assert header is not None

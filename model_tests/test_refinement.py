@@ -1,7 +1,7 @@
 """Refinement: the implementation (``impl``) moves, step by step, as the replication spec
 (``spec.replication``, extended model, leader view) allows.
 
-- Hypothesis's stateful machine (``model_tests/refinement_machine.py``) drives the
+- Hypothesis's stateful machine (``impl/refinement_machine.py``) drives the
   implementation through random events and checks, after each one, that the abstract state
   stayed put or moved by exactly one spec action, and that the spec's invariants hold
   (except those the configuration is known to violate: the spec violates them too).
@@ -26,21 +26,22 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
 from impl.broker import Broker
-from impl.cluster import Cluster
 from impl.controller import CONTROLLER
-from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
+from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange, fenced
 from impl.log import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from impl.log.batch import read_header
 from impl.protocol import Acked, Errors, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse
-from impl.replica import Replica
-from impl.sim.clock import ms
-from model_tests.refinement_machine import (
+from impl.refinement import RefinementCluster
+from impl.refinement_machine import (
     COVERAGE,
     OPTIONAL_RULES,
     InvariantViolation,
     make_machine,
     refinement_config,
 )
+from impl.replica import Replica
+from impl.roles import roles_to_markdown, roles_to_mermaid
+from impl.sim.clock import ms
 from model_tests.scenario_files import (
     SCENARIOS,
     assert_matches_file,
@@ -148,7 +149,7 @@ def test_finding_f1_kip101_cache_answer_differs_from_the_spec():
     b2 to its HW, 0, dropping m0. The implementation's step is the spec's step with Kafka's
     truncation offset."""
     config = refinement_config(truncation="kip101", min_isr=1)
-    cluster = Cluster(config, seed=1)
+    cluster = RefinementCluster(config, seed=1)
     spec = Replication(spec_params(config))
     prev = abstract(cluster)
 
@@ -200,8 +201,6 @@ def test_finding_f1_kip101_cache_answer_differs_from_the_spec():
 
 
 def test_the_docs_show_the_role_table():
-    from impl.replica import roles_to_markdown, roles_to_mermaid
-
     docs = (Path(__file__).resolve().parent.parent / "docs" / "impl.md").read_text()
     assert roles_to_mermaid() in docs and roles_to_markdown() in docs
 
@@ -217,7 +216,7 @@ KIP320 = refinement_config(truncation="kip320", acks="all", min_isr=2)
 
 
 def test_the_initial_world_is_the_spec_initial_state():
-    cluster = Cluster(KIP320, seed=7)
+    cluster = RefinementCluster(KIP320, seed=7)
     spec = Replication(spec_params(KIP320))
     assert abstract(cluster) == next(iter(spec.init()))
 
@@ -306,12 +305,12 @@ def test_the_machine_reports_a_spec_invariant_the_implementation_breaks():
 @pytest.mark.parametrize("truncation", ["kip320", "kip279", "kip101", "high_watermark"])
 def test_deep_refinement_runs(truncation):
     """Long runs (``pytest -m slow``): more and longer test cases per variant."""
-    fenced = truncation == "kip320"
-    config = refinement_config(truncation=truncation, min_isr=2 if fenced else 1)
+    epoch_fenced = fenced(truncation)
+    config = refinement_config(truncation=truncation, min_isr=2 if epoch_fenced else 1)
     machine = make_machine(
         config,
-        expect_violated=CRASH_VIOLATIONS if fenced else UNFENCED_VIOLATIONS,
-        tolerate=None if fenced else tolerate_cache_truncation,
+        expect_violated=CRASH_VIOLATIONS if epoch_fenced else UNFENCED_VIOLATIONS,
+        tolerate=None if epoch_fenced else tolerate_cache_truncation,
         name=f"Deep_{truncation}",
     )
     run_machine(machine, examples=3000, steps=100)
@@ -345,7 +344,7 @@ class AckBeforeHwBroker(Broker):
     replica_class = AckBeforeHwReplica
 
 
-class AckBeforeHwCluster(Cluster):
+class AckBeforeHwCluster(RefinementCluster):
     broker_class = AckBeforeHwBroker
 
 
@@ -359,7 +358,7 @@ class TruncateOnRestartBroker(Broker):
             replica.log.truncate_to(replica.hw)
 
 
-class TruncateOnRestartCluster(Cluster):
+class TruncateOnRestartCluster(RefinementCluster):
     broker_class = TruncateOnRestartBroker
 
 
@@ -465,7 +464,7 @@ class ImplScenario:
     """
 
     def __init__(self) -> None:
-        self.cluster: Cluster | None = None
+        self.cluster: RefinementCluster | None = None
         self.spec: Replication | None = None
         self.prev: State | None = None
         self.lines: list[str] = []
@@ -482,7 +481,7 @@ class ImplScenario:
         return self.lines + self._state()
 
     @property
-    def c(self) -> Cluster:
+    def c(self) -> RefinementCluster:
         assert self.cluster is not None, "the scenario must start with 'cluster'"
         return self.cluster
 
@@ -513,7 +512,7 @@ class ImplScenario:
             brokers=int(brokers),
             unclean=unclean == "yes",
         )
-        self.cluster = Cluster(config, seed=int(kw.get("seed", "1")))
+        self.cluster = RefinementCluster(config, seed=int(kw.get("seed", "1")))
         self.spec = Replication(spec_params(config))
         self.prev = abstract(self.cluster)
 
@@ -549,14 +548,14 @@ class ImplScenario:
             self._deliver(ready[0])
 
     def do_produce(self, to):
-        b = int(to[1:])
+        b = self.c.broker_id(to)
         self._event(f"send Produce to {to}", lambda: self.c.raw_produce(b))
         envelope = self._matching(to, "Produce")
         assert envelope is not None, f"the produce to {to} was not sent"
         self._deliver(envelope)
 
     def do_fetch(self, node):
-        b = int(node[1:])
+        b = self.c.broker_id(node)
         self._event(f"fetch by {node}", lambda: self.c.replica_fetch(b))
 
     def do_tick(self, node, advance="0"):
@@ -573,7 +572,7 @@ class ImplScenario:
         self._event(f"{kw['ms']}ms pass", lambda: self.c.advance(delta))
 
     def do_crash(self, node, **kw):
-        b = int(node[1:])
+        b = self.c.broker_id(node)
         torn = {}
         if "keep-records" in kw:
             torn = self._torn_for(b, int(kw["keep-records"]), int(kw.get("extra-bytes", "0")))
@@ -603,7 +602,7 @@ class ImplScenario:
 
     def do_restart(self, node):
         self._event(f"restart {node}", lambda: self.c.restart(node))
-        broker = self.c.brokers[int(node[1:])]
+        broker = self.c.brokers[self.c.broker_id(node)]
         assert broker is not None
         for (topic, partition), report in sorted(broker.recovered.items()):
             self.lines.append(
@@ -614,7 +613,7 @@ class ImplScenario:
                 self.lines.append(f"  because {error.split(': ', 1)[-1]}")
 
     def do_flush(self, node):
-        self._event(f"flush {node}", lambda: self.c.flush(int(node[1:])))
+        self._event(f"flush {node}", lambda: self.c.flush(self.c.broker_id(node)))
 
     def do_pause(self, node):
         self._event(f"pause {node}", lambda: self.c.pause(node))

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from jepsen_py import generator as g
+from jepsen_py.fault_verbs import EVERY_FAULT, fault_kind, fault_ops
 from jepsen_py.generator import MILLISECOND, NEMESIS, SECOND
 from jepsen_py.history import write_jsonl
 from jepsen_py.history.op import Op
 from jepsen_py.report.plots import render_latency, render_plots, render_rate
-from jepsen_py.report.spans import ALL, collect, fault_kind
+from jepsen_py.report.spans import collect
 from jepsen_py.report.timeline import render_timeline, write_timeline
 
 KEYS = ["t-0", "t-1"]
@@ -78,7 +79,7 @@ def big(n_spans: int = 50_000, threads: int = 10, seed: int = 0) -> list[Op]:
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_the_report_pairs_fault_ops_the_way_the_generator_names_them(fault: str) -> None:
-    start, stop = g.fault_ops(fault)
+    start, stop = fault_ops(fault)
     assert fault_kind(start) == (fault, "start")
     assert fault_kind(stop) == (fault, "stop")
 
@@ -109,7 +110,7 @@ def test_fault_periods_pair_start_with_stop_and_heal_closes_everything() -> None
         ("pause", 50, 60, None),
         ("clock-skew", 80, None, None),  # never stopped: lasts to the end
     ]
-    assert fault_kind("heal") == (ALL, "stop")
+    assert fault_kind("heal") == (EVERY_FAULT, "stop")
     assert fault_kind("start-") is None and fault_kind("read") is None
 
 

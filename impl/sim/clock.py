@@ -46,7 +46,7 @@ either way. So a bump of a leader's wall clock can shrink its ISR (Kafka does th
 no bump makes the controller expire a broker's session or stops a broker's heartbeats;
 only a rate, or a pause or a partition, can.
 
-The world hands every node the readings it needs (``impl.cluster``); events are scheduled,
+The world hands every node the readings it needs (``impl.world``); events are scheduled,
 and histories timed, on global time, which keeps runs deterministic.
 """
 

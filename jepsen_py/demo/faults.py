@@ -71,7 +71,9 @@ def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
     ]
 
 
-def _row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
+def outcome_row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
+    """The demo's table row for ``run``: what was lost, by which mechanism, and whether
+    that is what the run expects."""
     r = outcome.results
     lost, inconsistent = r["lost_acknowledged_writes"], r["inconsistent_offsets"]
     complete = bool(r["final_reads"]["complete"])
@@ -121,10 +123,10 @@ def fault_rows(
     seed: int,
     say: Callable[[str], None],
 ) -> list[dict[str, Any]]:
-    """Run every demo run into ``store`` and return one row each (see `_row`)."""
+    """Run every demo run into ``store`` and return one row each (see `outcome_row`)."""
     rows = []
     for run in demo_runs(time_limit_s, seed):
         say(f"  running {run.title} (seed {run.seed}) ...")
         outcome = run_test(run.config, run.seed, store_root=store)
-        rows.append(_row(run, outcome))
+        rows.append(outcome_row(run, outcome))
     return rows

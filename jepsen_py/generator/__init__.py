@@ -93,7 +93,6 @@ from jepsen_py.generator.core import (
     thread_order,
 )
 from jepsen_py.generator.faults import (
-    fault_ops,
     heal,
     nemesis_schedule,
 )
@@ -143,7 +142,6 @@ __all__ = [
     "derive_rng",
     "each_process",
     "each_thread",
-    "fault_ops",
     "filter",
     "filter_ops",
     "final_reads",

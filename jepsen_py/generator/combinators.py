@@ -22,9 +22,9 @@ from jepsen_py.generator.core import (
     Process,
     Step,
     Thread,
-    _sooner,
     is_client,
     is_nemesis,
+    sooner,
 )
 from jepsen_py.history.op import Op
 
@@ -191,7 +191,7 @@ class _TimeLimit(Gen):
             return result, _TimeLimit(self.dt, gen, cutoff)
         if isinstance(result, Pending):
             # Wake at the cutoff at the latest, to be exhausted then.
-            return Pending(_sooner(result.until, cutoff)), _TimeLimit(self.dt, gen, cutoff)
+            return Pending(sooner(result.until, cutoff)), _TimeLimit(self.dt, gen, cutoff)
         return EXHAUSTED, self
 
     def update(self, ctx: Context, event: Op) -> Gen:
@@ -335,7 +335,7 @@ class _AnyOf(Gen):
             gens[i] = gen
             if isinstance(result, Invocation):
                 return result, _AnyOf(tuple(gens))
-            until = _sooner(until, result.until)
+            until = sooner(until, result.until)
             i += 1
         if not gens:
             return EXHAUSTED, NIL
@@ -532,7 +532,7 @@ class _Each(Gen):
                 return result, _Each(self.template, self.by_process, state)
             if isinstance(result, Pending):
                 live = True
-                until = _sooner(until, result.until)
+                until = sooner(until, result.until)
         if not live:
             return EXHAUSTED, _Each(self.template, self.by_process, state)
         return Pending(until), _Each(self.template, self.by_process, state)
@@ -600,7 +600,7 @@ class _Reserve(Gen):
             if isinstance(result, Invocation):
                 return result, _Reserve(self.counts, tuple(gens))
             live = True
-            until = _sooner(until, result.until)
+            until = sooner(until, result.until)
         if not live:
             return EXHAUSTED, _Reserve(self.counts, tuple(gens))
         return Pending(until), _Reserve(self.counts, tuple(gens))

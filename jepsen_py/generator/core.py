@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from impl.sim.clock import NS_PER_MS, NS_PER_S
 from jepsen_py.history.op import Op
 
 Thread = int | str
@@ -19,8 +20,9 @@ Process = int | str
 NEMESIS = "nemesis"
 """The nemesis's thread and process."""
 
-MILLISECOND = 1_000_000
-SECOND = 1_000_000_000
+MILLISECOND = NS_PER_MS
+SECOND = NS_PER_S
+"""Generators count logical time in nanoseconds, as the simulation's clock does."""
 
 
 class GeneratorError(ValueError):
@@ -106,7 +108,8 @@ Result = Invocation | Pending | Exhausted
 Step = tuple[Result, "Gen"]
 
 
-def _sooner(a: int | None, b: int | None) -> int | None:
+def sooner(a: int | None, b: int | None) -> int | None:
+    """The earlier of two wake-up times, where None is "never" (only an event helps)."""
     if a is None:
         return b
     if b is None:

@@ -1,4 +1,6 @@
-"""The nemesis schedule: alternating fault start/stop ops on the nemesis thread, and heal."""
+"""The nemesis schedule: alternating fault start/stop ops on the nemesis thread, and heal.
+
+The ops are named by the fault vocabulary (``jepsen_py.fault_verbs``)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from jepsen_py.generator.combinators import _Concat, _Invoke, _OnThreads
+from jepsen_py.fault_verbs import fault_ops
+from jepsen_py.generator.combinators import concat, invoke, nemesis
 from jepsen_py.generator.core import (
     PENDING,
     Context,
@@ -16,22 +19,7 @@ from jepsen_py.generator.core import (
     Pending,
     Step,
     derive_rng,
-    is_nemesis,
 )
-
-# --- faults ---------------------------------------------------------------------------
-
-_FAULT_VERBS: dict[str, tuple[str, str]] = {
-    "kill": ("kill", "restart"),
-    "pause": ("pause", "resume"),
-}
-
-
-def fault_ops(fault: str) -> tuple[str, str]:
-    """The ``f`` of the ops that start and stop ``fault``: ``kill``/``restart``,
-    ``pause``/``resume``, otherwise ``start-<fault>``/``stop-<fault>``. The reports pair
-    them the same way (`jepsen_py.report.spans.fault_kind`)."""
-    return _FAULT_VERBS.get(fault, (f"start-{fault}", f"stop-{fault}"))
 
 
 @attrs.frozen(slots=True)
@@ -87,11 +75,10 @@ def nemesis_schedule(
     if not 0 <= jitter < 1:
         raise GeneratorError(f"nemesis_schedule: jitter {jitter} must be in [0, 1)")
     schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None)
-    return _OnThreads(is_nemesis, schedule)
+    return nemesis(schedule)
 
 
 def heal(faults: Sequence[str]) -> Gen:
     """Stop every fault of ``faults`` (in order), on the nemesis thread; for the final
     phase, whatever the schedule left running."""
-    stops = [_Invoke(fault_ops(fault)[1], None, None) for fault in faults]
-    return _OnThreads(is_nemesis, _Concat(tuple(stops)))
+    return nemesis(concat(*(invoke(fault_ops(fault)[1]) for fault in faults)))

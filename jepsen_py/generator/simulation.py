@@ -18,8 +18,8 @@ from jepsen_py.generator.core import (
     Invocation,
     Pending,
     Thread,
-    _sooner,
     derive_rng,
+    sooner,
 )
 from jepsen_py.generator.interpreter import Interpreter
 from jepsen_py.history.op import Op
@@ -145,7 +145,7 @@ def simulate(
             break
         assert isinstance(result, Pending)
         next_completion = min((c[0] for c in inflight), default=None)
-        wake = _sooner(result.until, next_completion)
+        wake = sooner(result.until, next_completion)
         if wake is None:
             outcome = "stalled"
             break

@@ -4,10 +4,10 @@
   ``info``), or to nowhere (``pending``: never completed), per (run, process).
 - An *event* is a line of a non-client process (the nemesis): a fault's invocation or
   completion, or an ``info`` marker.
-- A *fault period* runs from the nemesis op that starts a fault to the one that stops it.
-  Pairs: ``start-X``/``stop-X``, ``kill``/``restart``, ``pause``/``resume``, Jepsen's bare
-  ``start``/``stop`` (fault ``fault``); ``heal``, ``heal-all`` and ``stop-all`` stop every
-  open fault. The generator names its ops the same way (`jepsen_py.generator.fault_ops`).
+- A *fault period* runs from the nemesis op that starts a fault to the one that stops it,
+  paired by the fault vocabulary (``jepsen_py.fault_verbs.fault_kind``: ``start-X``/``stop-X``,
+  ``kill``/``restart``, ``pause``/``resume``, Jepsen's bare ``start``/``stop``; ``heal``,
+  ``heal-all`` and ``stop-all`` stop every open fault), by which the generator names them.
   A start while the fault is open (Jepsen logs a fault's invocation and completion both as
   ``info``) keeps the period's start and takes the newer value: the completion names the
   concrete targets. A period never stopped lasts to the end of the history.
@@ -21,34 +21,9 @@ from typing import Any
 
 import attrs
 
+from jepsen_py.fault_verbs import EVERY_FAULT, fault_kind
 from jepsen_py.history import Rejection, Rejections, read_history
 from jepsen_py.history.op import Op
-
-ALL = "*"
-"""The fault of a heal-everything op."""
-
-_VERBS: dict[str, tuple[str, str]] = {
-    "kill": ("kill", "start"),
-    "restart": ("kill", "stop"),
-    "pause": ("pause", "start"),
-    "resume": ("pause", "stop"),
-    "start": ("fault", "start"),
-    "stop": ("fault", "stop"),
-    "heal": (ALL, "stop"),
-    "heal-all": (ALL, "stop"),
-    "stop-all": (ALL, "stop"),
-}
-
-
-def fault_kind(f: str) -> tuple[str, str] | None:
-    """(fault, "start" | "stop") for a nemesis op's ``f``; None when it is neither."""
-    verb = _VERBS.get(f)
-    if verb is not None:
-        return verb
-    for prefix, edge in (("start-", "start"), ("stop-", "stop")):
-        if f.startswith(prefix) and len(f) > len(prefix):
-            return f[len(prefix) :], edge
-    return None
 
 
 @attrs.frozen(slots=True)
@@ -193,11 +168,11 @@ def _fault_edge(
         elif op.value is not None:
             open_[(op.run, fault)] = attrs.evolve(current, value=op.value)
         return
-    names = [k for k in open_ if k[0] == op.run] if fault == ALL else [(op.run, fault)]
+    names = [k for k in open_ if k[0] == op.run] if fault == EVERY_FAULT else [(op.run, fault)]
     for name in sorted(names, key=lambda k: k[1]):
         period = open_.pop(name, None)
         if period is not None:
             closed.append(attrs.evolve(period, end=op.time))
 
 
-__all__ = ["ALL", "Collected", "Event", "FaultPeriod", "History", "Span", "collect", "fault_kind"]
+__all__ = ["Collected", "Event", "FaultPeriod", "History", "Span", "collect"]

@@ -1,7 +1,7 @@
 """The refinement machine: Hypothesis drives the implementation, the spec judges each step.
 
 ``make_machine(config, ...)`` returns a ``RuleBasedStateMachine`` whose rules are the
-implementation's events, in refinement mode (``impl.cluster``): produce, deliver / drop a
+implementation's events, driven by hand (``impl.refinement``): produce, deliver / drop a
 chosen in-flight message, redeliver an old LeaderAndIsr, a replica fetch round trip, tick
 a broker or the controller (after letting logical time pass), a preferred-leader election,
 crash a broker with a drawn torn tail, restart it, flush it, pause / resume a node,
@@ -39,11 +39,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
-from impl.cluster import Cluster, ClusterConfig
-from impl.controller import CONTROLLER
+from impl.controller import CONTROLLER, broker_node
+from impl.refinement import RefinementCluster
 from impl.sim.clock import ms
 from impl.sim.network import Envelope, NetworkConfig
 from impl.sim.node import NodeState
+from impl.world import ClusterConfig
 from spec.framework import Step
 from spec.replication import NONE, Replication, State
 
@@ -130,7 +131,7 @@ def make_machine(
     config: ClusterConfig,
     *,
     expect_violated: frozenset[str] = frozenset(),
-    cluster_class: type[Cluster] = Cluster,
+    cluster_class: type[RefinementCluster] = RefinementCluster,
     always_on: frozenset[str] = frozenset(),
     disabled: frozenset[str] = frozenset(),
     tolerate: Tolerate | None = None,
@@ -147,12 +148,12 @@ def make_machine(
     invariants = [d for d in spec.invariants() if d.name not in expect_violated]
     transitions = [d for d in spec.transition_properties() if d.name not in expect_violated]
     brokers = st.sampled_from(config.broker_ids)
-    nodes = st.sampled_from((CONTROLLER, *(f"b{b}" for b in config.broker_ids)))
+    nodes = st.sampled_from((CONTROLLER, *(broker_node(b) for b in config.broker_ids)))
 
     class Machine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.cluster: Cluster | None = None
+            self.cluster: RefinementCluster | None = None
             self.prev: State | None = None
             self.enabled: frozenset[str] = frozenset()
             self.steps: list[str] = []
@@ -190,7 +191,7 @@ def make_machine(
             return name in self.enabled
 
         @property
-        def c(self) -> Cluster:
+        def c(self) -> RefinementCluster:
             assert self.cluster is not None
             return self.cluster
 
@@ -281,7 +282,10 @@ def make_machine(
             self.c.raw_produce(leader)
             self._after(f"produce to b{leader}")
             for envelope in self.c.deliverable():
-                if envelope.dst == f"b{leader}" and type(envelope.message).__name__ == "Produce":
+                if (
+                    envelope.dst == broker_node(leader)
+                    and type(envelope.message).__name__ == "Produce"
+                ):
                     self.c.deliver(envelope.seq)
                     self._after(functools.partial(_describe_delivery, envelope))
                     break
@@ -355,7 +359,7 @@ def make_machine(
             result = []
             for b in config.broker_ids:
                 broker = self.c.brokers.get(b)
-                if broker is None or not self.c.running(f"b{b}"):
+                if broker is None or not self.c.running(broker_node(b)):
                     continue
                 replica = broker.replica(config.topic, 0)
                 if replica is not None and replica.fetcher is not None:
@@ -374,7 +378,7 @@ def make_machine(
         @counted
         def tick_broker(self, b: int, delay: int) -> None:
             self.c.advance(delay)
-            if self.c.tick(f"b{b}"):
+            if self.c.tick(broker_node(b)):
                 self._after(f"tick b{b} after {delay}ns")
 
         @rule(delay=st.sampled_from(DELAYS))
@@ -392,7 +396,7 @@ def make_machine(
             heartbeating while its session runs out, the controller replaces it, its
             decision is delivered, and (``resume``) the old leader wakes up."""
             leader = self.c.store.partitions[(config.topic, 0)].leader
-            name = f"b{leader}"
+            name = broker_node(leader)
             if leader == NONE or not self.c.running(name) or not self.c.running(CONTROLLER):
                 return
             self.c.pause(name)
@@ -400,7 +404,7 @@ def make_machine(
             for _ in range(8):
                 self.c.advance(ms(100))
                 for b in config.broker_ids:
-                    if self.c.tick(f"b{b}"):
+                    if self.c.tick(broker_node(b)):
                         self._after(f"tick b{b} (+100ms)")
                 if self.c.tick(CONTROLLER):
                     self._after("controller tick (+100ms)")
@@ -424,7 +428,7 @@ def make_machine(
         @rule(b=brokers, data=st.data())
         @counted
         def crash(self, b: int, data: Any) -> None:
-            name = f"b{b}"
+            name = broker_node(b)
             if not self.c.nodes.state(name).alive:
                 return
             torn = {
@@ -439,7 +443,7 @@ def make_machine(
             return [
                 b
                 for b in config.broker_ids
-                if self.c.nodes.state(f"b{b}") is NodeState.CRASHED
+                if self.c.nodes.state(broker_node(b)) is NodeState.CRASHED
                 # The spec's restart: once the controller has handled the failure.
                 and (b not in q.isr or (q.isr == frozenset({b}) and q.leader == NONE))
             ]
@@ -449,7 +453,7 @@ def make_machine(
         @counted
         def restart(self, data: Any) -> None:
             b = data.draw(st.sampled_from(self._restartable()), label="broker")
-            self.c.restart(f"b{b}")
+            self.c.restart(broker_node(b))
             self._after(f"restart b{b}")
 
         @rule(b=brokers)

@@ -1,0 +1,616 @@
+"""The simulated world: brokers, the controller, clients, the network, disks and the clock,
+all driven by one seed -- what both drivers of a cluster share.
+
+``World(config, seed)`` builds a cluster of ``config.brokers`` brokers (``b1``..), one
+controller (``controller``) over a metadata store, ``config.producers`` producers
+(``p1``..) and ``config.consumers`` consumers (``c1``..), on a ``SimDisk`` per broker and
+one ``Network``. The seed is split per subsystem (``impl.sim.rng``): ``network``,
+``disk``, ``workload``, ``faults``, ``node/<name>``. Every node is handed its own *local*
+time for its timeouts (``Clock.monotonic_now`` and ``Clock.wall_now``: global time unless
+the clock nemesis moved them, ``skew_clock``; each timer reads the clock Kafka reads for
+it); histories are timed on global time. The same (code, config, seed) and the same calls
+give the same run, byte for byte: ``digest()`` fingerprints it (network history, messages
+in flight, every disk's bytes, the store, client histories, the clock).
+
+The world hands a node a message or its periodic tick (one dispatch, ``_step_node``) and
+carries out the node's effects (``_dispatch``): its messages go to the network, its notes to
+the world's records (``impl.timeline``; the ghost state). Faults (``crash``, ``restart``,
+``pause``, ``resume``, ``partition``, ``heal``, ``skew_clock``) and the clients' ops
+(``client_send``, ``client_poll``) are the same whoever drives. What a world lacks is a
+driver, which decides what happens next:
+
+- ``impl.cluster.Cluster`` drives it **by time** (the simulation): every message crosses
+  the network, nodes tick on timers, the kernel writes dirty pages back on its own timer;
+- ``impl.refinement.RefinementCluster`` drives it **by hand** (the refinement tests): each
+  call is one event of the implementation, and the replication round trips are synchronous.
+
+The world also keeps *ghost* state, which no node can see, for the abstraction function
+(``impl.abstraction``): a unique id for every record a leader appended (keyed by the epoch
+and offset of the append, which identify a write: one leader per epoch, appending each
+offset once), the writes acknowledged to producers, every LeaderAndIsr the controller ever
+published, the number of crashes, the quorum epoch at each broker restart, and for each
+crashed broker what recovery will find on its disk.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from impl.broker import Broker, BrokerConfig
+from impl.client import Consumer, ConsumerConfig, Producer, ProducerConfig, Send, acks_value
+from impl.controller import CONTROLLER, Controller, ControllerConfig, MetadataStore, broker_node
+from impl.log import (
+    REPLICATION_OFFSET_CHECKPOINT,
+    Log,
+    LogConfig,
+    OffsetCheckpointFile,
+    TopicPartition,
+)
+from impl.messages import Message
+from impl.protocol import (
+    Acked,
+    Appended,
+    BrokerRegistration,
+    Effects,
+    LeaderAndIsr,
+    Published,
+)
+from impl.replica import ReplicaConfig
+from impl.sim.clock import Clock, ms
+from impl.sim.disk import SimDisk
+from impl.sim.network import Network, NetworkConfig
+from impl.sim.node import NodeLifecycles, NodeState
+from impl.sim.rng import SimRandom
+from impl.timeline import Crash, Recovery, Timeline
+
+__all__ = ["ClusterConfig", "Ghost", "IllegalEvent", "World"]
+
+
+class IllegalEvent(Exception):
+    """An event the world cannot perform now (a crashed node cannot be paused, ...)."""
+
+
+@attrs.frozen
+class ClusterConfig:
+    brokers: int = 3
+    topic: str = "t"
+    partitions: int = 1
+    truncation: str = "kip320"
+    acks: str = "all"
+    min_insync_replicas: int = 2
+    unclean: bool = False
+    refinement: bool = False
+    """Refinement mode (``impl.refinement``): atomic brokers (``BrokerConfig.atomic``), the
+    spec's HW checkpoint on every change and no purgatory expiry; a crash closes the
+    broker's session and the world keeps ghost state, unless said otherwise below."""
+    producers: int = 1
+    consumers: int = 0
+    replica_lag_time_max_ns: int = ms(10_000)
+    session_timeout_ns: int = ms(6_000)
+    heartbeat_interval_ns: int = ms(1_000)
+    tick_interval_ns: int = ms(100)
+    """How often brokers and the controller run their periodic work (``impl.cluster``)."""
+    client_tick_interval_ns: int = ms(1_000)
+    """How often clients check their timeouts (their requests go out as ops arrive)."""
+    request_timeout_ns: int = ms(5_000)
+    produce_timeout_ns: int = ms(5_000)
+    delivery_timeout_ns: int = ms(30_000)
+    replica_fetch_wait_max_ns: int = ms(500)
+    replica_fetch_backoff_ns: int = ms(100)
+    hw_checkpoint_interval_ns: int = ms(5_000)
+    log_flush_interval_messages: int | None = None
+    """``log.flush.interval.messages``: a broker fsyncs a log once this many records are
+    unflushed. None: Kafka's default (never; durability is left to replication and the
+    kernel's write-back)."""
+    log_flush_interval_ns: int | None = None
+    """``log.flush.interval.ms``: a broker fsyncs a log whose last fsync is older than this
+    (by its wall clock, as ``LogManager.flushDirtyLogs`` compares). None: Kafka's default
+    (never)."""
+    dirty_writeback_ns: int | None = ms(5_000)
+    """``vm.dirty_writeback_centisecs`` (Linux default 5 s): how often each machine's flusher
+    thread wakes to write back expired dirty pages. None: no write-back (as writing 0 to the
+    sysctl turns it off): a power loss then loses everything not fsynced."""
+    dirty_expire_ns: int = ms(30_000)
+    """``vm.dirty_expire_centisecs`` (Linux default 30 s): dirty data older than this is
+    written back at the flusher's next wake-up."""
+    segment_bytes: int = 256 * 1024
+    index_interval_bytes: int = 256
+    """Denser than Kafka's 4096: simulated reads scan batch headers from the last entry."""
+    network: NetworkConfig = attrs.field(factory=NetworkConfig)
+    crash_closes_session: bool | None = None
+    """A crash ends the broker's registration at once; default: in refinement mode."""
+    track_ghosts: bool | None = None
+    """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
+    enable_idempotence: bool | None = None
+    """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default since 3.0 --
+    on with acks=all, off with acks 0 or 1 (Kafka turns the default off rather than refuse
+    those acks; asking for idempotence with them explicitly is an error)."""
+
+    @property
+    def idempotence(self) -> bool:
+        if self.enable_idempotence is None:
+            return self.acks == "all"
+        return self.enable_idempotence
+
+    @property
+    def closes_sessions(self) -> bool:
+        return self.refinement if self.crash_closes_session is None else self.crash_closes_session
+
+    @property
+    def ghosts(self) -> bool:
+        return self.refinement if self.track_ghosts is None else self.track_ghosts
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))
+
+    def broker_config(self) -> BrokerConfig:
+        atomic = self.refinement
+        return BrokerConfig(
+            replica=ReplicaConfig(
+                truncation=self.truncation,
+                min_insync_replicas=self.min_insync_replicas,
+                replica_lag_time_max_ns=self.replica_lag_time_max_ns,
+                produce_timeout_ns=None if atomic else self.produce_timeout_ns,
+                maximal_isr=not atomic,
+            ),
+            log=LogConfig(
+                segment_bytes=self.segment_bytes,
+                index_interval_bytes=self.index_interval_bytes,
+                flush_interval_messages=self.log_flush_interval_messages,
+            ),
+            log_flush_interval_ns=self.log_flush_interval_ns,
+            heartbeat_interval_ns=self.heartbeat_interval_ns,
+            replica_fetch_wait_max_ns=self.replica_fetch_wait_max_ns,
+            replica_fetch_backoff_ns=self.replica_fetch_backoff_ns,
+            request_timeout_ns=self.request_timeout_ns,
+            hw_checkpoint_interval_ns=None if atomic else self.hw_checkpoint_interval_ns,
+            atomic=atomic,
+        )
+
+    def controller_config(self) -> ControllerConfig:
+        return ControllerConfig(
+            session_timeout_ns=self.session_timeout_ns, unclean_leader_election=self.unclean
+        )
+
+
+@attrs.define
+class Ghost:
+    """What the world knows that no node does (see the module docstring)."""
+
+    ids: dict[tuple[str, int, int, int], int] = attrs.Factory(dict)
+    """(topic, partition, leader epoch, offset) of an append -> the record's id."""
+    next_record_id: int = 0
+    acked: set[tuple[str, int, int, int, str]] = attrs.Factory(set)
+    """(topic, partition, offset, id, acks) of every acknowledged write."""
+    requests: set[tuple[str, int, int, int, frozenset[int]]] = attrs.Factory(set)
+    """(topic, partition, leader epoch, leader, ISR) of every published LeaderAndIsr."""
+    crashes: int = 0
+    fences: dict[int, int] = attrs.Factory(dict)
+    """Broker -> the quorum leader epoch when it last restarted (absent: never restarted)."""
+    down: dict[int, dict[tuple[str, int], tuple[list[tuple[int, int]], int]]] = attrs.Factory(dict)
+    """Crashed broker -> per partition, what recovery will find: [(offset, epoch)] and HW."""
+
+    def observe(self, note: Message) -> None:
+        """What a node's note tells the world: a leader's append gives each record its id
+        (one leader per epoch appends each offset once), an acknowledgement records the
+        acknowledged writes, a controller's write the LeaderAndIsr it published."""
+        if isinstance(note, Appended):
+            for i in range(note.count):
+                key = (note.topic, note.partition, note.leader_epoch, note.base_offset + i)
+                assert key not in self.ids, f"two appends at epoch/offset {key}"
+                self.ids[key] = self.next_record_id
+                self.next_record_id += 1
+        elif isinstance(note, Acked):
+            acks = "all" if note.acks == -1 else str(note.acks)
+            for i in range(note.count):
+                offset = note.base_offset + i
+                rid = self.ids[(note.topic, note.partition, note.leader_epoch, offset)]
+                self.acked.add((note.topic, note.partition, offset, rid, acks))
+        elif isinstance(note, Published):
+            self.requests.add(
+                (note.topic, note.partition, note.leader_epoch, note.leader, note.isr)
+            )
+
+
+class World:
+    """The machines of one simulated cluster and what they share; a driver (``Cluster``,
+    ``RefinementCluster``) subclasses it and decides which event comes next."""
+
+    broker_class: type[Broker] = Broker
+    """The broker implementation (a test may plug in a deliberately broken one)."""
+
+    def __init__(self, config: ClusterConfig, seed: int) -> None:
+        self.config = config
+        self.seed = seed
+        self.rng = SimRandom(seed)
+        self.disk_rng = self.rng.split("disk")
+        self.fault_rng = self.rng.split("faults")
+        self.workload_rng = self.rng.split("workload")
+        self.clock = Clock()
+        self.broker_names = {b: broker_node(b) for b in config.broker_ids}
+        self._broker_of_node = {name: b for b, name in self.broker_names.items()}
+        self.producer_names = [f"p{i}" for i in range(1, config.producers + 1)]
+        self.consumer_names = [f"c{i}" for i in range(1, config.consumers + 1)]
+        self.node_names: tuple[str, ...] = (
+            CONTROLLER,
+            *self.broker_names.values(),
+            *self.producer_names,
+            *self.consumer_names,
+        )
+        """Every node: the controller, the brokers, the producers, the consumers."""
+        self.nodes = NodeLifecycles(self.node_names)
+        self.network = Network(self.nodes, self.clock, self.rng.split("network"), config.network)
+        self.ghost = Ghost()
+        self.disks = {b: SimDisk(name, self.clock) for b, name in self.broker_names.items()}
+        self.store = MetadataStore()
+        self.timeline = Timeline()
+        """What happened to each partition, for explaining a run (``impl.timeline``)."""
+        for p in range(config.partitions):
+            self.store.create_partition(config.topic, p, config.broker_ids)
+            self.timeline.start(config.topic, p, config.broker_ids)
+        self.broker_config = config.broker_config()
+        self.controller: Controller | None = Controller(
+            self.store, config.controller_config(), self.clock.monotonic_now(CONTROLLER)
+        )
+        self.brokers: dict[int, Broker | None] = {}
+        self.stats: collections.Counter[str] = collections.Counter()
+        acks = acks_value(config.acks)
+        self.producers = {
+            name: Producer(
+                name,
+                config.topic,
+                config.partitions,
+                ProducerConfig(
+                    acks=acks,
+                    request_timeout_ns=config.request_timeout_ns,
+                    delivery_timeout_ns=config.delivery_timeout_ns,
+                    enable_idempotence=config.idempotence,
+                ),
+                self.rng.split(f"node/{name}"),
+            )
+            for name in self.producer_names
+        }
+        self.consumers = {
+            name: Consumer(
+                name,
+                config.topic,
+                i % config.partitions,
+                ConsumerConfig(request_timeout_ns=config.request_timeout_ns),
+                process=100 + i,
+            )
+            for i, name in enumerate(self.consumer_names)
+        }
+        self._history: list[dict[str, Any]] = []
+        self._seen: dict[str, int] = {}
+        for b in config.broker_ids:
+            self._start_broker(b, incarnation=0, bootstrap=True)
+
+    # ------------------------------------------------------------------ nodes
+
+    def state(self, name: str) -> NodeState:
+        return self.nodes.state(name)
+
+    def running(self, name: str) -> bool:
+        return self.nodes.state(name) is NodeState.RUNNING
+
+    def broker(self, broker_id: int) -> Broker | None:
+        return self.brokers.get(broker_id)
+
+    def broker_id(self, name: str) -> int:
+        """The id of broker node ``name`` (``broker_node`` names them)."""
+        b = self._broker_of_node.get(name)
+        if b is None:
+            raise IllegalEvent(
+                f"{name!r} is no broker of this cluster; its brokers are "
+                f"{', '.join(self.broker_names.values())}"
+            )
+        return b
+
+    def _start_broker(self, b: int, incarnation: int, bootstrap: bool = False) -> None:
+        name = self.broker_names[b]
+        now = self.clock.monotonic_now(name)
+        broker = self.broker_class(b, self.disks[b], self.broker_config, now, incarnation)
+        self.brokers[b] = broker
+        started = broker.start(now)
+        if not bootstrap:
+            self._dispatch(name, started)
+            return
+        # The cluster is created with every broker registered, as a real cluster is
+        # started before its first topic: the registration is handled on the spot.
+        assert self.controller is not None
+        for dst, msg in started.sends:
+            assert dst == CONTROLLER and isinstance(msg, BrokerRegistration), (dst, msg)
+            answer = self.controller.step(name, msg, now)
+            for reply_dst, reply in answer.sends:
+                assert reply_dst == name, (reply_dst, reply)
+                self._dispatch(name, broker.step(CONTROLLER, reply, now))
+
+    def _step_node(self, name: str, src: str | None = None, msg: Message | None = None) -> Effects:
+        """One step of node ``name`` (which must be running): handle ``msg`` from ``src``,
+        or with ``msg`` None run its periodic work (its tick). Each node reads the clock
+        Kafka reads (``impl.sim.clock``): the controller its monotonic clock, clients their
+        wall clock, brokers both. A client's new history events are collected at once."""
+        clock = self.clock
+        b = self._broker_of_node.get(name)
+        if b is not None:
+            broker = self.brokers[b]
+            assert broker is not None, name
+            now, wall = clock.monotonic_now(name), clock.wall_now(name)
+            if msg is None:
+                return broker.tick(now, wall)
+            assert src is not None
+            if isinstance(msg, LeaderAndIsr):
+                self.stats["leader_and_isr_delivered"] += 1
+            return broker.step(src, msg, now, wall)
+        if name == CONTROLLER:
+            assert self.controller is not None
+            now = clock.monotonic_now(name)
+            if msg is None:
+                return self.controller.tick(now)
+            assert src is not None
+            return self.controller.step(src, msg, now)
+        client: Producer | Consumer = self.producers.get(name) or self.consumers[name]
+        now = clock.wall_now(name)
+        if msg is None:
+            effects = client.tick(now)
+        else:
+            assert src is not None
+            effects = client.step(src, msg, now)
+        self._collect(name)
+        return effects
+
+    def _deliver(self, dst: str, src: str, msg: Message) -> None:
+        """Hand ``msg`` to node ``dst`` (which must be running); carry out its effects."""
+        self._dispatch(dst, self._step_node(dst, src, msg))
+
+    def _tick(self, name: str) -> None:
+        """Run node ``name``'s periodic work (it must be running); carry out its effects."""
+        self._dispatch(name, self._step_node(name))
+
+    def _dispatch(self, src: str, effects: Effects) -> None:
+        """Carry out node ``src``'s effects: record its notes, and send its messages through
+        the network (a driver that carries some messages otherwise overrides this)."""
+        for note in effects.notes:
+            self._observe(note)
+        send = self.network.send
+        for dst, msg in effects.sends:
+            send(src, dst, msg)
+
+    # ------------------------------------------------------------------ driver hooks
+
+    def _node_started(self, name: str) -> None:
+        """Node ``name`` was restarted (a driver by time schedules its ticks)."""
+
+    def _node_stopped(self, name: str) -> None:
+        """Node ``name`` crashed (a driver by time cancels its ticks)."""
+
+    def _node_resumed(self, name: str) -> None:
+        """Node ``name`` was resumed from a pause (a driver by time releases its ticks)."""
+
+    # ------------------------------------------------------------------ the world's records
+
+    def _observe(self, note: Message) -> None:
+        """Record a node's note: in the timeline, and (if kept) in the ghost state."""
+        self.timeline.observe(self.clock.now, note)
+        if self.config.ghosts:
+            self.ghost.observe(note)
+
+    # ------------------------------------------------------------------ faults
+
+    def crash(
+        self,
+        name: str,
+        torn: dict[str, int] | None = None,
+        rng: SimRandom | None = None,
+        *,
+        power_loss: bool = True,
+    ) -> dict[str, int]:
+        """Kill node ``name``. With ``power_loss`` (kill -9 of the machine, the default) a
+        broker's disk loses what was neither fsynced nor written back, except the first
+        ``torn[path]`` bytes of each listed file (or drawn from ``rng``): a torn write.
+        Without it (SIGKILL of the process; the machine stays up) the page cache survives,
+        dirty pages included, and the kernel goes on writing them back."""
+        if not self.nodes.state(name).alive:
+            raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot crash")
+        if name in self.producers or name in self.consumers:
+            raise IllegalEvent(
+                f"{name} is a client; clients are not crashed here (Jepsen crashes servers; "
+                "a client's lost ops would be info): pause it or partition it instead"
+            )
+        self.nodes.crash(name)
+        self._node_stopped(name)
+        self.stats["crashes"] += 1
+        kept: dict[str, int] = {}
+        if name == CONTROLLER:
+            self.controller = None
+            return kept
+        b = self.broker_id(name)
+        self.timeline.add(
+            Crash(
+                self.clock.now,
+                b,
+                power_loss,
+                sum(n for _, n in self.unflushed_files(b)) if power_loss else 0,
+                self._logs(b),
+            )
+        )
+        self.brokers[b] = None
+        disk = self.disks[b]
+        if not power_loss:
+            assert torn is None and rng is None, "a torn write needs a power loss"
+        elif rng is not None:
+            kept = disk.crash_torn(rng)
+        else:
+            disk.crash(torn or {})
+            kept = dict(torn or {})
+        if self.config.closes_sessions:
+            self.store.close_session(b)
+        if self.config.ghosts:
+            self.ghost.crashes += 1
+            self.ghost.down[b] = self._preview_recovery(b)
+        return kept
+
+    def _logs(self, b: int) -> list[tuple[str, int, int, int]]:
+        """(topic, partition, log end offset, HW) of each replica broker ``b`` hosts now."""
+        broker = self.brokers.get(b)
+        if broker is None:
+            return []
+        return [(t, p, r.leo, r.hw) for (t, p), r in sorted(broker.replicas.items())]
+
+    def _preview_recovery(self, b: int) -> dict[tuple[str, int], tuple[list[tuple[int, int]], int]]:
+        """What storage recovery will find on the broker's disk when it restarts: each
+        partition's (offset, epoch) list and its checkpointed HW clamped to it. Computed on a
+        copy of the disk, with the storage layer alone (whatever the broker then does)."""
+        clone = copy.deepcopy(self.disks[b])
+        hws = OffsetCheckpointFile(clone, "", REPLICATION_OFFSET_CHECKPOINT).read()
+        result = {}
+        directories = sorted({path.split("/", 1)[0] for path in clone.paths() if "/" in path})
+        for directory in directories:
+            topic, _, number = directory.rpartition("-")
+            log = Log.open(clone, directory, config=self.broker_config.log)
+            entries = [(offset, epoch) for offset, epoch, _, _ in log.entries()]
+            hw = min(hws.get(TopicPartition(topic, int(number)), 0), log.log_end_offset)
+            result[(topic, int(number))] = (entries, hw)
+        return result
+
+    def unflushed_files(self, broker_id: int) -> list[tuple[str, int]]:
+        """(path, unflushed bytes) of the broker's files a crash would cut."""
+        disk = self.disks[broker_id]
+        return [
+            (path, disk.unflushed_bytes(path))
+            for path in disk.paths()
+            if disk.durable_image(path) is not None and disk.unflushed_bytes(path) > 0
+        ]
+
+    def restart(self, name: str) -> None:
+        """Start a crashed node again: a new incarnation recovering from its disk."""
+        if self.nodes.state(name) not in (NodeState.CRASHED, NodeState.STOPPED):
+            raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot restart")
+        self.nodes.restart(name)
+        self._node_started(name)
+        if name == CONTROLLER:
+            self.controller = Controller(
+                self.store, self.config.controller_config(), self.clock.monotonic_now(CONTROLLER)
+            )
+            self._dispatch(CONTROLLER, self.controller.resend_all())
+            return
+        if name in self.producers or name in self.consumers:
+            return
+        b = self.broker_id(name)
+        if self.config.ghosts:
+            # What recovery finds is now the broker's own state (the refinement check
+            # compares it with the spec's restart); the fence is the quorum epoch now.
+            self.ghost.down.pop(b, None)
+            self.ghost.fences[b] = self.store.partitions[(self.config.topic, 0)].leader_epoch
+        self._start_broker(b, self.nodes.incarnation(name))
+        self.timeline.add(Recovery(self.clock.now, b, self._logs(b)))
+
+    def pause(self, name: str) -> None:
+        self.nodes.pause(name)
+
+    def resume(self, name: str) -> None:
+        self.nodes.resume(name)
+        self._node_resumed(name)
+
+    def partition(self, links: Iterable[tuple[str, str]]) -> None:
+        self.network.block(links)
+
+    def skew_clock(self, name: str, skew_ns: int, rate: tuple[int, int] = (1, 1)) -> None:
+        """The clock nemesis: node ``name``'s wall clock reads global time + ``skew_ns`` from
+        now on (a bump; its monotonic clock does not step), and both its clocks run at
+        ``rate`` (numerator, denominator) of global time. Scheduling stays on global time;
+        only the node's own timeout decisions see the difference."""
+        if name not in self.nodes:
+            raise IllegalEvent(f"no node {name!r}; the nodes are {list(self.nodes.names)}")
+        self.clock.set_skew(name, skew_ns)
+        self.clock.set_rate(name, *rate)
+
+    def reset_clocks(self) -> None:
+        """Heal the clock nemesis: every wall clock reads global time again (a node that was
+        ahead sees it step back) and every clock runs at the global rate; monotonic clocks
+        never step."""
+        self.clock.clear_skews()
+
+    def heal(self) -> None:
+        self.network.heal()
+
+    # ------------------------------------------------------------------ clients
+
+    def client_send(self, name: str, key: bytes | None, value: bytes) -> Send:
+        """Producer ``name`` sends a record now; returns the op's record (its attempts)."""
+        producer = self.producers[name]
+        now = self.clock.wall_now(name)
+        send = producer.send(key, value, now)
+        if self.running(name):
+            effects = producer.pump(now)
+            self._collect(name)
+            self._dispatch(name, effects)
+        self._collect(name)
+        return send
+
+    def client_poll(self, name: str) -> None:
+        consumer = self.consumers[name]
+        effects = consumer.poll(self.clock.wall_now(name)) if self.running(name) else None
+        self._collect(name)
+        if effects is not None:
+            self._dispatch(name, effects)
+
+    def _collect(self, name: str) -> None:
+        """Move a client's new history events into the run's history, in the order they
+        happened (several may share a logical time). Each is stamped with the global time
+        it happened at, in the client's own history too: a client times its events by its
+        local clock, which the clock nemesis may skew, while a history is timed by the
+        observer (Jepsen's control node), as ``DESIGN.md`` says."""
+        client = self.producers.get(name) or self.consumers.get(name)
+        if client is None:
+            return
+        seen = self._seen.get(name, 0)
+        now = self.clock.now
+        for op in client.history[seen:]:
+            op["time"] = now
+            self._history.append({"index": len(self._history), **op})
+        self._seen[name] = len(client.history)
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every client op so far, in the order it happened (the history format of
+        ``DESIGN.md``; ``jepsen_py.checker`` reads it)."""
+        return list(self._history)
+
+    # ------------------------------------------------------------------ fingerprints
+
+    def digest(self) -> str:
+        """A fingerprint of the whole run so far; equal across processes for equal runs."""
+        h = hashlib.blake2b(digest_size=16, person=b"kafka-model-run")
+
+        def put(text: str) -> None:
+            h.update(text.encode())
+            h.update(b"\n")
+
+        put(f"now {self.clock.now}")
+        put(self.network.history_digest())
+        put(self.network.pending_digest())
+        put(self.store.describe())
+        for b in sorted(self.disks):
+            disk = self.disks[b]
+            for path in disk.paths():
+                put(f"{b} {path} {hashlib.blake2b(disk.read(path), digest_size=16).hexdigest()}")
+        put(json.dumps(self.history(), sort_keys=True, default=str))
+        for name, state, incarnation in self.nodes.snapshot():
+            put(f"{name} {state.value} {incarnation}")
+        return h.hexdigest()
+
+    def describe(self) -> str:
+        lines = [f"t={self.clock.now} " + self.store.describe()]
+        for b in sorted(self.brokers):
+            broker, name = self.brokers[b], self.broker_names[b]
+            state = self.nodes.state(name).value
+            lines.append(f"{name} [{state}] " + (broker.describe() if broker else "-"))
+        return "\n".join(lines)
