@@ -11,9 +11,8 @@ shown able to fail by a deliberately broken variant (``Params.bugs``) or a known
 
 from __future__ import annotations
 
-from typing import Any
-
 from spec.framework import (
+    PredicateDecl,
     Step,
     invariant,
     sometimes,
@@ -22,7 +21,7 @@ from spec.framework import (
 )
 from spec.replication.core import ReplicationCore
 from spec.replication.fencing import FENCED_FORM
-from spec.replication.state import NIL, NONE, Record, State
+from spec.replication.state import NIL, NONE, State
 
 BECOMING_FOLLOWER = frozenset({"become_follower", FENCED_FORM["become_follower"]})
 
@@ -32,9 +31,20 @@ class ReplicationProperties(ReplicationCore):
 
     # --- invariants ----------------------------------------------------------------------
 
-    def _holds_prefix(self, s: State, member: int, log: tuple[Record, ...], upto: int) -> bool:
-        mlog = s.rep(member).log
-        return len(mlog) >= upto and mlog[:upto] == log[:upto]
+    def _commits_held(self, s: State, *, by_quorum_isr: bool) -> bool:
+        """For every replica that presumes it leads, every live member of the quorum's ISR
+        (``by_quorum_isr``) or of the ISR the leader believes in holds exactly the leader's
+        records below its HW."""
+        for leader in self.ids:
+            rep = s.replicas[leader - 1]
+            if rep.leader != leader or rep.hw == 0:
+                continue
+            hw, committed = rep.hw, rep.log[: rep.hw]
+            for m in s.quorum.isr if by_quorum_isr else rep.isr:
+                member = s.replicas[m - 1]
+                if member.alive and (member.leo < hw or member.log[:hw] != committed):
+                    return False
+        return True
 
     @invariant
     def strong_isr(self, s: State) -> bool:
@@ -43,31 +53,13 @@ class ReplicationProperties(ReplicationCore):
         HW have been given to consumers). The property KIP-101, KIP-279 and KIP-320 fixed
         violations of. In the extended model a crashed ISR member is exempt until the
         controller has handled its failure (it cannot serve, nor be elected)."""
-        for leader in self.ids:
-            rep = s.rep(leader)
-            if rep.leader != leader or rep.hw == 0:
-                continue
-            for m in s.quorum.isr:
-                if not s.rep(m).alive:
-                    continue
-                if not self._holds_prefix(s, m, rep.log, rep.hw):
-                    return False
-        return True
+        return self._commits_held(s, by_quorum_isr=True)
 
     @invariant
     def weak_isr(self, s: State) -> bool:
         """The logs of a leader's own ISR agree below its HW: every member of the ISR a
         presumed leader believes in holds exactly its records below its HW."""
-        for leader in self.ids:
-            rep = s.rep(leader)
-            if rep.leader != leader or rep.hw == 0:
-                continue
-            for m in rep.isr:
-                if not s.rep(m).alive:
-                    continue
-                if not self._holds_prefix(s, m, rep.log, rep.hw):
-                    return False
-        return True
+        return self._commits_held(s, by_quorum_isr=False)
 
     @invariant
     def no_divergence_below_hw(self, s: State) -> bool:
@@ -181,7 +173,7 @@ class ReplicationProperties(ReplicationCore):
             a.leo < b.leo for a, b in zip(after.replicas, before.replicas, strict=True)
         )
 
-    def applicable_sometimes(self) -> tuple[Any, ...]:
+    def applicable_sometimes(self) -> tuple[PredicateDecl, ...]:
         """Without a producer that waits for acknowledgements nothing is acknowledged; with
         one replica there is no ISR to shrink and no follower to truncate."""
         skip = set()
