@@ -11,7 +11,7 @@ from spec.replication import Params, Replication
 DOCS = Path(__file__).parent.parent / "docs"
 
 INTRO = """
-Generated from `spec/replication.py` by `model_tests/test_docs_reference.py` (run pytest with
+Generated from `spec/replication/` by `model_tests/test_docs_reference.py` (run pytest with
 `--rewrite` after changing a docstring). The narrative is in `docs/replication.md`.
 """
 

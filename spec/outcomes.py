@@ -34,7 +34,7 @@ class Outcome:
         p = self.params
         parts = ["kmodel check replication", f"--model {p.model}", f"--replicas {p.replicas}"]
         parts.append(f"--truncation {p.truncation}")
-        if p.model == "extended":
+        if p.extended:
             parts.append(f"--acks {p.acks}")
             if p.min_isr != 1:
                 parts.append(f"--min-isr {p.min_isr}")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.replication_flags import replication_params
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
 from spec.framework import SpecError
@@ -41,22 +42,22 @@ def build_replication(
     unclean: bool,
     bugs: tuple[str, ...],
 ) -> Replication:
-    """Parameters from flags; the published model rejects the extended model's flags."""
-    extended = model == "extended"
-    params = Params(
-        replicas=replicas,
-        log_size=log_size,
-        max_records=max_records,
-        max_epoch=max_epoch,
-        truncation=truncation,
-        model=model,
-        acks=acks or "all",
-        min_isr=min_isr or 1,
-        unclean=unclean,
-        max_crashes=(max_crashes if max_crashes is not None else (1 if extended else 0)),
-        bugs=frozenset(bugs),
+    """The spec for these flags; the published model rejects the extended model's flags."""
+    return Replication(
+        replication_params(
+            model=model,
+            replicas=replicas,
+            log_size=log_size,
+            max_records=max_records,
+            max_epoch=max_epoch,
+            truncation=truncation,
+            acks=acks,
+            min_isr=min_isr,
+            unclean=unclean,
+            max_crashes=max_crashes,
+            bugs=bugs,
+        )
     )
-    return Replication(params)
 
 
 @contextmanager

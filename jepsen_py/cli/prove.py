@@ -18,6 +18,7 @@ import time
 import click
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.replication_flags import replication_params
 from spec.framework import SpecError
 from spec.proofs.bmc import bmc
 from spec.proofs.encoding import ENCODED_BUGS, Config, EncodingError
@@ -41,21 +42,23 @@ def _params(
     max_records: int,
     max_epoch: int,
 ) -> Params:
+    """The flags' parameters, within what the encoding covers: no crashes, no unclean
+    election, and the extended model without its leader view."""
     extended = model == "extended"
     if not extended and (acks is not None or min_isr is not None):
         fail_input("--acks and --min-isr: only with --model extended")
-    return Params(
+    return replication_params(
+        model=model,
         replicas=replicas,
         log_size=log_size,
         max_records=max_records,
         max_epoch=max_epoch,
         truncation=truncation,
-        model=model,
-        acks=acks or "all",
-        min_isr=min_isr or 1,
+        acks=acks,
+        min_isr=min_isr,
         max_crashes=0,
         leader_view=False if extended else None,
-        bugs=frozenset(bugs),
+        bugs=bugs,
     )
 
 

@@ -23,8 +23,8 @@ TLC_REFERENCE: tuple[tuple[int, str, str], ...] = (
     (2, "kip320", "holds, 5973 states"),
     (3, "kip279", "violated at depth 11"),
 )
-"""TLC's results for the published model, StrongIsr
-(``shared/reference-models/kafka-replication-2018.md``)."""
+"""TLC's results for the published model (github.com/hachikuji/kafka-specification),
+StrongIsr."""
 
 
 def parity_rows() -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from spec.explore import TraceStep
 from spec.framework import Step
 from spec.proofs.encoding import Config, Encoding, SymState, VecOps, Z3Ops
 from spec.proofs.invariants import REGISTRY
-from spec.proofs.obligations import _num, read_request, read_state
+from spec.proofs.obligations import model_bool, model_int, read_request, read_state
 
 WIDTH = 8
 """Bit-vector width: values of bounded configurations stay far below 2**7."""
@@ -152,11 +152,11 @@ def _read_trace(
     for i, step_labels in enumerate(labels):
         step: Step | None = None
         for taken, name, args, params in step_labels:
-            if z3.is_true(model.eval(taken, model_completion=True)):
+            if model_bool(model, taken):
                 shown: list[tuple[str, Any]] = []
                 for p in params:
                     if p == "q":
-                        e = _num(model, args["q"])
+                        e = model_int(model, args["q"])
                         shown.append(("q", read_request(enc, model, states[i], e)))
                     else:
                         shown.append((p, args[p]))

@@ -55,13 +55,16 @@ from spec.replication import (
     NIL,
     NONE,
     TRUNCATIONS,
+    ModelChoices,
     Params,
     Pending,
     Quorum,
     Replica,
     State,
+    TruncationRule,
     Write,
 )
+from spec.replication.fencing import step_form
 
 JUNK = -7
 """The default filler of log entries past a log's end in concrete states: reading one where
@@ -341,8 +344,10 @@ Ops = PyOps | Z3Ops
 
 
 @attrs.frozen
-class Config:
-    """Which protocol is encoded, and its bounds.
+class Config(ModelChoices):
+    """Which protocol is encoded, and its bounds. What the model, truncation and
+    clamp_truncation fields choose (``extended``, ``fenced``, ``clamps``...) is derived as
+    the spec's ``Params`` derives it (``ModelChoices``).
 
     ``log_bound`` (L) is the length of the log vectors; ``log_size`` (the spec's
     ``LOG_SIZE``) is at most L, or None for "any value 1..L" (symbolic). ``max_records`` and
@@ -392,7 +397,7 @@ class Config:
                 "crashes, restarts, flushes and unclean election (--max-crashes > 0, "
                 "--unclean) are not encoded; use --max-crashes 0 without --unclean"
             )
-        if getattr(params, "views", False):
+        if params.views:
             raise EncodingError(
                 "the extended model's leader view (follower LEOs learnt from fetches) is not "
                 "encoded; use the extended model with leader_view=False"
@@ -411,22 +416,6 @@ class Config:
             clamp_truncation=params.clamps,
             bugs=params.bugs,
         )
-
-    @property
-    def extended(self) -> bool:
-        return self.model == "extended"
-
-    @property
-    def fenced(self) -> bool:
-        return self.truncation == "kip320"
-
-    @property
-    def clamps(self) -> bool:
-        return self.extended if self.clamp_truncation is None else self.clamp_truncation
-
-    @property
-    def ids(self) -> tuple[int, ...]:
-        return tuple(range(1, self.replicas + 1))
 
     @property
     def acked_kind(self) -> str:
@@ -860,10 +849,10 @@ class Encoding:
         """The spec's ``truncation_offset`` (see its docstring), as a term."""
         ops = self.ops
         rrep, lrep = self.rep(st, r), self.rep(st, leader)
-        rule = self.c.truncation
-        if rule == "high_watermark":
+        rule = self.c.variant.truncation
+        if rule is TruncationRule.HIGH_WATERMARK:
             return rrep.hw
-        if rule == "kip101":
+        if rule is TruncationRule.EPOCH_END:
             last_epoch = self.rec_ep(rrep, rrep.leo - 1)
             first_above = rrep.hw
             for k in reversed(range(self.L)):
@@ -879,7 +868,7 @@ class Encoding:
                     ops.If(self.rec_ep(lrep, lrep.leo - 1) == last_epoch, lrep.leo, first_above),
                 ),
             )
-        # kip279 / kip320: one past the last offset where both logs hold the same record.
+        # COMMON_PREFIX: one past the last offset where both logs hold the same record.
         out: Any = ops.lit(0)
         for k in range(self.L):
             out = ops.If(
@@ -929,30 +918,31 @@ class Encoding:
                     "a_controller_failover",
                 ),
             )
-        suffix = "_fenced" if self.c.fenced else ""
+
+        def name(step: str) -> str:
+            return step_form(step, self.c.fenced)
+
         protocol = (
             ActionEnc(
-                "leader_shrink_isr" + suffix,
+                name("leader_shrink_isr"),
                 ("leader", "f"),
                 ("leader", "f"),
                 False,
                 "a_leader_shrink_isr",
             ),
             ActionEnc(
-                "leader_expand_isr" + suffix,
+                name("leader_expand_isr"),
                 ("leader", "f"),
                 ("leader", "f"),
                 False,
                 "a_leader_expand_isr",
             ),
             ActionEnc(
-                "leader_advance_hw" + suffix, ("leader",), ("leader",), False, "a_leader_advance_hw"
+                name("leader_advance_hw"), ("leader",), ("leader",), False, "a_leader_advance_hw"
             ),
+            ActionEnc(name("follower_fetch"), ("f",), ("f", "_leader"), False, "a_follower_fetch"),
             ActionEnc(
-                "follower_fetch" + suffix, ("f",), ("f", "_leader"), False, "a_follower_fetch"
-            ),
-            ActionEnc(
-                "become_follower" + suffix, ("q", "r"), ("r", "_leader"), True, "a_become_follower"
+                name("become_follower"), ("q", "r"), ("r", "_leader"), True, "a_become_follower"
             ),
         )
         return common + protocol

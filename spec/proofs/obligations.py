@@ -205,11 +205,11 @@ class Prover:
                 model = solver.model()
                 state = read_state(enc, model, pre)
                 for args, guard in choices:
-                    if not _true(model, guard):
+                    if not model_bool(model, guard):
                         continue
                     concrete: dict[str, int] = dict(args)
                     if action.request:
-                        concrete["q"] = _num(model, q)
+                        concrete["q"] = model_int(model, q)
                     if self._enabled_concretely(state, action, concrete, assume, model, enc):
                         return "sat", self._now() - start
         return answer, self._now() - start
@@ -226,7 +226,7 @@ class Prover:
         if self.config.log_size is not None:
             size = self.config.log_size
         else:
-            size = _num(model, enc.log_size)
+            size = model_int(model, enc.log_size)
         penc = self.encoding(attrs.evolve(self.config, log_size=max(1, size)), PyOps())
         try:
             st = penc.from_state(state)
@@ -486,14 +486,16 @@ def _bounds(pre: SymState, q: Any) -> list[Any]:
 # --- reading models ------------------------------------------------------------------------
 
 
-def _num(model: Any, term: Any) -> int:
+def model_int(model: Any, term: Any) -> int:
+    """The integer a z3 model gives ``term`` (a bit-vector read as signed)."""
     value = model.eval(term, model_completion=True)
     if z3.is_bv_value(value):
         return int(value.as_signed_long())
     return int(value.as_long())
 
 
-def _true(model: Any, term: Any) -> bool:
+def model_bool(model: Any, term: Any) -> bool:
+    """Whether a z3 model makes ``term`` true."""
     return bool(z3.is_true(model.eval(term, model_completion=True)))
 
 
@@ -507,15 +509,15 @@ def _sel(enc: Encoding, arr: Any, key: Any) -> Any:
 
 def read_request(enc: Encoding, model: Any, st: SymState, e: int) -> Quorum:
     key = _key(enc, e)
-    leader = _num(model, _sel(enc, st.req_leader, key))
-    isr = frozenset(m for m in enc.ids if _true(model, _sel(enc, st.req_isr[m - 1], key)))
+    leader = model_int(model, _sel(enc, st.req_leader, key))
+    isr = frozenset(m for m in enc.ids if model_bool(model, _sel(enc, st.req_isr[m - 1], key)))
     return Quorum(e, leader, isr)
 
 
 def epoch_window(model: Any, st: SymState) -> range:
     top = max(
-        [_num(model, st.next_epoch), _num(model, st.q_epoch)]
-        + [_num(model, rep.epoch) for rep in st.reps]
+        [model_int(model, st.next_epoch), model_int(model, st.q_epoch)]
+        + [model_int(model, rep.epoch) for rep in st.reps]
     )
     return range(-1, max(top, 0) + 3)
 
@@ -524,50 +526,58 @@ def stray_requests(enc: Encoding, model: Any, st: SymState) -> list[int]:
     """Request epochs a model holds outside the window ``read_state`` shows (probed)."""
     window = epoch_window(model, st)
     probes = [-50, -10, -2, window.stop + 5, window.stop + 50, 10**6]
-    return [e for e in probes if _true(model, _sel(enc, st.req_in, e))]
+    return [e for e in probes if model_bool(model, _sel(enc, st.req_in, e))]
 
 
 def read_state(enc: Encoding, model: Any, st: SymState) -> State:
     """The spec state a model assigns to ``st`` (requests within a window of epochs)."""
     reps = []
     for rep in st.reps:
-        leo = max(0, min(_num(model, rep.leo), enc.L))
-        log = tuple((_num(model, rep.log_ep[k]), _num(model, rep.log_id[k])) for k in range(leo))
-        isr = frozenset(m for m in enc.ids if _true(model, rep.isr[m - 1]))
+        leo = max(0, min(model_int(model, rep.leo), enc.L))
+        log = tuple(
+            (model_int(model, rep.log_ep[k]), model_int(model, rep.log_id[k])) for k in range(leo)
+        )
+        isr = frozenset(m for m in enc.ids if model_bool(model, rep.isr[m - 1]))
         reps.append(
-            Replica(log, _num(model, rep.hw), _num(model, rep.epoch), _num(model, rep.leader), isr)
+            Replica(
+                log,
+                model_int(model, rep.hw),
+                model_int(model, rep.epoch),
+                model_int(model, rep.leader),
+                isr,
+            )
         )
     requests = frozenset(
         read_request(enc, model, st, e)
         for e in epoch_window(model, st)
-        if _true(model, _sel(enc, st.req_in, _key(enc, e)))
+        if model_bool(model, _sel(enc, st.req_in, _key(enc, e)))
     )
-    next_id = _num(model, st.next_id)
+    next_id = model_int(model, st.next_id)
     ids = range(-1, max(next_id, 0) + 3)
     pending: frozenset[Pending] = frozenset()
     acked: frozenset[Write] = frozenset()
     if enc.c.extended:
         pending = frozenset(
             Pending(
-                _num(model, _sel(enc, st.pend_leader, _key(enc, i))),
-                _num(model, _sel(enc, st.pend_offset, _key(enc, i))),
+                model_int(model, _sel(enc, st.pend_leader, _key(enc, i))),
+                model_int(model, _sel(enc, st.pend_offset, _key(enc, i))),
                 i,
             )
             for i in ids
-            if _true(model, _sel(enc, st.pend_in, _key(enc, i)))
+            if model_bool(model, _sel(enc, st.pend_in, _key(enc, i)))
         )
         acked = frozenset(
-            Write(_num(model, _sel(enc, st.acked_offset, _key(enc, i))), i, enc.c.acked_kind)
+            Write(model_int(model, _sel(enc, st.acked_offset, _key(enc, i))), i, enc.c.acked_kind)
             for i in ids
-            if _true(model, _sel(enc, st.acked_in, _key(enc, i)))
+            if model_bool(model, _sel(enc, st.acked_in, _key(enc, i)))
         )
-    quorum_isr = frozenset(m for m in enc.ids if _true(model, st.q_isr[m - 1]))
+    quorum_isr = frozenset(m for m in enc.ids if model_bool(model, st.q_isr[m - 1]))
     return State(
         replicas=tuple(reps),
-        quorum=Quorum(_num(model, st.q_epoch), _num(model, st.q_leader), quorum_isr),
+        quorum=Quorum(model_int(model, st.q_epoch), model_int(model, st.q_leader), quorum_isr),
         requests=requests,
         next_record_id=next_id,
-        next_epoch=_num(model, st.next_epoch),
+        next_epoch=model_int(model, st.next_epoch),
         acked=acked,
         pending=pending,
     )

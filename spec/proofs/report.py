@@ -15,6 +15,7 @@ from spec.explore import TraceStep
 from spec.proofs.encoding import Config
 from spec.proofs.obligations import COUNTEREXAMPLE, PROVED, UNKNOWN, Cti, Result, Run
 from spec.replication import Params, Replication, State
+from spec.replication.fencing import FENCED_FORM
 from spec.trace import render_table
 
 SYMBOL = {PROVED: "ok", COUNTEREXAMPLE: "CTI", UNKNOWN: "unknown"}
@@ -134,10 +135,14 @@ _ABBREV = {
 }
 
 
+_UNFENCED_FORM = {fenced: step for step, fenced in FENCED_FORM.items()}
+
+
 def _abbrev(action: str) -> str:
-    base = action.removesuffix("_fenced")
+    """A column heading: KIP-320's form of a step is the step's, primed."""
+    base = _UNFENCED_FORM.get(action, action)
     short = _ABBREV.get(base, base)
-    return short + ("'" if action.endswith("_fenced") else "")
+    return short + ("'" if action in _UNFENCED_FORM else "")
 
 
 def result_json(r: Result) -> dict[str, Any]:
