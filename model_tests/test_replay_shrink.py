@@ -51,7 +51,8 @@ FAILING = TestConfig(
 
 GRAVEST = "inconsistent-offsets"
 """What the failing run shows first: the writes b1 acknowledged alone were read by
-consumers, then replaced at the same offsets by the unclean leader's."""
+consumers, then replaced at the same offsets by the unclean leader's (so the complete
+final read does not return them either: ``lost-write``)."""
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Histories: the operation record, streaming readers and writers, importers.
 
-The format is DESIGN.md's "History format": one JSON object per line with `index`, `time`
+The format is docs/history-format.md's: one JSON object per line with `index`, `time`
 (nanoseconds), `process`, `type` (invoke | ok | fail | info), `f`, `key`, `value`, and an
 optional `run`.
 

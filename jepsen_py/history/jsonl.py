@@ -1,4 +1,4 @@
-"""The native history format: one JSON object per line (DESIGN.md, "History format").
+"""The native history format: one JSON object per line (docs/history-format.md).
 
 Read as a stream: one line at a time, parsed with orjson, so a 10 GB history never sits in
 memory. A malformed line (not JSON, not an object, a missing or ill-typed field, an unknown

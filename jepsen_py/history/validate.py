@@ -85,7 +85,8 @@ class Conventions:
 
 
 NATIVE = Conventions("native")
-"""This project's JSONL/Parquet histories (DESIGN.md): Jepsen's meaning of every type."""
+"""This project's JSONL/Parquet histories (docs/history-format.md): Jepsen's meaning of every
+type."""
 
 
 class Rejections:

@@ -1,8 +1,8 @@
 """The SparkSession of ``kmodel verify --engine spark``: where it runs, how quiet it is, and
 how it survives a failed task.
 
-- Master: ``local[*]`` by default (every core of this machine, the embedded default of
-  DESIGN.md), written ``local[*,4]`` so that a failed task is retried up to 4 times as it
+- Master: ``local[*]`` by default (every core of this machine: the embedded default),
+  written ``local[*,4]`` so that a failed task is retried up to 4 times as it
   would be on a cluster (plain ``local[N]`` never retries). ``--master`` takes any Spark
   master URL (``spark://host:7077``, ``yarn``, ``k8s://...``); there the cluster's own
   ``spark.task.maxFailures`` (4 by default) applies.
@@ -14,6 +14,9 @@ how it survives a failed task.
   "Setting default log level" notice).
 - Progress: Spark's own console progress bar (stage, tasks done / total) on stderr when
   stderr is a terminal; ``--json`` output on stdout is never mixed with it.
+- Failure to start: the JVM's own words (spark-submit's error, Java's) are kept as they
+  pass through the filter, and `SparkStartError` carries the last of them: a bad
+  ``--master`` says what Spark says about it, not just that the gateway exited.
 - Python workers run the interpreter of this process (``spark.pyspark.python``), so they
   import the same ``jepsen_py``; a cluster gets the package shipped with ``addPyFile``
   (`ship_package`), or through ``spark-submit --py-files`` (docs/spark.md).
@@ -22,13 +25,13 @@ how it survives a failed task.
 from __future__ import annotations
 
 import os
-import subprocess
+import re
 import sys
 import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -36,6 +39,45 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+
+MASTER_FORMS = (
+    "local",
+    "local[N]",
+    "local[*]",
+    "local[N,F]",
+    "local-cluster[N,C,M]",
+    "spark://HOST:PORT",
+    "yarn",
+    "k8s://URL",
+    "mesos://HOST:PORT",
+)
+"""The Spark master URLs Spark accepts (its ``SparkContext.createTaskScheduler``)."""
+
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
+    r"|spark://\S+(:[0-9]+)?(,\S+)*|yarn|k8s://\S+|mesos://\S+"
+)
+
+_MEMORY = re.compile(r"[0-9]+[kmgtp]?b?", re.IGNORECASE)
+
+
+def master_problem(master: str) -> str | None:
+    """Why ``master`` is not a Spark master URL, or None (checked before Spark starts)."""
+    if _MASTER.fullmatch(master):
+        return None
+    return f"--master {master!r} is not a Spark master URL: expected {', '.join(MASTER_FORMS)}"
+
+
+def memory_problem(size: str) -> str | None:
+    """Why ``size`` is not a JVM memory size such as 2g or 512m, or None."""
+    if _MEMORY.fullmatch(size.strip()):
+        return None
+    return f"--driver-memory {size!r} is not a memory size: write e.g. 2g, 4096m"
+
+
+class SparkStartError(RuntimeError):
+    """Spark did not start; the message is Spark's (or Java's) own reason."""
+
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_RETRIES = 4
@@ -173,33 +215,58 @@ def _launch_quietly(settings: dict[str, str]) -> None:
     conf = SparkConf()
     for name, value in settings.items():
         conf.set(name, value)
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    process = gateway.proc
-    if process is not None and process.stderr is not None:
-        threading.Thread(target=_forward, args=(process.stderr,), daemon=True).start()
+    # our own pipe, read from before the JVM starts: if it dies at once, its last words
+    # are here to say why
+    read_end, write_end = os.pipe()
+    said: list[bytes] = []
+    reader = threading.Thread(target=_forward, args=(read_end, said), daemon=True)
+    reader.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except Exception as exc:
+        os.close(write_end)
+        reader.join(timeout=2.0)
+        raise SparkStartError(jvm_reason(said) or str(exc).strip().splitlines()[0]) from exc
+    os.close(write_end)
     SparkContext(conf=conf, gateway=gateway)
 
 
-def _forward(stream: IO[bytes]) -> None:
-    """Copy the JVM's stderr to ours, without the `_NOISE` lines. Progress bars end their
-    segments with a carriage return: segments are forwarded as soon as they end."""
+def jvm_reason(said: list[bytes]) -> str | None:
+    """The JVM's error among its last lines: spark-submit's ``Error: ...``, an exception's
+    message, else its last line."""
+    lines = [raw.decode("utf-8", "replace").strip() for raw in said[-40:]]
+    lines = [line for line in lines if line]
+    for line in lines:
+        if line.startswith(("Error:", "Exception in thread")) or "Exception:" in line:
+            return line
+    return lines[-1] if lines else None
+
+
+def _forward(fd: int, said: list[bytes]) -> None:
+    """Copy the JVM's stderr (file descriptor ``fd``) to ours, without the `_NOISE` lines,
+    and keep its last lines in ``said``. Progress bars end their segments with a carriage
+    return: segments are forwarded as soon as they end."""
     out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
     pending = b""
     while True:
         try:
-            chunk = os.read(stream.fileno(), 65536)
+            chunk = os.read(fd, 65536)
         except OSError:
             return
         if not chunk:
+            if pending:
+                said.append(pending)
+            os.close(fd)
             return
         pending += chunk
         cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
         if not cut:
             continue
         ready, pending = pending[:cut], pending[cut:]
-        kept = b"".join(
-            segment for segment in ready.splitlines(keepends=True) if not segment.startswith(_NOISE)
-        )
+        segments = [s for s in ready.splitlines(keepends=True) if not s.startswith(_NOISE)]
+        said.extend(segments)
+        del said[:-100]
+        kept = b"".join(segments)
         if kept and out is not None:
             try:
                 out.write(kept)
