@@ -318,3 +318,24 @@ def test_injectors_apply_to_ordinary_histories() -> None:
         mutated = inject(clean, random.Random(5))
         assert mutated is not None, name
         assert find_anomalies(mutated)[name], name
+
+
+def test_an_illegal_verdict_always_names_a_violation_and_its_witnesses() -> None:
+    from jepsen_py.checker.kafkagen import SmallWorkload, generate_small
+
+    illegal = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        ops = generate_small(rng, SmallWorkload(keys=2, steps=40, p_fault=0.2, p_final=0.5))
+        for consistency in (KAFKA, LINEARIZABLE):
+            for checked in check_keys(ops, consistency):
+                result = checked.verdict
+                if result.verdict is Verdict.ILLEGAL:
+                    illegal += 1
+                    assert result.violations and result.witness, (seed, result)
+                    assert all(v in (result.explanation or "") for v in result.violations)
+                else:
+                    assert not result.violations
+                if consistency == KAFKA and result.verdict is Verdict.ILLEGAL:
+                    assert set(result.violations) <= VIOLATIONS  # never stale-read or unseen
+    assert illegal > 50

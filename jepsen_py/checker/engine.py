@@ -167,6 +167,17 @@ class InputResult:
     consistency: str | None = None
 
     @property
+    def anomaly_counts(self) -> dict[str, int]:
+        """Every anomaly found, with its exact count over the keys (``anomalies`` may keep
+        fewer witnesses than that: the Spark engine keeps 100 per key and anomaly)."""
+        out: dict[str, int] = {}
+        for key in self.keys:
+            for name, n in key.counts.items():
+                if n:
+                    out[name] = out.get(name, 0) + n
+        return {name: out[name] for name in ANOMALIES if name in out}
+
+    @property
     def violations(self) -> dict[str, int]:
         """The violations that decided a key ILLEGAL, with their counts over the keys."""
         out: dict[str, int] = {}

@@ -131,6 +131,8 @@ def key_verdict(
         verdict = linearizable
         violations = (NONLINEARIZABLE,) if linearizable is Verdict.ILLEGAL else ()
         first = lin_text if linearizable is not Verdict.OK else None
+        if linearizable is Verdict.ILLEGAL:
+            first = f"violated: {NONLINEARIZABLE} ({linearizable_explanation})"
         beside = kafka_text if kafka is not Verdict.OK else None
         witness = tuple(linearizable_witness)
         if beside is not None:

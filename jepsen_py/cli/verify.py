@@ -170,10 +170,7 @@ def _print_human(result: InputResult) -> None:
 
 def _print_anomalies(console: Any, result: InputResult) -> None:
     """One line per anomaly found: count over the keys, class, first witnesses' lines."""
-    counts: dict[str, int] = {}
-    for key in result.keys:
-        for name, n in key.counts.items():
-            counts[name] = counts.get(name, 0) + n
+    counts = result.anomaly_counts
     for name in ANOMALIES:
         groups = result.anomalies.get(name) or []
         n = counts.get(name, len(groups))
@@ -263,7 +260,7 @@ def _print_spark_summary(results: list[InputResult], figures: dict[str, Any]) ->
             if groups:
                 console.print(
                     f"  {result.path}: anomaly {name} ({CLASSES[name]}): "
-                    f"{sum(k.counts.get(name, 0) for k in result.keys) or len(groups)} "
+                    f"{result.anomaly_counts.get(name, len(groups))} "
                     f"(lines {_lines(groups)})",
                     markup=False,
                 )
