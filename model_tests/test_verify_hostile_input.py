@@ -255,3 +255,23 @@ def test_a_keyless_assign_moves_the_consumer_on_every_key_of_its_run(tmp_path: P
         result = verify_path(path)
         assert result.verdict is expected, (keys, [k.explanation for k in result.keys])
         assert result.ops == 14 and {k.key for k in result.keys} == {"k", "j"}
+
+
+def test_edn_histories_may_be_a_top_level_list_vector_or_one_map_per_line(
+    tmp_path: Path,
+) -> None:
+    maps = [
+        "{:process 0, :type :invoke, :f :write, :value 1}",
+        "{:process 0, :type :ok, :f :write, :value 1}",
+        "{:process 1, :type :invoke, :f :read, :value nil}",
+        "{:process 1, :type :ok, :f :read, :value 1}",
+    ]
+    layouts = {
+        "lines.edn": "\n".join(maps),
+        "vector.edn": "[" + "\n ".join(maps) + "]",
+        "list.edn": "(" + "\n ".join(maps) + ")",
+    }
+    for name, text in layouts.items():
+        (tmp_path / name).write_text(text + "\n")
+        result = verify_path(tmp_path / name)
+        assert result.verdict is Verdict.OK and result.ops == 4 and not result.rejected, name

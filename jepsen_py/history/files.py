@@ -35,7 +35,10 @@ EXTENSIONS: dict[str, str] = {
 }
 """A file's format by its extension (a ``.gz`` suffix is looked through)."""
 
-_ALWAYS = frozenset({".jsonl", ".ndjson", ".parquet", ".pq"})
+HISTORY_EXTENSIONS = frozenset({".jsonl", ".ndjson", ".parquet", ".pq"})
+"""Extensions that make a file in a directory a history without looking inside (the only
+ones that count in a remote directory, where files are not opened to be listed)."""
+_ALWAYS = HISTORY_EXTENSIONS
 _SNIFFED = {".edn": b":process", ".txt": b":process", ".log": b"jepsen.util"}
 _SNIFF_BYTES = 4096
 

@@ -51,7 +51,7 @@ from jepsen_py.checker.spark.keycheck import (
     run_of,
 )
 from jepsen_py.history import FORMATS, HistoryError, Rejection, detect_format
-from jepsen_py.history.files import EXTENSIONS, extension, list_histories
+from jepsen_py.history.files import EXTENSIONS, HISTORY_EXTENSIONS, extension, list_histories
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -153,6 +153,8 @@ def list_remote(spark: SparkSession, path: str, fmt: str | None) -> list[InputFi
                 relative = name[len(str(status.getPath().toString())) :]
                 if any(_hidden(part) for part in relative.split("/") if part):
                     continue
+                if extension(name.rsplit("/", 1)[-1]) not in HISTORY_EXTENSIONS:
+                    continue  # not a history (a store's results.json, a report)
                 found.append(_remote_file(name, int(item.getLen()), fmt))
         else:
             found.append(_remote_file(str(status.getPath().toString()), int(status.getLen()), fmt))
