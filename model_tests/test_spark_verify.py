@@ -446,8 +446,7 @@ def test_the_worker_reads_lines_as_the_local_reader_does(tmp_path: Path) -> None
 
 
 def test_a_spark_failure_is_told_in_one_line_with_sparks_own_reason() -> None:
-    from jepsen_py.checker.spark.job import spark_reason
-    from jepsen_py.checker.spark.session import jvm_reason
+    from jepsen_py.checker.spark.session import jvm_reason, spark_reason
 
     trace = (
         "An error occurred while calling o91.collectToPython.\n: org.apache.spark.SparkExcep"

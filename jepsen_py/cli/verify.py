@@ -531,7 +531,8 @@ def _verify_spark(
     as_json: bool,
 ) -> None:
     from jepsen_py.checker.spark import SessionOptions, SparkOptions, verify_spark
-    from jepsen_py.checker.spark.job import DEFAULT_MAX_KEY_OPS, spark_reason
+    from jepsen_py.checker.spark.job import DEFAULT_MAX_KEY_OPS
+    from jepsen_py.checker.spark.session import spark_reason
 
     initial_json = None
     if initial is not None:
@@ -551,6 +552,7 @@ def _verify_spark(
             log_level=log_level.upper(),
             driver_memory=driver_memory,
             extra_conf=tuple(spark_conf),
+            verbose=verbose,
         ),
     )
 

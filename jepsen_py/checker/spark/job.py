@@ -69,7 +69,7 @@ from jepsen_py.checker.spark.keycheck import (
     run_of,
     validate_lines,
 )
-from jepsen_py.checker.spark.session import SessionOptions, ship_package, start
+from jepsen_py.checker.spark.session import SessionOptions, ship_package, spark_reason, start
 from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.history import FORMATS, Op, Rejection
 
@@ -220,28 +220,6 @@ def verify_spark(
     return report
 
 
-def spark_reason(exc: BaseException) -> str:
-    """Spark's own reason for a failure, in one line: the innermost ``...Error: ...`` or
-    ``...Exception: ...`` line of its message (a Python worker's error comes last in a
-    Java trace), cut to a few hundred characters."""
-    import re
-
-    from jepsen_py.history.validate import clip
-
-    text = str(exc).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    pattern = re.compile(r"^([\w.$]+(Error|Exception)\b|\[[A-Z_.]+\]).*")
-    found = [
-        line
-        for line in lines
-        if pattern.match(line) and not line.startswith(("py4j.", "Py4JJavaError"))
-    ]
-    generic = ("org.apache.spark.SparkException: Job aborted", "An error occurred while calling")
-    specific = [line for line in found if not line.startswith(generic)]
-    reason = (specific or found or lines or [type(exc).__name__])[-1]
-    return clip(reason)
-
-
 def _one_by_one(
     spark: SparkSession,
     paths: list[str],
@@ -283,6 +261,8 @@ def _one_by_one(
         for result in part.inputs:
             inputs.append(attrs.evolve(result, path=file.display))
         verdicts.extend(part.verdicts)
+    figures["keys"] = sum(len(r.keys) for r in inputs)
+    figures["ops"] = sum(r.ops for r in inputs)
     report = SparkReport(inputs, verdicts, figures)
     if options.output is not None:
         from jepsen_py.checker.spark.output import write_outputs

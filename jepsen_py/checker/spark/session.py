@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from jepsen_py.history.validate import clip
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -97,6 +99,10 @@ class SessionOptions:
     """None: a progress bar when stderr is a terminal."""
     app_name: str = "kmodel-verify"
     extra_conf: tuple[tuple[str, str], ...] = ()
+    verbose: bool = False
+    """Spark's log with its exceptions' traces, and the loggers that report task and
+    start-up failures (which otherwise come back as one line: `SparkStartError`, the
+    job's error)."""
 
 
 def is_local(master: str) -> bool:
@@ -120,7 +126,7 @@ appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = spark %p %c{{1}}: %m%n%ex
+appender.console.layout.pattern = spark %p %c{{1}}: %m%n{traces}
 rootLogger.level = {level}
 rootLogger.appenderRef.stdout.ref = console
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
@@ -131,14 +137,31 @@ logger.blockmanager.name = org.apache.spark.storage.BlockManager
 logger.blockmanager.level = error
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = {level}
-"""
+{quiet}"""
+
+_QUIET = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.scheduler.TaskSchedulerImpl",
+    "org.apache.spark.SparkContext",
+    "org.apache.spark.api.python.PythonRunner",
+    "org.apache.spark.util.Utils",
+)
+"""Loggers whose errors this program reports itself, in one line (unless verbose)."""
 
 
-def _log4j_file(level: str) -> str:
+def _log4j_file(level: str, verbose: bool = False) -> str:
     folder = Path(tempfile.gettempdir()) / "kmodel-spark"
     folder.mkdir(exist_ok=True)
-    target = folder / f"log4j2-{level.lower()}.properties"
-    text = _LOG4J.format(level=level.lower())
+    target = folder / f"log4j2-{level.lower()}{'-verbose' if verbose else ''}.properties"
+    quiet = (
+        ""
+        if verbose
+        else "".join(
+            f"logger.q{i}.name = {name}\nlogger.q{i}.level = off\n" for i, name in enumerate(_QUIET)
+        )
+    )
+    text = _LOG4J.format(level=level.lower(), traces="%ex" if verbose else "", quiet=quiet)
     if not target.exists() or target.read_text() != text:
         scratch = target.with_suffix(f".{os.getpid()}.tmp")
         scratch.write_text(text)
@@ -158,7 +181,7 @@ def start(options: SessionOptions) -> SparkSession:
     progress = options.progress
     if progress is None:
         progress = sys.stderr.isatty()
-    log4j = _log4j_file(level)
+    log4j = _log4j_file(level, options.verbose)
     java_options = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
     # under spark-submit the JVM exists: its --master and driver settings stand
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
@@ -183,7 +206,7 @@ def start(options: SessionOptions) -> SparkSession:
     if options.shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(options.shuffle_partitions)
     settings.update(dict(options.extra_conf))
-    _launch_quietly(settings)
+    _launch_quietly(settings, verbose=options.verbose)
     builder = SparkSession.builder
     for name, value in settings.items():
         builder = builder.config(name, value)
@@ -199,9 +222,11 @@ _NOISE = (
 )
 
 
-def _launch_quietly(settings: dict[str, str]) -> None:
+def _launch_quietly(settings: dict[str, str], *, verbose: bool = False) -> None:
     """Start the JVM ourselves, its stderr piped through `_forward`, when this process has
-    no JVM yet (under ``spark-submit`` the JVM exists and its output is spark-submit's)."""
+    no JVM yet (under ``spark-submit`` the JVM exists and its output is spark-submit's).
+    Until Spark is up, the JVM's words are kept, not shown (unless ``verbose``): if it
+    fails to start, `SparkStartError` says why in one line."""
     from pyspark import SparkConf, SparkContext
 
     if (
@@ -219,33 +244,64 @@ def _launch_quietly(settings: dict[str, str]) -> None:
     # are here to say why
     read_end, write_end = os.pipe()
     said: list[bytes] = []
-    reader = threading.Thread(target=_forward, args=(read_end, said), daemon=True)
+    live = threading.Event()
+    if verbose:
+        live.set()
+    reader = threading.Thread(target=_forward, args=(read_end, said, live), daemon=True)
     reader.start()
     try:
         gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
     except Exception as exc:
         os.close(write_end)
         reader.join(timeout=2.0)
-        raise SparkStartError(jvm_reason(said) or str(exc).strip().splitlines()[0]) from exc
+        raise SparkStartError(jvm_reason(said) or spark_reason(exc)) from exc
     os.close(write_end)
-    SparkContext(conf=conf, gateway=gateway)
+    try:
+        SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:
+        raise SparkStartError(spark_reason(exc)) from exc
+    live.set()
 
 
 def jvm_reason(said: list[bytes]) -> str | None:
     """The JVM's error among its last lines: spark-submit's ``Error: ...``, an exception's
     message, else its last line."""
     lines = [raw.decode("utf-8", "replace").strip() for raw in said[-40:]]
-    lines = [line for line in lines if line]
+    lines = [line for line in lines if line and not line.startswith("at ")]
     for line in lines:
         if line.startswith(("Error:", "Exception in thread")) or "Exception:" in line:
-            return line
-    return lines[-1] if lines else None
+            return clip(_THREAD.sub("", line))
+    return clip(lines[-1]) if lines else None
 
 
-def _forward(fd: int, said: list[bytes]) -> None:
-    """Copy the JVM's stderr (file descriptor ``fd``) to ours, without the `_NOISE` lines,
-    and keep its last lines in ``said``. Progress bars end their segments with a carriage
-    return: segments are forwarded as soon as they end."""
+_THREAD = re.compile(r'^Exception in thread "[^"]*" ')
+_FAILURE = re.compile(r"^(Caused by: )?([\w$]+\.)*[\w$]*(Error|Exception)(: .*)?$|^\[[A-Z_.]+\] .*")
+_WRAPPERS = (
+    "py4j.protocol.Py4JJavaError",
+    "Py4JJavaError",
+    "An error occurred while calling",
+    "org.apache.spark.SparkException: Job aborted",
+    "pyspark.errors.exceptions",
+)
+
+
+def spark_reason(exc: BaseException) -> str:
+    """Spark's own reason for a failure, in one line, cut to a few hundred characters:
+    the root cause (the last ``Caused by:``, or the last ``...Error: ...`` line: a Python
+    worker's error comes last in a Java trace), else the first line."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = [line for line in lines if _FAILURE.match(line) and not line.startswith("at ")]
+    specific = [line for line in found if not line.startswith(_WRAPPERS)]
+    causes = [line for line in specific if line.startswith("Caused by: ")]
+    pick = (causes or specific or found or lines or [type(exc).__name__])[-1]
+    return clip(_THREAD.sub("", pick.removeprefix("Caused by: ")))
+
+
+def _forward(fd: int, said: list[bytes], live: threading.Event) -> None:
+    """Copy the JVM's stderr (file descriptor ``fd``) to ours once ``live`` is set, without
+    the `_NOISE` lines, and keep its last lines in ``said``. Progress bars end their
+    segments with a carriage return: segments are forwarded as soon as they end."""
     out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
     pending = b""
     while True:
@@ -267,7 +323,7 @@ def _forward(fd: int, said: list[bytes]) -> None:
         said.extend(segments)
         del said[:-100]
         kept = b"".join(segments)
-        if kept and out is not None:
+        if kept and out is not None and live.is_set():
             try:
                 out.write(kept)
                 out.flush()
