@@ -47,6 +47,12 @@ def histories(folder: Path) -> list[Path]:
         w = SmallWorkload(keys=2, steps=60, p_fault=0.1, p_reassign=0.2, p_final=0.5)
         write_jsonl(folder / f"small-{seed}.jsonl", generate_small(rng, w))
         paths.append(folder / f"small-{seed}.jsonl")
+    # consumers that assign and subscribe on keys big enough for the SQL path
+    for seed in (8, 9):
+        rng = random.Random(seed)
+        w = SmallWorkload(keys=2, steps=2000, p_fault=0.01, p_reassign=0.1, p_final=1.0)
+        write_jsonl(folder / f"big-{seed}.jsonl", generate_small(rng, w))
+        paths.append(folder / f"big-{seed}.jsonl")
     rng = random.Random(3)
     for i, name in enumerate(sorted(INJECTORS)):
         ops = generate(random.Random(i), LogWorkload(ops=200, keys=2, p_implicit=0.2))
@@ -81,12 +87,16 @@ def test_runner_local_and_spark_give_the_same_verdicts_and_anomaly_counts(
     checkable = [p for p in paths if not verify_path(p).error]
     for path in checkable:
         assert runner_summary(path) == local[str(path)], path
-    for max_key_ops in (250_000, 0):  # the per-key path; the SQL path for every key
-        options = SparkOptions(partitions=2, max_key_ops=max_key_ops)
-        report = verify_spark([str(p) for p in paths], options, spark=spark)
-        assert len(report.inputs) == len(paths)
-        for result in report.inputs:
-            assert summary(result) == local[result.path], (max_key_ops, result.path)
+    # one job, both paths: keys estimated above 300 ops (the runs', the big ones) go to
+    # the SQL path, the others to the per-key path
+    options = SparkOptions(partitions=2, max_key_ops=300)
+    report = verify_spark([str(p) for p in paths], options, spark=spark)
+    assert len(report.inputs) == len(paths)
+    engines = {(row["file"], row["key"]): row["engine"] for row in report.verdicts}
+    assert "per-key" in engines.values()
+    assert any(e == "sql" and "big-" in file for (file, _), e in engines.items())
+    for result in report.inputs:
+        assert summary(result) == local[result.path], result.path
     verdicts = [v for v, _, _ in local.values()]
     assert {"ok", "illegal", "unknown"} <= set(verdicts)  # the comparison is not vacuous
     assert sum(v == "illegal" for v in verdicts) >= 10
