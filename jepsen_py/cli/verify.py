@@ -404,7 +404,9 @@ def verify(
     verbose: bool,
     as_json: bool,
 ) -> None:
-    """Check the histories PATH... for linearizability; each file gets its own verdict.
+    """Check the histories PATH...: Kafka logs for Kafka's guarantees and linearizability
+    (--consistency says which decides), registers and key-value stores for
+    linearizability; each file gets its own verdict.
 
     A PATH is a file, a directory of runs or a glob; with the Spark engine also any URI
     Spark reads (hdfs://, s3a://). Formats: jsonl and parquet (this project's), edn
