@@ -30,7 +30,14 @@ from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.wgl import check_operations
 from jepsen_py.history import FORMATS, Rejections, validate
 
-CORPUS = Path(os.environ.get("PORCUPINE_CORPUS", "/work/shared/corpora/porcupine"))
+CORPUS = Path(
+    os.environ.get(
+        "PORCUPINE_CORPUS",
+        Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora" / "porcupine",
+    )
+)
+"""Porcupine's test histories: ``../shared/corpora/porcupine`` beside the repository, or
+``PORCUPINE_CORPUS``."""
 
 
 def _load(path: Path, fmt: str, model):  # type: ignore[no-untyped-def]

@@ -26,9 +26,9 @@ import orjson
 
 from impl.cluster import Cluster
 from impl.controller import CONTROLLER, broker_node
-from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies
-from jepsen_py.checker.kafka_log import check_log
+from jepsen_py.checker.anomalies import ANOMALIES, CLASSES
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.verdict import KAFKA, NONLINEARIZABLE, check_keys
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import fault_of_op
@@ -38,6 +38,7 @@ from jepsen_py.runner import (
     check_history,
     explain_run_losses,
     history_file_hash,
+    settle_run,
     simulate_run,
 )
 from jepsen_py.store import StoreError, code_version, load_run
@@ -131,39 +132,58 @@ def _replicas(cluster: Cluster, p: int) -> str:
 
 @attrs.frozen
 class Anomaly:
-    """The first anomaly of a history: its name and the ops that witness it."""
+    """The anomaly a replay traces: its name, the ops that witness it, and whether it is a
+    violation that decided the verdict (else informational, or not deciding)."""
 
     name: str
     witness: tuple[Op, ...]
     explanation: str | None = None
+    violation: bool = True
 
 
 SEVERITY = (
-    "lost-write",
-    "unseen",
     "inconsistent-offsets",
+    "lost-write",
     "aborted-read",
     "poll-skip",
     "nonmonotonic-poll",
+    "int-poll-skip",
+    "int-nonmonotonic-poll",
     "nonmonotonic-send",
     "duplicate",
-    "nonlinearizable",
+    NONLINEARIZABLE,
+    "unseen",
+    "stale-read",
 )
-"""Failure types, the gravest first: lost acknowledged writes before reordering, before
-duplicates (which a non-idempotent producer's retries make by design)."""
-assert set(SEVERITY) == {*ANOMALIES, "nonlinearizable"}
+"""Failure types, the gravest first: a log that diverged (its witnesses show when the
+other value was first seen, near the election that caused it) and lost acknowledged writes
+before reordering, before duplicates (which a non-idempotent producer's retries make by
+design), before what is informational."""
+assert set(SEVERITY) == {*ANOMALIES, NONLINEARIZABLE}
 
 
-def first_anomaly(history: Sequence[Op]) -> Anomaly | None:
-    """The gravest anomaly type found (`SEVERITY`), or a linearizability violation when no
-    anomaly is; None for a valid history."""
-    found = find_anomalies(list(history))
-    for name in SEVERITY[:-1]:
-        if found[name]:
-            return Anomaly(name, tuple(found[name][0]), f"{len(found[name])} witness(es)")
-    log = check_log(list(history))
-    if log.verdict is Verdict.ILLEGAL:
-        return Anomaly("nonlinearizable", tuple(log.witness), log.explanation)
+def first_anomaly(history: Sequence[Op], consistency: str = KAFKA) -> Anomaly | None:
+    """The gravest violation that decided the verdict (`SEVERITY`); when none did, the
+    gravest anomaly found (informational, or reported beside the verdict), marked so; None
+    for a history with nothing to show."""
+    ops = list(history)
+    checks = check_keys(ops, consistency)
+    deciding = {name for c in checks for name in c.verdict.violations}
+    firsts: dict[str, tuple[tuple[Op, ...], str]] = {}
+    for c in checks:
+        for name, witnesses in c.anomalies.witnesses.items():
+            count = sum(k.anomalies.counts.get(name, 0) for k in checks)
+            firsts.setdefault(name, (tuple(ops[p] for p in witnesses[0]), f"{count} witness(es)"))
+        if c.log.verdict is Verdict.ILLEGAL:
+            firsts.setdefault(NONLINEARIZABLE, (tuple(c.log.witness), c.log.explanation or ""))
+    for violation in (True, False):
+        for name in SEVERITY:
+            if name in firsts and (name in deciding) is violation:
+                witness, explanation = firsts[name]
+                if not violation:
+                    kind = CLASSES.get(name, "not deciding")
+                    explanation = f"{kind}, not a violation here: {explanation}"
+                return Anomaly(name, witness, explanation, violation)
     return None
 
 
@@ -279,9 +299,13 @@ class ReplayResult:
             "version_stored": self.version_stored,
             "version_now": self.version_now,
             "verdict": self.results["verdict"],
+            "consistency": self.results.get("consistency"),
             "loss_explanations": self.results.get("loss_explanations", []),
             "violations": self.results["violations"],
+            "violation_lines": self.results.get("violation_lines", {}),
+            "informational": self.results.get("informational", {}),
             "anomaly": None if self.anomaly is None else self.anomaly.name,
+            "anomaly_is_violation": None if self.anomaly is None else self.anomaly.violation,
             "witness": [] if self.anomaly is None else [op.index for op in self.anomaly.witness],
             "trace": format_trace(self.trace),
         }
@@ -325,11 +349,13 @@ def replay(path: str | os.PathLike[str]) -> ReplayResult:
     replayed_hash = hasher.hexdigest()
     identical = replayed_hash == stored_hash
     difference = None if identical else _first_difference(loaded.run.history_path, lines)
-    results = check_history(history)
+    stored = loaded.results or {}
+    consistency = str(stored.get("consistency", KAFKA))
+    results = settle_run(check_history(history, consistency), finished=figures["finished"])
     results["loss_explanations"] = [
         e.to_json() for e in explain_run_losses(config, history, figures["timeline"])
     ]
-    anomaly = first_anomaly(history)
+    anomaly = first_anomaly(history, consistency)
     trace = trace_around(history, tracer.events, anomaly) if anomaly is not None else []
     return ReplayResult(
         run_dir,

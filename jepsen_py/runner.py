@@ -28,11 +28,13 @@ tick, or the generator's next wake-up, whichever is first), so every completion 
 to the generator at the logical time it happened. The history is written to
 ``history.jsonl`` as it goes.
 
-Checking (`check_history`): the exact Kafka-log checker (linearizability,
-`jepsen_py.checker.kafka_log.check_log`) and the anomaly taxonomy
-(`jepsen_py.checker.anomalies`), with the final-read convention: an acknowledged write
-never read back is a loss. If a key's final read gave up (the cluster never recovered),
-its ``unseen`` writes prove nothing and the verdict is *unknown* at best.
+Checking (`check_history`): every key's verdict from `jepsen_py.checker.verdict` -- the
+one verdict function ``kmodel verify`` uses too -- over the exact Kafka-log checker
+(linearizability) and the anomaly taxonomy (Kafka's guarantees), decided under
+``consistency`` (``kafka`` by default; docs/checking.md). The final-read rule is that
+function's: an acknowledged write the complete final read did not return is a lost
+write; a key whose final read gave up (the cluster never recovered) is *unknown* at best.
+A run that never reached its final reads is *unknown* at best.
 Verdicts: ``valid`` (exit 0), ``invalid`` (1), ``unknown`` (2).
 """
 
@@ -54,9 +56,10 @@ from impl.cluster import Cluster, ClusterConfig
 from impl.fetcher import TRUNCATIONS
 from impl.sim.rng import SimRandom, derive_seed
 from impl.timeline import Event, event_to_json
-from jepsen_py.checker.anomalies import ANOMALIES, find_anomalies, summarize, violations
-from jepsen_py.checker.kafka_log import check_log, freeze
+from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS, observe, summarize
+from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.verdict import KAFKA, KeyCheck, check_keys
 from jepsen_py.explain import LossExplanation, explain_losses
 from jepsen_py.generator import (
     EXHAUSTED,
@@ -549,26 +552,9 @@ def simulate_run(
 
 
 def final_read_status(history: Sequence[Op]) -> dict[str, bool]:
-    """Per key: did its final read reach the end (an ``ok`` final poll that returned
-    nothing from at or past the high watermark it reported)?"""
-    status: dict[str, bool] = {}
-    invoked: dict[Any, Op] = {}
-    for op in history:
-        if not op.is_client or op.f != "poll":
-            continue
-        if op.type == "invoke":
-            if isinstance(op.value, dict) and op.value.get("final") is True:
-                invoked[op.process] = op
-                status.setdefault(str(op.key), False)
-            continue
-        start = invoked.pop(op.process, None)
-        if start is None or op.type != "ok" or not isinstance(op.value, dict):
-            continue
-        hw = op.value.get("hw")
-        records = op.value.get("records") or []
-        if not records and isinstance(hw, int) and start.value.get("from", 0) >= hw:
-            status[str(start.key)] = True
-    return status
+    """Per key with a final read: is it complete (the shared rule of
+    `jepsen_py.checker.anomalies`: the final polls returned the whole log)?"""
+    return {str(k.key): k.final.complete for k in observe(list(history)) if k.final.present}
 
 
 def missing_from_final_read(history: Sequence[Op], reads: dict[str, bool]) -> list[Op]:
@@ -603,41 +589,53 @@ def missing_from_final_read(history: Sequence[Op], reads: dict[str, bool]) -> li
     ]
 
 
-def check_history(history: Sequence[Op]) -> dict[str, Any]:
-    """The verdict on a run's history, JSON-ready (see the module docstring)."""
+def check_history(history: Sequence[Op], consistency: str = KAFKA) -> dict[str, Any]:
+    """The verdict on a run's history, JSON-ready (see the module docstring): each key's
+    from `check_keys`, the run's the worst of them. Witnesses are ``history.jsonl`` lines
+    (one op per line, in history order)."""
     started = time.perf_counter()
     ops = list(history)
-    log = check_log(ops)
-    found = find_anomalies(ops)
-    broken = violations(found, ops)
-    reads = final_read_status(ops)
-    incomplete = sorted(k for k, done in reads.items() if not done)
-    if incomplete and "unseen" in broken:
-        # A key whose read-back gave up proves nothing about its unseen writes.
-        proven = [w for w in found["unseen"] if not any(o.key in incomplete for o in w)]
-        if not proven:
-            broken.remove("unseen")
-    if broken or log.verdict is Verdict.ILLEGAL:
-        verdict = INVALID
-    elif log.verdict is Verdict.UNKNOWN or incomplete or not reads:
-        verdict = UNKNOWN
-    else:
-        verdict = VALID
+    checks = check_keys(ops, consistency, line_of=lambda p: p + 1)
+    decided = Verdict.combine([c.verdict.verdict for c in checks])
+    verdict = {Verdict.OK: VALID, Verdict.ILLEGAL: INVALID, Verdict.UNKNOWN: UNKNOWN}[decided]
+    found: dict[str, list[list[Op]]] = {name: [] for name in ANOMALIES}
+    witnesses: dict[str, list[list[int]]] = {}
+    for c in checks:
+        for name, groups in c.anomalies.witnesses.items():
+            found[name].extend([ops[p] for p in w] for w in groups)
+        for name in c.verdict.violations:
+            groups_ = c.anomalies.witnesses.get(name) or (c.verdict.witness,)
+            lines = witnesses.setdefault(name, [])
+            lines.extend([p + 1 for p in w] for w in groups_[: _EXAMPLES - len(lines)])
+    broken = sorted({name for c in checks for name in c.verdict.violations})
+    reads = {
+        str(c.key): c.verdict.final_read.complete for c in checks if c.verdict.final_read.present
+    }
     counts = completion_counts(ops)
     missing = missing_from_final_read(ops, reads)
     return {
         "verdict": verdict,
         "valid": {VALID: True, INVALID: False, UNKNOWN: None}[verdict],
-        "linearizable": log.to_json(),
+        "consistency": consistency,
+        "kafka": Verdict.combine([c.verdict.kafka for c in checks]).value,
+        "linearizable": _linearizable(checks),
         "anomalies": summarize(found),
         "anomaly_types": [name for name in ANOMALIES if found[name]],
         "violations": broken,
+        "violation_lines": witnesses,
+        "informational": {
+            name: len(found[name]) for name in ANOMALIES if found[name] and name not in VIOLATIONS
+        },
+        "keys": {str(c.key): c.verdict.verdict.value for c in checks},
+        "explanations": {
+            str(c.key): c.verdict.explanation for c in checks if c.verdict.verdict is not Verdict.OK
+        },
         "lost_acknowledged_writes": len(missing),
         "lost_examples": [
             {"index": op.index, "key": op.key, **op.value} for op in missing[:_EXAMPLES]
         ],
         "inconsistent_offsets": len(found["inconsistent-offsets"]),
-        "final_reads": {"keys": reads, "complete": bool(reads) and not incomplete},
+        "final_reads": {"keys": reads, "complete": bool(reads) and all(reads.values())},
         "completions": dict(sorted(counts.items())),
         "checker_seconds": round(time.perf_counter() - started, 6),
     }
@@ -658,6 +656,34 @@ def explain_run_losses(
         truncation=config.truncation,
         topic=config.cluster_config().topic,
     )
+
+
+def settle_run(results: dict[str, Any], *, finished: bool) -> dict[str, Any]:
+    """A run that stopped short (out of logical time) or never reached its final reads is
+    *unknown* at best: what went unread proves nothing."""
+    if not finished or not results["final_reads"]["keys"]:
+        results["verdict"] = INVALID if results["verdict"] == INVALID else UNKNOWN
+        results["valid"] = False if results["verdict"] == INVALID else None
+    return results
+
+
+def _linearizable(checks: list[KeyCheck]) -> dict[str, Any]:
+    """The log checker's result over all keys, as `LogResult.to_json` gives it for one:
+    the first key that is not linearizable (else not decided), with the figures summed."""
+    worst = next((c for c in checks if c.log.verdict is Verdict.ILLEGAL), None) or next(
+        (c for c in checks if c.log.verdict is Verdict.UNKNOWN), None
+    )
+    out = worst.log.to_json() if worst is not None else {"verdict": Verdict.OK.value}
+    out.update(
+        keys=len(checks),
+        ops=sum(c.log.ops for c in checks),
+        log_length=sum(c.log.log_length for c in checks),
+        unknown_sends_applied=sum(c.log.unknown_sends_applied for c in checks),
+    )
+    out.setdefault("explanation", None)
+    out.setdefault("witness", [])
+    out.setdefault("key", None)
+    return out
 
 
 def completion_counts(history: Iterable[Op]) -> dict[str, int]:
@@ -705,6 +731,7 @@ def run_test(
     observer: Observer | None = None,
     extra_results: dict[str, Any] | None = None,
     on_checked: Callable[[RunOutcome], None] | None = None,
+    consistency: str = KAFKA,
 ) -> RunOutcome:
     """Run, check, and (with ``store_root``) write the store directory: ``test.json``
     first, ``history.jsonl`` as the run goes, then ``results.json`` and the reports.
@@ -735,13 +762,10 @@ def run_test(
     events = figures.pop("timeline")
     if run is not None:
         run.write_cluster_events(event_to_json(e) for e in events)
-    results = check_history(history)
+    results = settle_run(check_history(history, consistency), finished=figures["finished"])
     results["loss_explanations"] = [
         e.to_json() for e in explain_run_losses(config, history, events)
     ]
-    if not figures["finished"]:
-        results["verdict"] = INVALID if results["verdict"] == INVALID else UNKNOWN
-        results["valid"] = False if results["verdict"] == INVALID else None
     store_dir = str(run.path) if run is not None else None
     results.update(
         {
@@ -749,7 +773,8 @@ def run_test(
             "history": {"ops": len(history), "blake2b": hasher.hexdigest()},
             "faults": fault_counts(history),
             "run": figures,
-            "command": reproduce_command(config, seed, store_dir),
+            "command": reproduce_command(config, seed, store_dir)
+            + ("" if consistency == KAFKA else f" --consistency {consistency}"),
             "seconds": {"simulation": round(simulated, 3)},
         }
     )
@@ -771,21 +796,25 @@ def run_test(
         on_checked(outcome)
     if run is not None and reports:
         rendered = time.perf_counter()
-        write_reports(history, run.path, title=f"{config.name} seed {seed}")
+        write_reports(history, run.path, title=f"{config.name} seed {seed}", results=results)
         results["seconds"]["reports"] = round(time.perf_counter() - rendered, 3)
         run.write_results(results)
     return outcome
 
 
-def write_reports(history: Sequence[Op], directory: Path, *, title: str) -> None:
-    """``timeline.html``, ``latency.png`` and ``rate.png`` into a run's directory."""
+def write_reports(
+    history: Sequence[Op], directory: Path, *, title: str, results: dict[str, Any] | None = None
+) -> None:
+    """``timeline.html`` (headed by the verdict, when ``results`` are given), ``latency.png``
+    and ``rate.png`` into a run's directory."""
     from jepsen_py.report.plots import render_plots
     from jepsen_py.report.spans import collect
-    from jepsen_py.report.timeline import write_timeline
+    from jepsen_py.report.timeline import VerdictBanner, write_timeline
     from jepsen_py.store import TIMELINE_FILE
 
     data = collect(list(history), source=title)
-    write_timeline(data, directory / TIMELINE_FILE, title=title)
+    banner = VerdictBanner.from_results(results) if results is not None else None
+    write_timeline(data, directory / TIMELINE_FILE, title=title, verdict=banner)
     render_plots(data, directory, title=title)
 
 
@@ -825,6 +854,7 @@ __all__ = [
     "parse_faults",
     "reproduce_command",
     "run_test",
+    "settle_run",
     "simulate_run",
     "swarm_config",
 ]

@@ -41,6 +41,7 @@ from typing import Any
 import attrs
 
 from impl.timeline import Event, event_from_json
+from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ScheduleStep, fault_of_op, fault_windows, realized_schedule
@@ -124,16 +125,14 @@ LOSS = "lost-acknowledged-write"
 
 def anomaly_types(results: dict[str, Any]) -> list[str]:
     """The failure types a run shows, gravest first: lost acknowledged writes, one type per
-    mechanism that explains them (``lost-acknowledged-write:<mechanism>``), then its violated
-    anomaly types (`jepsen_py.replay.SEVERITY`), and ``nonlinearizable`` when
-    linearizability failed."""
+    mechanism that explains them (``lost-acknowledged-write:<mechanism>``), then the
+    violations that decided its verdict (`jepsen_py.replay.SEVERITY`; ``nonlinearizable``
+    only under ``--consistency linearizable``). Informational anomalies are never failures."""
     losses = []
     if results.get("lost_acknowledged_writes"):
         mechanisms = sorted({e["mechanism"] for e in results.get("loss_explanations", ())})
         losses = [f"{LOSS}:{m}" for m in mechanisms] or [LOSS]
     types = set(results["violations"])
-    if results["linearizable"]["verdict"] == "illegal":
-        types.add("nonlinearizable")
     return losses + [name for name in SEVERITY if name in types]
 
 
@@ -143,9 +142,12 @@ def shows(target: str, types: Sequence[str]) -> bool:
     return target in types or (target == LOSS and any(t.startswith(LOSS) for t in types))
 
 
-def failure_types(config: TestConfig, history: list[Op], events: Sequence[Event]) -> list[str]:
-    """`anomaly_types` of a simulated run, its losses explained from its ``events``."""
-    results = check_history(history)
+def failure_types(
+    config: TestConfig, history: list[Op], events: Sequence[Event], consistency: str = KAFKA
+) -> list[str]:
+    """`anomaly_types` of a simulated run checked under ``consistency``, its losses explained
+    from its ``events``."""
+    results = check_history(history, consistency)
     results["loss_explanations"] = [
         e.to_json() for e in explain_run_losses(config, history, events)
     ]
@@ -167,10 +169,12 @@ class _Search:
         target: str,
         max_runs: int,
         progress: Callable[[str], None] | None,
+        consistency: str = KAFKA,
     ) -> None:
         self.current = config
         self.history = history
         self.seed = seed
+        self.consistency = consistency
         self.target = target
         self.max_runs = max_runs
         self.runs = 0
@@ -188,7 +192,8 @@ class _Search:
             return False
         self.runs += 1
         history, figures = simulate_run(candidate, self.seed)
-        failed = shows(self.target, failure_types(candidate, history, figures["timeline"]))
+        types = failure_types(candidate, history, figures["timeline"], self.consistency)
+        failed = shows(self.target, types)
         accepted = failed and (may_grow or len(history) <= len(self.history))
         if accepted:
             self.current, self.history = candidate, history
@@ -349,7 +354,8 @@ def shrink(
     if not events:
         _, figures = simulate_run(config, seed)  # a run stored without cluster.jsonl
         events = figures["timeline"]
-    found = failure_types(config, history, events)
+    consistency = str((loaded.run.results() or {}).get("consistency", KAFKA))
+    found = failure_types(config, history, events, consistency)
     if not found:
         raise ShrinkError(
             f"{loaded.run.path}: the run shows no anomaly (nothing to shrink); shrink a run "
@@ -363,7 +369,7 @@ def shrink(
         schedule=tuple(realized_schedule(history, before=config.time_limit_ns)),
         name=f"{config.name}-shrunk",
     )
-    search = _Search(explicit, history, seed, target, max_runs, progress)
+    search = _Search(explicit, history, seed, target, max_runs, progress, consistency)
     if config.schedule is None and not search.attempt(
         explicit, "the faults as an explicit schedule", may_grow=True
     ):
@@ -387,6 +393,7 @@ def shrink(
         seed,
         store_root=root,
         reports=reports,
+        consistency=consistency,
         extra_results={
             "shrunk_from": str(loaded.run.path),
             "shrink": {"anomaly": target, "runs": search.runs},

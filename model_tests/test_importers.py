@@ -25,8 +25,9 @@ from jepsen_py.history import (
     validate,
 )
 from jepsen_py.history.edn import decode_form
+from model_tests.shared_corpora import PORCUPINE, needs_porcupine
 
-CORPUS = Path("/work/shared/corpora/porcupine")
+CORPUS = PORCUPINE
 
 
 def _verdict(path: Path, read, conventions: Conventions, model=None) -> Verdict:
@@ -198,6 +199,7 @@ def test_etcd_event_of_unknown_shape_is_rejected_with_its_line(tmp_path: Path) -
     assert "expected an integer" in rejections.items[0].reason
 
 
+@needs_porcupine
 def test_formats_are_detected_for_the_corpus() -> None:
     assert detect_format(CORPUS / "jepsen" / "etcd_000.log") == "porcupine-etcd"
     assert detect_format(CORPUS / "kv" / "c01-ok.txt") == "porcupine-kv"
@@ -205,6 +207,7 @@ def test_formats_are_detected_for_the_corpus() -> None:
         detect_format(CORPUS / "README.md")
 
 
+@needs_porcupine
 def test_kv_importer_reads_keys_and_string_values() -> None:
     path = CORPUS / "kv" / "c01-ok.txt"
     spec = FORMATS["porcupine-kv"]

@@ -14,11 +14,12 @@ import pytest
 
 from jepsen_py.checker.engine import verify_path
 from jepsen_py.checker.result import Verdict
+from model_tests.shared_corpora import PORCUPINE, needs_porcupine
 
-CORPUS = Path("/work/shared/corpora/porcupine")
+CORPUS = PORCUPINE
 README = CORPUS / "README.md"
 
-pytestmark = pytest.mark.skipif(not README.exists(), reason="the shared corpus is not here")
+pytestmark = needs_porcupine
 
 
 def _linearizable_etcd() -> set[int]:

@@ -51,7 +51,8 @@ FAILING = TestConfig(
 
 GRAVEST = "inconsistent-offsets"
 """The gravest anomaly the failing run's history shows: the writes b1 acknowledged alone
-were read by consumers, then replaced at the same offsets by the unclean leader's."""
+were read by consumers, then replaced at the same offsets by the unclean leader's (so the
+complete final read does not return them either: ``lost-write``)."""
 
 LOSS = "lost-acknowledged-write:unclean-leader-election"
 """What matters about the failing run, and what the shrinker keeps: it lost acknowledged

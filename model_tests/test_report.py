@@ -235,3 +235,34 @@ def test_plots_read_a_file_and_survive_an_empty_history(tmp_path: Path) -> None:
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in empty.values())
     with pytest.raises(ValueError, match="at least 1 ns"):
         render_rate(path, tmp_path / "r.png", bin_ns=0)
+
+
+def test_the_timeline_opens_with_the_verdict_and_outlines_the_witnesses() -> None:
+    from jepsen_py.report.timeline import VerdictBanner
+    from jepsen_py.runner import check_history
+
+    history = [
+        Op(0, 0, 0, "invoke", "send", "k", 10),
+        Op(1, 10, 0, "ok", "send", "k", {"offset": 0, "value": 10}),
+        Op(2, 20, 0, "invoke", "send", "k", 11),
+        Op(3, 30, 0, "ok", "send", "k", {"offset": 1, "value": 11}),
+        Op(4, 40, 1, "invoke", "poll", "k", {"from": 0}),
+        Op(5, 50, 1, "ok", "poll", "k", {"records": [[1, 11]], "hw": 2}),
+    ]
+    results = check_history(history)
+    assert results["verdict"] == "invalid" and results["violations"] == ["lost-write", "poll-skip"]
+    assert results["violation_lines"]["lost-write"] == [[1, 2, 6]]
+    page = render_timeline(history, verdict=VerdictBanner.from_results(results))
+    assert "Verdict: INVALID" in page and "violation <b>lost-write</b>: lines 1 2 6" in page
+    # the witnessing ops' bars (by their history lines: the send of 10 and the poll) are
+    # outlined; the send of 11 is not
+    assert page.count(' witness"') == 2
+    stale = [
+        *history[:2],
+        Op(2, 20, 1, "invoke", "poll", "k", {"from": 0}),
+        Op(3, 30, 1, "ok", "poll", "k", {"records": [], "hw": 0}),
+    ]
+    results = check_history(stale)
+    page = render_timeline(stale, verdict=VerdictBanner.from_results(results))
+    assert results["verdict"] == "valid" and "Verdict: VALID" in page
+    assert "informational: stale-read (1)" in page and "linearizable: illegal" in page

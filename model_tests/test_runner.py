@@ -410,10 +410,22 @@ def test_kmodel_test_exit_codes_and_json(tmp_path: Path) -> None:
         "--json",
         *short,
     )
-    assert code == 1, out  # acks=1 acknowledges before the high watermark: not linearizable
+    # acks=1 acknowledges before the high watermark: polls read stale high watermarks, which
+    # Kafka allows (no read lease) and linearizability does not
+    assert code == 0, out
     payload = json.loads(out.strip().splitlines()[-1])
-    assert payload["verdict"] == "invalid" and payload["linearizable"] == "illegal"
+    assert payload["verdict"] == "valid" and payload["linearizable"] == "illegal"
+    assert payload["violations"] == [] and payload["informational"].get("stale-read")
     assert payload["command"].endswith("--seed 1") and Path(payload["store"]).is_dir()
+    code, out = cli(
+        "test", "--acks", "1", "--min-isr", "1", "--nemesis", "none", "--seed", "1",
+        "--consistency", "linearizable", "--json", *short,
+    )  # fmt: skip
+    assert code == 1, out
+    payload = json.loads(out.strip().splitlines()[-1])
+    assert payload["verdict"] == "invalid" and payload["violations"] == ["nonlinearizable"]
+    assert payload["violation_lines"]["nonlinearizable"][0], payload
+    assert payload["command"].endswith("--consistency linearizable")
     code, out = cli("test", "--nemesis", "clock,partiton")
     assert code == 2 and "unknown fault 'partiton'" in out
     code, out = cli("test", "--acks", "1", "--idempotence")

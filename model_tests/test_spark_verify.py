@@ -25,11 +25,14 @@ from hypothesis import strategies as st
 
 from jepsen_py.checker.engine import NOT_CHECKED, InputResult, verify_path
 from jepsen_py.checker.histgen import INJECTORS, PERTURBATIONS, LogWorkload, generate, mutate
+from jepsen_py.checker.kafkagen import SmallWorkload, generate_small
 from jepsen_py.checker.result import Verdict
 from jepsen_py.history import Op, write_jsonl, write_parquet
+from jepsen_py.history.jsonl import NOT_UTF8
+from model_tests.shared_corpora import PORCUPINE, needs_porcupine
 
-CORPUS = Path("/work/shared/corpora/porcupine")
-needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus is not here")
+CORPUS = PORCUPINE
+needs_corpus = needs_porcupine
 
 
 def _verify(spark: Any, paths: list[str], **options: Any) -> list[InputResult]:
@@ -84,6 +87,13 @@ def _runs(folder: Path) -> list[Path]:
         path = folder / f"{i:02d}-{name}.{'parquet' if i % 4 == 3 else 'jsonl'}"
         (write_parquet if path.suffix == ".parquet" else write_jsonl)(path, ops)
         paths.append(path)
+    # consumers that assign and subscribe (keyless ops: every key of the run), seek, and
+    # continue, on a cluster that misbehaves
+    for i in range(4):
+        ops = generate_small(random.Random(i), SmallWorkload(keys=3, steps=80, p_fault=0.05))
+        path = folder / f"{20 + i:02d}-consumers.{'parquet' if i == 3 else 'jsonl'}"
+        (write_parquet if path.suffix == ".parquet" else write_jsonl)(path, ops)
+        paths.append(path)
     return paths
 
 
@@ -110,7 +120,12 @@ def _broken(folder: Path) -> list[Path]:
         kv_ops += [Op(2 * i, 2 * i, i, "invoke", "put", key, value),
                    Op(2 * i + 1, 2 * i + 1, i, "ok", "put", key, value)]  # fmt: skip
     write_jsonl(kv, kv_ops)
-    return [malformed, unindexed, kv]
+    # a line that is not UTF-8 (Spark reads raw bytes): rejected alone, the rest checked
+    undecodable = folder / "undecodable.jsonl"
+    raw = [orjson.dumps(_record(op)) for op in ops[:60]]
+    raw.insert(3, b'{"process": 3, "type": "ok", "f": "send", "key": "t-0", "value": "\xff\xfe"}')
+    undecodable.write_bytes(b"\n".join(raw) + b"\n")
+    return [malformed, unindexed, kv, undecodable]
 
 
 def _record(op: Op) -> dict[str, Any]:
@@ -120,16 +135,19 @@ def _record(op: Op) -> dict[str, Any]:
 
 
 @pytest.mark.spark
-@needs_corpus
 def test_spark_and_local_engines_agree_on_the_corpus_and_generated_runs(
     spark: Any, tmp_path: Path
 ) -> None:
     generated = _runs(tmp_path / "runs")
     broken = _broken(tmp_path)
-    kv = [p for p in sorted((CORPUS / "kv").iterdir()) if p.name != "c50-bad.txt"]
-    paths = [str(CORPUS / "jepsen"), *map(str, kv), str(tmp_path / "runs"), *map(str, broken)]
+    corpus: list[str] = []  # Porcupine's, when it is beside the repository
+    kv: list[Path] = []
+    if (CORPUS / "README.md").exists():
+        kv = [p for p in sorted((CORPUS / "kv").iterdir()) if p.name != "c50-bad.txt"]
+        corpus = [str(CORPUS / "jepsen"), *map(str, kv)]
+    paths = [*corpus, str(tmp_path / "runs"), *map(str, broken)]
     results = _verify(spark, paths)
-    assert len(results) == 102 + len(kv) + len(generated) + len(broken)
+    assert len(results) == (102 + len(kv) if corpus else 0) + len(generated) + len(broken)
     by_path = {r.path: r for r in results}
     disagreements = {}
     for path, result in by_path.items():
@@ -139,13 +157,16 @@ def test_spark_and_local_engines_agree_on_the_corpus_and_generated_runs(
             disagreements[path] = diffs
     assert not disagreements
     verdicts = [r.verdict for r in results]
-    assert verdicts.count(Verdict.OK) >= 25 and verdicts.count(Verdict.ILLEGAL) >= 85
+    if corpus:
+        assert verdicts.count(Verdict.OK) >= 25 and verdicts.count(Verdict.ILLEGAL) >= 85
     # the generated runs: valid ones hold, every injected anomaly is found and named
     for path in generated:
         result = by_path[str(path)]
         name = path.stem.split("-", 1)[1]
         if name.startswith("valid"):
             assert result.verdict is Verdict.OK, result
+        elif name == "consumers":
+            assert result.verdict is not Verdict.UNKNOWN, result
         else:
             assert result.anomalies.get(name), (name, result.anomalies.keys())
     # the broken inputs: every bad line is named by file and line, the rest is checked
@@ -157,8 +178,11 @@ def test_spark_and_local_engines_agree_on_the_corpus_and_generated_runs(
     assert t2.verdict is Verdict.UNKNOWN and t2.rejected == 1
     unindexed = by_path[str(broken[1])]
     assert [r.line for r in unindexed.rejected] == [5]
-    kv = by_path[str(broken[2])]
-    assert [(r.line, r.key) for r in kv.rejected] == [(6, "a"), (10, "a"), (2, "b")]
+    kv_numbers = by_path[str(broken[2])]
+    assert [(r.line, r.key) for r in kv_numbers.rejected] == [(6, "a"), (10, "a"), (2, "b")]
+    undecodable = by_path[str(broken[3])]
+    assert [(r.line, r.reason) for r in undecodable.rejected] == [(4, NOT_UTF8)]
+    assert undecodable.verdict is Verdict.UNKNOWN and undecodable.keys
 
 
 @pytest.mark.spark
@@ -419,3 +443,61 @@ def test_the_worker_reads_lines_as_the_local_reader_does(tmp_path: Path) -> None
         ordinal += 1
         assert op == local[number] and op.line == number
     assert len(reasons) == 7 and len(local) == 2
+
+
+def test_a_spark_failure_is_told_in_one_line_with_sparks_own_reason() -> None:
+    from jepsen_py.checker.spark.session import jvm_reason, spark_reason
+
+    trace = (
+        "An error occurred while calling o91.collectToPython.\n: org.apache.spark.SparkExcep"
+        "tion: Job aborted due to stage failure: Task 0 in stage 4.0 failed 4 times, most "
+        "recent failure: Lost task 0.3 (TID 9): org.apache.spark.api.python.PythonException: "
+        'Traceback (most recent call last):\n  File "worker.py", line 1, in main\n'
+        "MemoryError: out of memory while checking\n\n\tat org.apache.spark.api.python.Base"
+    )
+    assert spark_reason(Exception(trace)) == "MemoryError: out of memory while checking"
+    missing = "[PATH_NOT_FOUND] Path does not exist: file:/nowhere.jsonl."
+    assert spark_reason(Exception(missing)) == missing
+    assert len(spark_reason(Exception("ValueError: " + "x" * 10_000))) < 400
+    said = [b"Using Spark's default log4j profile\n", b"Error: Master must start with yarn\n"]
+    assert jvm_reason(said) == "Error: Master must start with yarn"
+
+
+def test_the_cli_says_spark_failed_in_one_line_and_prints_traces_only_when_verbose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    import jepsen_py.checker.spark as spark_package
+    from jepsen_py.cli.verify import verify
+
+    def explode(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Traceback (most recent call last):\nOSError: disk quota exceeded")
+
+    monkeypatch.setattr(spark_package, "verify_spark", explode)
+    write_jsonl(tmp_path / "h.jsonl", generate(random.Random(1), LogWorkload(ops=20)))
+    if shutil.which("java") is None:
+        monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    args = ["--engine", "spark", str(tmp_path / "h.jsonl")]
+    result = CliRunner().invoke(verify, args)
+    assert result.exit_code == 2
+    (line,) = [line for line in result.output.splitlines() if line.startswith("kmodel:")]
+    assert "Spark failed on" in line and "h.jsonl" in line and "disk quota exceeded" in line
+    assert "--verbose" in line and "Traceback" not in result.output
+    result = CliRunner().invoke(verify, [*args, "--verbose"])
+    assert result.exit_code == 2 and "Traceback" in result.output
+
+
+@pytest.mark.spark
+def test_an_input_spark_cannot_read_does_not_cost_the_others_their_verdicts(
+    spark: Any, tmp_path: Path
+) -> None:
+    good = tmp_path / "good.jsonl"
+    write_jsonl(good, generate(random.Random(2), LogWorkload(ops=60, keys=2)))
+    bad = tmp_path / "torn.parquet"
+    bad.write_bytes(b"PAR1 this is not a parquet file at all")
+    results = {r.path: r for r in _verify(spark, [str(good), str(bad)])}
+    assert results[str(good)].verdict is Verdict.OK
+    torn = results[str(bad)]
+    assert torn.verdict is Verdict.UNKNOWN and torn.error is not None
+    assert "Spark failed on this input" in torn.error and len(torn.error.splitlines()) == 1

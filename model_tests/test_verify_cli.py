@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from click.testing import CliRunner
 
 from jepsen_py.cli.verify import verify
 from jepsen_py.history import Op, write_jsonl
+from model_tests.shared_corpora import PORCUPINE, needs_porcupine
 
-CORPUS = Path("/work/shared/corpora/porcupine")
+CORPUS = PORCUPINE
 ETCD_OK = str(CORPUS / "jepsen" / "etcd_005.log")
 ETCD_BAD = str(CORPUS / "jepsen" / "etcd_000.log")
-needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus is not here")
+needs_corpus = needs_porcupine
 
 
 def run(*args: str) -> tuple[int, str, dict[str, Any] | None]:
@@ -173,7 +173,16 @@ def test_unseen_write_is_a_violation_only_after_a_final_read(tmp_path: Path) -> 
         *sends,
         Op(4, 4, 1, "invoke", "poll", "t-0", {"from": 0, "final": True}),
         Op(5, 5, 1, "ok", "poll", "t-0", {"records": [[0, 17]], "hw": 2}),
+        Op(6, 6, 1, "invoke", "poll", "t-0", {"from": 1, "final": True}),
+        Op(7, 7, 1, "ok", "poll", "t-0", {"records": [], "hw": 1}),
     ]
     write_jsonl(tmp_path / "final.jsonl", final)
     code, _, payload = run(str(tmp_path / "final.jsonl"), "--json")
     assert payload is not None and code == 1, payload
+    assert payload["inputs"][0]["keys"][0]["violations"][0]["name"] == "lost-write"
+    assert payload["inputs"][0]["keys"][0]["violations"][0]["lines"] == [[3, 4, 8]]
+    # A final read that never reached the end of the log proves nothing: unknown.
+    write_jsonl(tmp_path / "cut.jsonl", final[:6])
+    code, _, payload = run(str(tmp_path / "cut.jsonl"), "--json")
+    assert payload is not None and code == 2, payload
+    assert "final read" in payload["inputs"][0]["keys"][0]["explanation"]

@@ -8,13 +8,21 @@ check as is:
    groups the accepted ops by (run, key), with the rejected lines set aside;
 2. `choose_model` picks the model from the ops' ``f`` when none was named;
 3. `check_groups` checks each group: with the Wing-Gong-Lowe search (`wgl`) for register,
-   cas-register and kv; with the exact Kafka-log checker and the anomaly taxonomy for
-   ``log``;
+   cas-register and kv; for ``log``, with `verdict.check_keys` (the exact Kafka-log
+   checker and the anomaly taxonomy, one verdict per key under ``--consistency``: the
+   function ``kmodel test`` and the Spark engine call too);
 4. `verify_path` does it all for one path and writes the HTML reports when asked.
+
+``assign`` and ``subscribe`` ops set what a consumer reads on every key of their run (the
+keys they list keep their positions, the others lose them): each is handed to the group
+of every key of its run. ``txn`` ops (Kafka transactions) are refused, line by line, until
+the model has transactions.
 
 A key with rejected lines cannot be vouched for: its verdict is UNKNOWN whatever the check
 of its accepted ops found (the explanation says what that was). Rejected lines that name no
-key (a line that is not JSON) make the input's verdict UNKNOWN at best.
+key (a line that is not JSON) make the input's verdict UNKNOWN at best; an ILLEGAL key
+still makes it ILLEGAL. An input of which no op could be checked (an empty file, every
+line rejected, a format that does not fit the file) is UNKNOWN, with the reason.
 """
 
 from __future__ import annotations
@@ -28,11 +36,20 @@ from typing import Any
 
 import attrs
 
+from jepsen_py.checker.anomalies import ANOMALIES, REASSIGN_FS, VIOLATIONS
 from jepsen_py.checker.model import Model, Operation, operations
 from jepsen_py.checker.models import MODELS, UNSET, model_named
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.verdict import KAFKA, check_keys
 from jepsen_py.checker.wgl import PartitionResult, check_partitions
-from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, detect_format
+from jepsen_py.history import (
+    FORMATS,
+    HistoryError,
+    Rejection,
+    Rejections,
+    detect_format,
+    detect_format_by_content,
+)
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import Conventions, validate
 
@@ -44,6 +61,15 @@ NOT_CHECKED = "the check stopped at the first illegal key"
 
 GroupKey = tuple[str | None, Any]
 """(run, key) of a part of a history."""
+
+TXN_REFUSED = (
+    "txn ops (Kafka transactions) are not supported yet: this checker's model has no "
+    "transactions; split the history into send and poll ops, or leave the txn ops out"
+)
+"""The rejection of a ``txn`` line (every engine)."""
+
+WITNESSES_SHOWN = 3
+"""Witnesses per violation listed in JSON and text (the counts are exact)."""
 
 
 @attrs.frozen(eq=False)
@@ -61,7 +87,24 @@ class KeyResult:
     checked: list[PartitionResult] = attrs.field(factory=list)
     """The WGL results of the key's partitions (empty for the log model)."""
     witness: list[Op] = attrs.field(factory=list)
-    """The log checker's witnessing ops (log model only)."""
+    """The ops that witness the verdict (log model only): the first violation's, or the
+    failure to linearize when linearizability decides."""
+    consistency: str | None = None
+    """What decided (log model only): ``kafka`` or ``linearizable``."""
+    kafka: Verdict | None = None
+    """Kafka's guarantees (log model only)."""
+    linearizable: Verdict | None = None
+    """Linearizability of the partition log (log model only)."""
+    violations: tuple[str, ...] = ()
+    """What makes the verdict ILLEGAL (`verdict.KeyVerdict.violations`)."""
+    counts: dict[str, int] = attrs.field(factory=dict)
+    """Every anomaly found, with its count (log model only)."""
+    anomalies: dict[str, list[list[Op]]] = attrs.field(factory=dict)
+    """This key's witnesses per anomaly found."""
+
+    @property
+    def informational(self) -> dict[str, int]:
+        return {n: c for n, c in self.counts.items() if c and n not in VIOLATIONS}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,9 +117,35 @@ class KeyResult:
             "rejected_lines": self.rejected,
             "report": self.report,
         }
+        if self.consistency is not None:
+            out.update(
+                consistency=self.consistency,
+                kafka=self.kafka.value if self.kafka else None,
+                linearizable=self.linearizable.value if self.linearizable else None,
+                violations=[self.violation_json(name) for name in self.violations],
+                informational=self.informational,
+            )
         if self.witness:
             out["witness"] = [_op_json(op) for op in self.witness]
         return out
+
+    def violation_json(self, name: str) -> dict[str, Any]:
+        """A violation as JSON: its name, count and first witnesses as history lines."""
+        if name in self.anomalies:
+            groups = self.anomalies[name]
+            count = self.counts.get(name, len(groups))
+        else:  # nonlinearizable: the log checker's witness
+            groups, count = [self.witness], 1
+        return {
+            "name": name,
+            "count": count,
+            "lines": [[line_of(op) for op in group] for group in groups[:WITNESSES_SHOWN]],
+        }
+
+
+def line_of(op: Op) -> int | None:
+    """The history line of an op (its index + 1 when it was not read from a file)."""
+    return op.line if op.line is not None else op.index + 1
 
 
 @attrs.frozen(eq=False)
@@ -93,14 +162,40 @@ class InputResult:
     seconds: float
     ops: int = 0
     error: str | None = None
-    """Why the input could not be checked at all (unreadable, unknown format)."""
+    """Why the input could not be checked at all (unreadable, unknown format, nothing to
+    check)."""
+    consistency: str | None = None
+
+    @property
+    def anomaly_counts(self) -> dict[str, int]:
+        """Every anomaly found, with its exact count over the keys (``anomalies`` may keep
+        fewer witnesses than that: the Spark engine keeps 100 per key and anomaly)."""
+        out: dict[str, int] = {}
+        for key in self.keys:
+            for name, n in key.counts.items():
+                if n:
+                    out[name] = out.get(name, 0) + n
+        return {name: out[name] for name in ANOMALIES if name in out}
+
+    @property
+    def violations(self) -> dict[str, int]:
+        """The violations that decided a key ILLEGAL, with their counts over the keys."""
+        out: dict[str, int] = {}
+        for key in self.keys:
+            if key.verdict is not Verdict.ILLEGAL:
+                continue
+            for name in key.violations:
+                out[name] = out.get(name, 0) + key.violation_json(name)["count"]
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "format": self.format,
             "model": self.model,
+            "consistency": self.consistency,
             "verdict": self.verdict.value,
+            "violations": self.violations,
             "seconds": round(self.seconds, 6),
             "ops": self.ops,
             "keys": [k.to_json() for k in self.keys],
@@ -150,23 +245,42 @@ def load(path: str | os.PathLike[str], fmt: str | None = None) -> Loaded:
         raise HistoryError(f"{name}: no such file")
     spec = FORMATS[fmt]
     rejections = Rejections(name)
-    groups: dict[GroupKey, list[Op]] = {}
-    fs: set[str] = set()
-    count = 0
+    accepted: list[Op] = []
     for op in validate(spec.read(path, rejections), rejections):
         if not op.is_client:
             continue
-        count += 1
-        fs.add(op.f)
+        if op.f == "txn":
+            rejections.reject(op.line, TXN_REFUSED, key=op.key, run=op.run)
+            continue
+        accepted.append(op)
+    groups = group_ops(accepted)
+    fs = frozenset(op.f for op in accepted)
+    return Loaded(name, fmt, spec.conventions, groups, rejections, len(accepted), fs)
+
+
+def group_ops(ops: list[Op]) -> dict[GroupKey, list[Op]]:
+    """Client ops by (run, key), in history order; an ``assign``/``subscribe`` op goes to
+    every group of its run with other ops (it changes a consumer's position on each), and
+    makes no group of its own."""
+    keyed: dict[Any, set[Any]] = {}
+    for op in ops:
+        if op.f not in REASSIGN_FS:
+            keyed.setdefault(op.run, set()).add(op.key)
+    groups: dict[GroupKey, list[Op]] = {}
+    for op in ops:
+        if op.f in REASSIGN_FS:
+            for key in sorted(keyed.get(op.run, ()), key=lambda k: (k is None, str(k))):
+                groups.setdefault((op.run, key), []).append(op)
+            continue
         group = groups.get((op.run, op.key))
         if group is None:
             groups[(op.run, op.key)] = group = []
         group.append(op)
-    return Loaded(name, fmt, spec.conventions, groups, rejections, count, frozenset(fs))
+    return groups
 
 
 _FS_OF_MODEL = {
-    "log": frozenset({"send", "poll"}),
+    "log": frozenset({"send", "poll", *REASSIGN_FS}),
     "kv": frozenset({"get", "put", "append"}),
     "cas-register": frozenset({"read", "write", "cas"}),
 }
@@ -179,8 +293,12 @@ def choose_model(loaded: Loaded) -> str:
         return "cas-register"
     if loaded.format == "porcupine-kv":
         return "kv"
+    if loaded.fs and loaded.fs <= REASSIGN_FS:
+        raise HistoryError(
+            f"{loaded.path}: nothing to check: only assign/subscribe ops, no send or poll"
+        )
     for name, fs in _FS_OF_MODEL.items():
-        if loaded.fs and loaded.fs <= fs:
+        if loaded.fs and loaded.fs <= fs and not loaded.fs <= REASSIGN_FS:
             return name
     seen = ", ".join(sorted(loaded.fs)) or "none"
     raise HistoryError(
@@ -244,47 +362,45 @@ def check_groups_wgl(
     return results
 
 
-def check_groups_log(groups: dict[GroupKey, list[Op]]) -> tuple[list[KeyResult], dict[str, Any]]:
-    """Check each (run, key) with the exact Kafka-log checker, and look for the Kafka
-    anomalies; returns the key results and the anomalies (name -> witnessing op groups)."""
-    try:
-        from jepsen_py.checker.anomalies import find_anomalies, violations
-        from jepsen_py.checker.kafka_log import check_log
-    except ImportError as exc:  # the log checker ships separately from the WGL checker
-        raise HistoryError(f"the Kafka-log checker is not available ({exc})") from exc
+def check_groups_log(
+    groups: dict[GroupKey, list[Op]],
+    consistency: str = KAFKA,
+    max_witnesses: int | None = None,
+) -> tuple[list[KeyResult], dict[str, list[list[Op]]]]:
+    """Check each (run, key) with `verdict.check_keys` (the exact Kafka-log checker and the
+    anomaly taxonomy, decided under ``consistency``); returns the key results and the
+    anomalies (name -> witnessing op groups, all keys). ``max_witnesses`` caps the
+    witnesses kept per anomaly and key (the counts stay exact)."""
     results: list[KeyResult] = []
     anomalies: dict[str, list[list[Op]]] = {}
     for run, key in _sorted_groups(groups):
         ops = groups[(run, key)]
-        started = time.perf_counter()
-        outcome = check_log(ops)
-        found = find_anomalies(ops)
-        broken = violations(found, ops)
-        seconds = time.perf_counter() - started
-        for name in sorted(found):
-            if found[name]:
-                anomalies.setdefault(name, []).extend(found[name])
-        explanation = outcome.explanation
-        names = sorted(name for name, groups_ in found.items() if groups_)
-        if names:
-            summary = "anomalies: " + ", ".join(
-                f"{n} ({len(found[n])}{'' if n in broken else ', informational'})" for n in names
+        for checked in check_keys(ops, consistency, max_witnesses=max_witnesses):
+            verdict = checked.verdict
+            mine = {
+                name: [[ops[p] for p in w] for w in witnesses]
+                for name, witnesses in checked.anomalies.witnesses.items()
+            }
+            for name in ANOMALIES:
+                if name in mine:
+                    anomalies.setdefault(name, []).extend(mine[name])
+            results.append(
+                KeyResult(
+                    checked.run,
+                    checked.key,
+                    checked.ops,
+                    verdict.verdict,
+                    checked.seconds,
+                    verdict.explanation,
+                    witness=[ops[p] for p in verdict.witness],
+                    consistency=verdict.consistency,
+                    kafka=verdict.kafka,
+                    linearizable=verdict.linearizable,
+                    violations=verdict.violations,
+                    counts={n: c for n, c in verdict.counts.items() if c},
+                    anomalies=mine,
+                )
             )
-            explanation = f"{explanation}; {summary}" if explanation else summary
-        verdict = outcome.verdict
-        if broken and verdict is Verdict.OK:
-            verdict = Verdict.ILLEGAL
-        results.append(
-            KeyResult(
-                run,
-                key,
-                len(ops),
-                verdict,
-                seconds,
-                explanation,
-                witness=list(outcome.witness),
-            )
-        )
     return results, anomalies
 
 
@@ -318,6 +434,7 @@ def verify_path(
     timeout: float | None = None,
     report_dir: str | os.PathLike[str] | None = None,
     parallel: bool | None = None,
+    consistency: str = KAFKA,
 ) -> InputResult:
     """Check one history file; never raises for a user's mistake: an input that cannot be
     checked comes back with ``error`` set and verdict UNKNOWN."""
@@ -326,9 +443,11 @@ def verify_path(
     loaded: Loaded | None = None
     try:
         loaded = load(path, fmt)
+        if loaded.ops == 0:
+            raise HistoryError(nothing_to_check(name, loaded.format, list(loaded.rejections)))
         model_name = model or choose_model(loaded)
         if model_name == "log":
-            keys, anomalies = check_groups_log(loaded.groups)
+            keys, anomalies = check_groups_log(loaded.groups, consistency)
             wgl_model: Model | None = None
         else:
             wgl_model = model_named(model_name, initial)
@@ -354,6 +473,11 @@ def verify_path(
             loaded.ops if loaded else 0,
             str(exc),
         )
+    except OSError as exc:  # a file that vanished or cannot be read midway
+        return InputResult(
+            name, fmt, model, Verdict.UNKNOWN, [], {}, [], time.perf_counter() - started, 0,
+            f"{name}: cannot read: {exc.strerror or exc}",
+        )  # fmt: skip
     rejected = list(loaded.rejections)
     keys = _downgrade(keys, rejected)
     if report_dir is not None:
@@ -371,7 +495,33 @@ def verify_path(
         rejected,
         time.perf_counter() - started,
         loaded.ops,
+        consistency=consistency if model_name == "log" else None,
     )
+
+
+def nothing_to_check(path: str, fmt: str, rejected: list[Rejection]) -> str:
+    """Why an input of which no op was read is UNKNOWN: every line rejected, an empty
+    file, or a format that fits no line (with the format the file looks like)."""
+    hint = ""
+    try:
+        looks = detect_format_by_content(path)
+    except (HistoryError, OSError):
+        looks = None
+    if looks is not None and looks != fmt:
+        hint = f"; the file looks like {looks}, not {fmt}: check --format"
+    if rejected:
+        return (
+            f"{path}: nothing to check: all {len(rejected)} line(s) with content were "
+            f"rejected (the first: {rejected[0]}){hint}"
+        )
+    try:
+        with open(path, "rb") as handle:
+            empty = not any(line.strip() for line in handle)
+    except OSError:
+        empty = False
+    if empty:
+        return f"{path}: nothing to check: the file holds no op"
+    return f"{path}: nothing to check: no line of it is a {fmt} op{hint}"
 
 
 def _slug(text: str) -> str:

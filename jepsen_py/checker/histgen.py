@@ -318,41 +318,79 @@ def inject_duplicate(ops: list[Op], rng: random.Random) -> list[Op] | None:
 
 
 def inject_lost_write(ops: list[Op], rng: random.Random) -> list[Op] | None:
-    """Truncate every poll that returned an acknowledged value just before it, so that it
-    is never read although later offsets were (the result stays linearizable)."""
+    """The final read of a key ends just before an acknowledged write: from there on the
+    final polls return nothing, the high watermark they report is that offset, and the
+    read stops. The write, and every one after it, was lost by the log (the history stays
+    well formed; it is no longer linearizable)."""
     view = _View(ops)
-    acked = [
-        (ops[i].key, ops[c].value["offset"], freeze(ops[i].value))
-        for i, c in view.acked
-        if isinstance(ops[c].value, dict) and type(ops[c].value.get("offset")) is int
+    finals = [
+        (i, c)
+        for i, c in view.polls
+        if isinstance(ops[i].value, dict) and ops[i].value.get("final") is True
     ]
+    acked = sorted(
+        {
+            (ops[i].key, ops[c].value["offset"])
+            for i, c in view.acked
+            if isinstance(ops[c].value, dict) and type(ops[c].value.get("offset")) is int
+        },
+        key=repr,
+    )
     rng.shuffle(acked)
-    for key, offset, value in acked[:20]:
+    for key, offset in acked[:20]:
+        mine = [(i, c) for i, c in finals if ops[i].key == key]
+        cut = next(
+            (
+                (i, c)
+                for i, c in mine
+                if ops[i].value.get("from", 0) <= offset
+                and any(r[0] >= offset for r in ops[c].value["records"])
+            ),
+            None,
+        )
+        if cut is None:
+            continue
+        i, c = cut
         out = list(ops)
-        highest = -1
-        for i, c in view.polls:
-            if ops[i].key != key:
-                continue
-            records = ops[c].value["records"]
-            keep = next((j for j, r in enumerate(records) if freeze(r[1]) == value), None)
-            if keep is not None:
-                records = records[:keep]
-                out[c] = _with_records(ops[c], records)
-            highest = max([highest, *(r[0] for r in records)])
-        if highest > offset:
-            return out
+        kept = [r for r in ops[c].value["records"] if r[0] < offset]
+        out[c] = _with_records(ops[c], kept, hw=offset)
+        drop = {  # every final poll of the key after the cut, finished or not
+            p
+            for ii, cc in paired(ops)
+            if ii > c
+            and ops[ii].key == key
+            and isinstance(ops[ii].value, dict)
+            and ops[ii].value.get("final") is True
+            for p in (ii, cc)
+            if p >= 0
+        }
+        out = [op for p, op in enumerate(out) if p not in drop]
+        if kept:  # the read goes on from the cut, and finds the end there
+            process = ops[i].process
+            out += [
+                Op(0, 0, process, "invoke", "poll", key, {"from": offset, "final": True}),
+                Op(0, 0, process, "ok", "poll", key, {"records": [], "hw": offset}),
+            ]
+        return renumber(out)
     return None
 
 
 def inject_unseen(ops: list[Op], rng: random.Random) -> list[Op] | None:
-    """A new send, acknowledged at the end of the log, that no poll reads."""
+    """A new send, acknowledged at the end of the log, that no poll reads; its key's
+    final read is taken away (with it, the send would be a lost write)."""
     view = _View(ops)
     keys = sorted({op.key for op in ops if op.f in ("send", "poll")}, key=repr) or ["t-0"]
     key = rng.choice(keys)
     process = _new_process(ops)
     value = view.fresh_value()
+    plain = [
+        attrs.evolve(op, value={k: v for k, v in op.value.items() if k != "final"})
+        if op.key == key and op.f == "poll" and isinstance(op.value, dict)
+        else op
+        for op in ops
+    ]
     return _append(
-        ops,
+        plain,
         (process, "invoke", "send", key, value),
         (process, "ok", "send", key, {"offset": view.length(key), "value": value}),
     )
@@ -372,8 +410,8 @@ def _successive_polls(view: _View) -> list[tuple[tuple[int, int], tuple[int, int
 
 
 def inject_poll_skip(ops: list[Op], rng: random.Random) -> list[Op] | None:
-    """A consumer's next poll starts one offset later than where its previous poll left it
-    (dropping that record), over an offset that other ops saw."""
+    """A consumer's next poll, from where its previous poll left it, returns records from
+    one offset later (dropping the first), over an offset that other ops saw."""
     view = _View(ops)
     candidates = []
     for (_, c1), (i2, c2) in _successive_polls(view):
@@ -382,7 +420,7 @@ def inject_poll_skip(ops: list[Op], rng: random.Random) -> list[Op] | None:
         before = ops[c1].value["records"]
         position = before[-1][0] + 1 if before else None
         if (
-            records
+            len(records) >= 2
             and start is not None
             and start == position == records[0][0]
             and len(view.observers[(ops[i2].key, start)]) > 1
@@ -390,9 +428,8 @@ def inject_poll_skip(ops: list[Op], rng: random.Random) -> list[Op] | None:
             candidates.append((i2, c2))
     if not candidates:
         return None
-    i2, c2 = rng.choice(candidates)
+    _, c2 = rng.choice(candidates)
     out = list(ops)
-    out[i2] = _set_from(ops[i2], ops[i2].value["from"] + 1)
     out[c2] = _with_records(ops[c2], ops[c2].value["records"][1:])
     return out
 

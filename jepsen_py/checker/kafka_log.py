@@ -97,6 +97,7 @@ import attrs
 
 from jepsen_py.checker.result import Verdict
 from jepsen_py.history.op import Op
+from jepsen_py.history.validate import show as _clipped
 
 INF = sys.maxsize
 """The completion position of an op that never completed (``info`` or pending)."""
@@ -170,9 +171,11 @@ def where(op: Op) -> str:
     return f"index {op.index}{line}"
 
 
-def show(op: Op) -> str:
-    """One op in words, for explanations."""
-    return f"{op.type} {op.f} {op.value!r} by process {op.process} ({where(op)})"
+def show(op: Op | Any) -> str:
+    """One op in words, for explanations; any other value as a clipped ``repr``."""
+    if not isinstance(op, Op):
+        return _clipped(op)
+    return f"{op.type} {op.f} {_clipped(op.value)} by process {op.process} ({where(op)})"
 
 
 class _KeyLog:
@@ -293,7 +296,7 @@ def _read(ops: Sequence[Op], logs: dict[Any, _KeyLog]) -> None:
                     value = freeze(value)
                 if log.sent.setdefault(value, pos) != pos:
                     raise _unknown(
-                        f"value {value!r} sent twice to key {op.key!r} (at "
+                        f"value {show(value)} sent twice to key {op.key!r} (at "
                         f"{where(ops[log.sent[value]])} and {where(op)}): the exact log "
                         "checker needs values unique per key",
                         log.sent[value],
@@ -329,14 +332,14 @@ def _conflict(ops: Sequence[Op], log: _KeyLog, offset: int, value: Any, pos: int
     if log.value_at[offset] != value:
         other = _observer(ops, log, offset=offset)
         return _illegal(
-            f"inconsistent offsets: offset {offset} holds {log.value_at[offset]!r} (seen at "
-            f"{where(ops[other])}) and {value!r} (seen at {where(ops[pos])})",
+            f"inconsistent offsets: offset {offset} holds {show(log.value_at[offset])} (seen at "
+            f"{where(ops[other])}) and {show(value)} (seen at {where(ops[pos])})",
             other,
             pos,
         )
     other = _observer(ops, log, value=value)
     return _illegal(
-        f"duplicate: value {value!r} sits at offset {log.offset_of[value]} (seen at "
+        f"duplicate: value {show(value)} sits at offset {log.offset_of[value]} (seen at "
         f"{where(ops[other])}) and at offset {offset} (seen at {where(ops[pos])})",
         other,
         pos,
@@ -357,14 +360,14 @@ def _complete_send(ops: Sequence[Op], log: _KeyLog, inv: int, pos: int) -> None:
     if not isinstance(out, dict):
         raise _unknown(
             f"malformed send ok at {where(op)}: value must be {{'offset': o, 'value': v}}, "
-            f"got {out!r}",
+            f"got {show(out)}",
             pos,
         )
     echo = out.get("value", value)
     if echo != value and freeze(echo) != value:
         raise _illegal(
-            f"the send of {value!r} invoked at {where(ops[inv])} was acknowledged at "
-            f"{where(op)} as a send of {out['value']!r}",
+            f"the send of {show(value)} invoked at {where(ops[inv])} was acknowledged at "
+            f"{where(op)} as a send of {show(out['value'])}",
             inv,
             pos,
         )
@@ -374,7 +377,7 @@ def _complete_send(ops: Sequence[Op], log: _KeyLog, inv: int, pos: int) -> None:
         log.no_offset[value] = pos
         return
     if type(offset) is not int:
-        raise _unknown(f"malformed send ok at {where(op)}: offset {offset!r} is not an integer")
+        raise _unknown(f"malformed send ok at {where(op)}: offset {show(offset)} is not an integer")
     if offset < 0:
         raise _illegal(f"send acknowledged at {where(op)} with negative offset {offset}", pos)
     if log.value_at.setdefault(offset, value) != value or (
@@ -388,10 +391,17 @@ def _complete_poll(ops: Sequence[Op], log: _KeyLog, inv: int, pos: int) -> None:
     out = op.value
     records = out.get("records") if isinstance(out, dict) else None
     hw = out.get("hw") if isinstance(out, dict) else None
+    if isinstance(records, list) and hw is None:
+        raise _unknown(
+            f"the poll ok at {where(op)} reports no high watermark ('hw'): linearizability "
+            "is decided only when every poll reports the high watermark of its fetch "
+            "(Kafka's guarantees do not need it)",
+            pos,
+        )
     if not isinstance(records, list) or type(hw) is not int:
         raise _unknown(
             f"malformed poll ok at {where(op)}: value must be "
-            f"{{'records': [[offset, value], ...], 'hw': H}}, got {out!r}",
+            f"{{'records': [[offset, value], ...], 'hw': H}}, got {show(out)}",
             pos,
         )
     if hw < 0:
@@ -405,14 +415,16 @@ def _complete_poll(ops: Sequence[Op], log: _KeyLog, inv: int, pos: int) -> None:
             offset, value = record
         except (TypeError, ValueError):
             raise _unknown(
-                f"malformed poll ok at {where(op)}: record {record!r} is not [offset, value]",
+                f"malformed poll ok at {where(op)}: record {show(record)} is not [offset, value]",
                 pos,
             ) from None
         if type(offset) is not int:
-            raise _unknown(f"malformed poll ok at {where(op)}: offset {offset!r} not an integer")
+            raise _unknown(
+                f"malformed poll ok at {where(op)}: offset {show(offset)} not an integer"
+            )
         if expect is not None and offset != expect:
             raise _illegal(
-                f"poll invoked at {where(ops[inv])} from {start!r} returned offset {offset} "
+                f"poll invoked at {where(ops[inv])} from {show(start)} returned offset {offset} "
                 f"where {expect} was due: a fetch returns a contiguous run from its position",
                 inv,
                 pos,
@@ -448,14 +460,14 @@ def _check_key(ops: Sequence[Op], log: _KeyLog) -> tuple[int, int]:
         if value not in sent:
             seen = _observer(ops, log, value=value)
             raise _illegal(
-                f"read of a never-sent value: {value!r} at offset {offset} (seen at "
+                f"read of a never-sent value: {show(value)} at offset {offset} (seen at "
                 f"{where(ops[seen])}) was never sent to this key",
                 seen,
             )
         if value in failed:
             seen = _observer(ops, log, value=value)
             raise _illegal(
-                f"aborted read: {value!r} at offset {offset} (seen at {where(ops[seen])}) "
+                f"aborted read: {show(value)} at offset {offset} (seen at {where(ops[seen])}) "
                 f"comes from a send that failed at {where(ops[failed[value]])}",
                 sent[value],
                 failed[value],
@@ -464,7 +476,7 @@ def _check_key(ops: Sequence[Op], log: _KeyLog) -> tuple[int, int]:
     for value, pos in log.no_offset.items():
         if value not in log.offset_of:
             raise _unknown(
-                f"the send of {value!r} acknowledged at {where(ops[pos])} carries no offset "
+                f"the send of {show(value)} acknowledged at {where(ops[pos])} carries no offset "
                 "and no poll read it: the exact checker needs offsets; use the WGL search",
                 pos,
             )
@@ -538,14 +550,16 @@ def _explain_order(
         at = log.offset_of.get(value)
         if at is None:
             after = (
-                f"the send of {late.value!r}, the earliest unobserved send of unknown outcome "
+                f"the send of {show(late.value)}, the earliest unobserved send of unknown outcome "
                 f"that can fill an unobserved offset up to {offset}, was invoked only at "
                 f"{where(late)}"
             )
         else:
-            after = f"the send of {late.value!r} at offset {at} was invoked only at {where(late)}"
+            after = (
+                f"the send of {show(late.value)} at offset {at} was invoked only at {where(late)}"
+            )
     value = log.value_at.get(offset)
-    what = f"offset {offset}" + (f" ({value!r})" if value is not None else " (unobserved)")
+    what = f"offset {offset}" + (f" ({show(value)})" if value is not None else " (unobserved)")
     raise _illegal(
         f"no linearization: {what} must be written before {before}, and after {after}; "
         "offsets are written in order, and that invocation came after that completion",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import click
 
+from jepsen_py.checker.engine import line_of
 from jepsen_py.cli.common import EXIT_UNKNOWN, emit_json, fail_input
+from jepsen_py.cli.test_cmd import violation_lines
 from jepsen_py.explain import explanation_lines
 from jepsen_py.replay import ReplayError, format_trace, replay
 
@@ -45,7 +47,16 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
             )
     verdict = result.results["verdict"]
     violations = ", ".join(result.results["violations"]) or "none"
-    click.echo(f"  verdict: {verdict.upper()} (violations: {violations})")
+    decided = result.results.get("consistency", "kafka")
+    click.echo(
+        f"  verdict: {verdict.upper()} under --consistency {decided} (violations: {violations})"
+    )
+    for line in violation_lines(result.results):
+        click.echo(f"    {line}")
+    informational = result.results.get("informational") or {}
+    if informational:
+        found = ", ".join(f"{n} ({c})" for n, c in informational.items())
+        click.echo(f"  informational (allowed by Kafka's guarantees): {found}")
     explanations = result.results.get("loss_explanations", [])
     if explanations:
         lost = result.results["lost_acknowledged_writes"]
@@ -56,8 +67,9 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
     if anomaly is None:
         click.echo("  no anomaly to trace")
     else:
-        indices = ", ".join(str(op.index) for op in anomaly.witness)
-        click.echo(f"  first anomaly: {anomaly.name}, {anomaly.explanation}; witness {indices}")
+        lines = " ".join(str(line_of(op)) for op in anomaly.witness)
+        kind = "violation" if anomaly.violation else "anomaly"
+        click.echo(f"  first {kind}: {anomaly.name}, {anomaly.explanation}; witness lines {lines}")
         click.echo("")
         for line in format_trace(result.trace):
             click.echo(line)

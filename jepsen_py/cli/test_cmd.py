@@ -7,6 +7,12 @@ anomaly taxonomy) and everything goes to a store directory (``--store``). With `
 clients -- is drawn from its seed (``--seed``, ``--seed``+1, ...), and a table of outcomes
 is printed; ``--stop-on-failure`` ends the swarm at the first invalid run.
 
+The verdict is decided per key by the verdict function ``kmodel verify`` uses
+(`jepsen_py.checker.verdict`), under ``--consistency``: Kafka's guarantees (``kafka``, the
+default; linearizability is reported beside) or linearizability (``linearizable``). An
+invalid run names its violations and the history lines that witness them, in the summary,
+the swarm table, ``results.json`` and ``timeline.html``.
+
 Exit code: 0 valid, 1 invalid (any run), 2 unknown (a run whose final reads never finished,
 or bad flags). Every run prints the one command that reproduces it.
 """
@@ -19,6 +25,8 @@ from typing import Any
 import click
 
 from impl.fetcher import TRUNCATIONS
+from jepsen_py.checker.anomalies import DESCRIPTIONS
+from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from jepsen_py.explain import explanation_lines
 from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
@@ -78,6 +86,10 @@ def print_outcome(outcome: RunOutcome) -> None:
     anomalies = r["anomalies"]["counts"]
     found = {name: n for name, n in anomalies.items() if n}
     click.echo(f"  anomalies: {_counts(found)}")
+    if r.get("informational"):
+        click.echo(
+            f"  informational (allowed by Kafka's guarantees): {_counts(r['informational'])}"
+        )
     acked = r["completions"].get("send ok", 0)
     click.echo(
         f"  acknowledged writes lost: {r['lost_acknowledged_writes']} of {acked}"
@@ -92,7 +104,15 @@ def print_outcome(outcome: RunOutcome) -> None:
     )
     style = {"valid": "green", "invalid": "red", "unknown": "yellow"}[outcome.verdict]
     why = f" ({', '.join(r['violations'])})" if r["violations"] else ""
-    click.echo("  verdict: " + click.style(outcome.verdict.upper(), fg=style, bold=True) + why)
+    decided = f" under --consistency {r.get('consistency', KAFKA)}"
+    click.echo(
+        "  verdict: " + click.style(outcome.verdict.upper(), fg=style, bold=True) + why + decided
+    )
+    for line in violation_lines(r):
+        click.echo(f"    {line}")
+    if outcome.verdict == "unknown":
+        for key, text in sorted((r.get("explanations") or {}).items()):
+            click.echo(f"    key {key}: {text}")
     if outcome.run_dir is not None:
         click.echo(f"  store: {outcome.run_dir}")
     click.echo(f"  reproduce: {r['command']}")
@@ -103,6 +123,18 @@ def print_outcome(outcome: RunOutcome) -> None:
         f"  verdict in {seconds['wall']:.1f} s of wall time ({', '.join(parts)}) for "
         f"{logical:.1f} s of logical time"
     )
+
+
+def violation_lines(results: dict[str, Any]) -> list[str]:
+    """One line per violation that made a run invalid: its name, what it means, and the
+    ``history.jsonl`` lines of its first witnesses."""
+    out = []
+    for name in results["violations"]:
+        groups = (results.get("violation_lines") or {}).get(name) or []
+        where = "; ".join("lines " + " ".join(map(str, group)) for group in groups[:3])
+        what = DESCRIPTIONS.get(name, "no linearization of the partition log")
+        out.append(f"{name}: {what}" + (f" ({where})" if where else ""))
+    return out
 
 
 def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
@@ -120,6 +152,9 @@ def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
         "linearizable": r["linearizable"]["verdict"],
         "anomalies": {k: v for k, v in r["anomalies"]["counts"].items() if v},
         "violations": r["violations"],
+        "violation_lines": r.get("violation_lines", {}),
+        "informational": r.get("informational", {}),
+        "consistency": r.get("consistency", KAFKA),
         "lost_acknowledged_writes": r["lost_acknowledged_writes"],
         "loss_mechanisms": sorted({e["mechanism"] for e in r.get("loss_explanations", [])}),
         "final_reads_complete": r["final_reads"]["complete"],
@@ -205,6 +240,14 @@ def _duration(flag: str, text: str) -> int:
 @click.option("--store", "store_root", default="store", show_default=True)
 @click.option("--name", default="kafka", show_default=True, help="The test's name in the store.")
 @click.option("--no-reports", is_flag=True, help="Skip timeline.html and the PNG plots.")
+@click.option(
+    "--consistency",
+    type=click.Choice(CONSISTENCIES),
+    default=KAFKA,
+    show_default=True,
+    help="What decides: Kafka's guarantees (linearizability reported beside), or "
+    "linearizability. docs/checking.md.",
+)
 @click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
 def test_cmd(
@@ -231,6 +274,7 @@ def test_cmd(
     store_root: str,
     name: str,
     no_reports: bool,
+    consistency: str,
     list_faults: bool,
     json_mode: bool,
 ) -> None:
@@ -280,7 +324,12 @@ def test_cmd(
         show = print_outcome if runs == 1 and not json_mode else None
         try:
             outcome = run_test(
-                config, run_seed, store_root=store_root, reports=not no_reports, on_checked=show
+                config,
+                run_seed,
+                store_root=store_root,
+                reports=not no_reports,
+                on_checked=show,
+                consistency=consistency,
             )
         except StoreError as exc:
             fail_input(f"--store: {exc}")
@@ -334,10 +383,16 @@ def _print_swarm_row(i: int, outcome: RunOutcome) -> None:
         f"{outcome.verdict:<8}",
         fg={"valid": "green", "invalid": "red", "unknown": "yellow"}[outcome.verdict],
     )
+    named = [
+        name + "@" + ",".join(map(str, ((r.get("violation_lines") or {}).get(name) or [[]])[0]))
+        for name in r["violations"]
+    ]
+    informational = ",".join(f"{n}({c})" for n, c in (r.get("informational") or {}).items())
+    note = f" [informational: {informational}]" if informational and not named else ""
     click.echo(
         f"{i:>4} {outcome.seed:>10} {faults:<34} {format_duration(c.interval_ns):>4} "
         f"{c.rate:>5g} {c.concurrency:>3} {r['history']['ops']:>6} "
-        f"{r['lost_acknowledged_writes']:>5} {verdict} {','.join(r['violations']) or '-'}"
+        f"{r['lost_acknowledged_writes']:>5} {verdict} {' '.join(named) or '-'}{note}"
     )
 
 
@@ -353,5 +408,7 @@ def _print_swarm_summary(outcomes: list[RunOutcome], planned: int) -> None:
                 f"  seed {outcome.seed} ({outcome.verdict}): {outcome.results['command']}"
                 f"   [{outcome.run_dir}]"
             )
+            for line in violation_lines(outcome.results):
+                click.echo(f"      {line}")
             for line in explanation_lines(outcome.results.get("loss_explanations", []), False):
                 click.echo(f"  {line}")

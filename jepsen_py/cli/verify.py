@@ -5,10 +5,16 @@ Two engines do the work: `jepsen_py.checker.engine` in this process (``--engine 
 and `jepsen_py.checker.spark` on Spark (``--engine spark``: ``local[*]`` by default, any
 cluster with ``--master``). ``--engine auto`` (the default) takes the local engine for a
 few small files and Spark for many runs or big inputs, and says which and why on stderr.
-This module parses flags, prints a table per input (key, operations, verdict, time) and
-sets the exit code: 0 when every input is OK, 1 when any key is illegal or any anomaly was
-found, 2 when something is unknown (timeout, budget) or an input could not be read, or
-lines of it were rejected.
+For Kafka-log histories, ``--consistency`` says what decides (docs/checking.md): Kafka's
+guarantees (``kafka``, the default; linearizability is reported beside) or
+linearizability (``linearizable``).
+
+This module parses and checks every flag before any work starts, prints a table per
+input (key, operations, verdict, time) and, for every key that is not OK, why: its
+violations by name with the history lines of their witnesses. Exit code: 1 when any key
+anywhere is illegal (a violation wins over unknowns elsewhere); else 2 when something is
+unknown (timeout, nothing checked, an input that could not be read, rejected lines);
+else 0.
 """
 
 from __future__ import annotations
@@ -22,17 +28,22 @@ from typing import Any
 import click
 import orjson
 
+from jepsen_py.checker.anomalies import ANOMALIES, CLASSES, DESCRIPTIONS
 from jepsen_py.checker.engine import (
     MODEL_NAMES,
     NOT_CHECKED,
+    WITNESSES_SHOWN,
     InputResult,
     KeyResult,
+    line_of,
     verify_path,
 )
 from jepsen_py.checker.models import UNSET
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.spark.session import master_problem, memory_problem
+from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
-from jepsen_py.history import FORMATS
+from jepsen_py.history import FORMATS, list_histories
 
 _STYLE = {Verdict.OK: "green", Verdict.ILLEGAL: "bold red", Verdict.UNKNOWN: "yellow"}
 _REJECTED_SHOWN = 10
@@ -76,9 +87,36 @@ def totals(results: list[InputResult]) -> dict[str, Any]:
         "keys": sum(len(r.keys) for r in results),
         "ops": sum(r.ops for r in results),
         "rejected_lines": sum(len(r.rejected) for r in results),
-        "anomalies": sum(len(g) for r in results for g in r.anomalies.values()),
+        "anomalies": sum(sum(k.counts.values()) for r in results for k in r.keys),
+        "violations": _total_violations(results),
         "seconds": round(sum(r.seconds for r in results), 6),
     }
+
+
+def _total_violations(results: list[InputResult]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for result in results:
+        for name, n in result.violations.items():
+            out[name] = out.get(name, 0) + n
+    return dict(sorted(out.items()))
+
+
+def _lines(groups: list[list[Any]]) -> str:
+    return ", ".join(
+        "[" + " ".join(str(line_of(op)) for op in group) + "]" for group in groups[:WITNESSES_SHOWN]
+    )
+
+
+def describe_key(key: KeyResult) -> list[str]:
+    """What to say about a key that is not OK: its explanation, then each violation by
+    name with the history lines of its first witnesses."""
+    out = [f"key {_key_name(key)}: {key.explanation}"] if key.explanation else []
+    for name in key.violations:
+        entry = key.violation_json(name)
+        lines = ", ".join("[" + " ".join(map(str, group)) + "]" for group in entry["lines"])
+        what = DESCRIPTIONS.get(name, "the history has no linearization")
+        out.append(f"  violation {name} ({entry['count']}): {what}; witness lines {lines}")
+    return out
 
 
 def _key_name(key: KeyResult) -> str:
@@ -115,24 +153,31 @@ def _print_human(result: InputResult) -> None:
         table.add_row(escape(name), str(key.ops), verdict, f"{key.seconds:.3f} s")
     console.print(table)
     for key in result.keys:
-        if key.verdict is not Verdict.OK and key.explanation and key.explanation != NOT_CHECKED:
-            console.print(f"key {_key_name(key)}: {key.explanation}", markup=False)
+        if key.verdict is not Verdict.OK and key.explanation != NOT_CHECKED:
+            for line in describe_key(key):
+                console.print(line, markup=False)
         if key.report:
             console.print(f"  report: {key.report}", markup=False)
     if skipped:
         console.print(f"not checked ({NOT_CHECKED}): keys {', '.join(skipped)}", markup=False)
-    for name, groups in sorted(result.anomalies.items()):
-        if groups:
-            lines = ", ".join(
-                "[" + " ".join(str(op.line or op.index) for op in group) + "]"
-                for group in groups[:3]
-            )
-            console.print(f"anomaly {name}: {len(groups)} (lines {lines})", markup=False)
+    _print_anomalies(console, result)
     for rejection in result.rejected[:_REJECTED_SHOWN]:
         console.print(f"rejected {rejection}", markup=False)
     if len(result.rejected) > _REJECTED_SHOWN:
         more = len(result.rejected) - _REJECTED_SHOWN
         console.print(f"... and {more} more rejected lines (--json lists them all)")
+
+
+def _print_anomalies(console: Any, result: InputResult) -> None:
+    """One line per anomaly found: count over the keys, class, first witnesses' lines."""
+    counts = result.anomaly_counts
+    for name in ANOMALIES:
+        groups = result.anomalies.get(name) or []
+        n = counts.get(name, len(groups))
+        if n:
+            console.print(
+                f"anomaly {name} ({CLASSES[name]}): {n} (lines {_lines(groups)})", markup=False
+            )
 
 
 def choose_engine(paths: tuple[str, ...]) -> tuple[str, str]:
@@ -154,23 +199,28 @@ def choose_engine(paths: tuple[str, ...]) -> tuple[str, str]:
     return "spark", f"{what}: more than {AUTO_SPARK_FILES} files or {AUTO_SPARK_BYTES >> 20} MB"
 
 
-def local_paths(paths: tuple[str, ...]) -> list[str]:
-    """The files the local engine checks: a file as given (a missing one too, so that its
-    error is reported), every file of a directory or glob."""
-    from jepsen_py.checker.spark.inputs import list_local
-
-    out: list[str] = []
-    for path in paths:
-        if os.path.isdir(path) or any(c in path for c in "*?["):
-            out.extend(f.display for f in list_local(path, None))
-        else:
-            out.append(path)
+def local_paths(paths: tuple[str, ...], *, quiet: bool = False) -> list[tuple[str, str | None]]:
+    """The inputs the local engine checks, as (path, why it cannot be checked or None):
+    the history files of each PATH (each file once: `jepsen_py.history.files`), and each
+    PATH that names none. The files skipped are named on stderr."""
+    listing = list_histories(paths)
+    out: list[tuple[str, str | None]] = [(path, None) for path in listing.files]
+    out += [(path, f"{path}: {why}") for path, why in listing.missing]
+    if listing.skipped and not quiet:
+        names = ", ".join(path for path, _ in listing.skipped[:5])
+        more = f" and {len(listing.skipped) - 5} more" if len(listing.skipped) > 5 else ""
+        click.echo(
+            f"skipped {len(listing.skipped)} file(s) that are not histories or were listed "
+            f"already: {names}{more}",
+            err=True,
+        )
     return out
 
 
 def _print_spark_summary(results: list[InputResult], figures: dict[str, Any]) -> None:
     """Many keys: the totals, then every key that is not OK with its counterexample."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
@@ -199,19 +249,20 @@ def _print_spark_summary(results: list[InputResult], figures: dict[str, Any]) ->
                 continue
             style = _STYLE[key.verdict]
             console.print(
-                f"[{style}]{key.verdict.value.upper()}[/] {result.path} key {_key_name(key)} "
-                f"({key.ops} ops): {key.explanation}",
+                f"[{style}]{key.verdict.value.upper()}[/] {escape(result.path)} ({key.ops} ops)",
                 markup=True,
                 highlight=False,
             )
-        for name, groups in sorted(result.anomalies.items()):
+            for line in describe_key(key):
+                console.print(f"  {line}", markup=False)
+        for name in ANOMALIES:
+            groups = result.anomalies.get(name) or []
             if groups:
-                lines = ", ".join(
-                    "[" + " ".join(str(op.line or op.index) for op in group) + "]"
-                    for group in groups[:3]
-                )
                 console.print(
-                    f"  {result.path}: anomaly {name}: {len(groups)} (lines {lines})", markup=False
+                    f"  {result.path}: anomaly {name} ({CLASSES[name]}): "
+                    f"{result.anomaly_counts.get(name, len(groups))} "
+                    f"(lines {_lines(groups)})",
+                    markup=False,
                 )
         for rejection in result.rejected[:_REJECTED_SHOWN]:
             console.print(f"rejected {rejection}", markup=False)
@@ -325,6 +376,14 @@ def _figures_line(figures: dict[str, Any]) -> str:
     metavar="KEY=VALUE",
     help="A Spark setting (repeatable), e.g. spark.executor.memory=4g or fs.s3a options.",
 )
+@click.option(
+    "--consistency",
+    type=click.Choice(CONSISTENCIES),
+    default=None,
+    help="Kafka logs: what decides, Kafka's guarantees (kafka, the default; linearizability "
+    "is reported beside) or linearizability (linearizable). docs/checking.md.",
+)
+@click.option("--verbose", "-v", is_flag=True, help="On a Spark failure, print Spark's traces too.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line of results.")
 def verify(
     paths: tuple[str, ...],
@@ -341,22 +400,38 @@ def verify(
     max_key_ops: int | None,
     driver_memory: str,
     spark_conf: tuple[str, ...],
+    consistency: str | None,
+    verbose: bool,
     as_json: bool,
 ) -> None:
-    """Check the histories PATH... for linearizability; each file gets its own verdict.
+    """Check the histories PATH...: Kafka logs for Kafka's guarantees and linearizability
+    (--consistency says which decides), registers and key-value stores for
+    linearizability; each file gets its own verdict.
 
     A PATH is a file, a directory of runs or a glob; with the Spark engine also any URI
     Spark reads (hdfs://, s3a://). Formats: jsonl and parquet (this project's), edn
     (Jepsen/Knossos), porcupine-etcd and porcupine-kv (Porcupine's test data). Models: log
-    (Kafka partitions: the exact checker and the anomaly taxonomy), register,
-    cas-register, kv."""
+    (Kafka partitions: Kafka's guarantees and linearizability), register, cas-register,
+    kv. In a directory only history files count (docs/history-format.md)."""
     if timeout is not None and timeout <= 0:
         fail_input(f"--timeout must be a positive number of seconds, got {timeout}")
     if initial is not None and model in ("log",):
         fail_input("--initial applies to the register, cas-register and kv models, not to log")
+    if consistency is not None and model not in (None, "log"):
+        fail_input(
+            f"--consistency applies to Kafka logs (--model log); the {model} model is checked "
+            "for linearizability only"
+        )
+    consistency = consistency or KAFKA
     start_value = parse_initial(initial)
     if report_dir is not None and os.path.exists(report_dir) and not os.path.isdir(report_dir):
         fail_input(f"--report {report_dir}: exists and is not a directory")
+    if output_dir is not None and os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        fail_input(f"--output {output_dir}: exists and is not a directory")
+    if master is not None and (problem := master_problem(master)) is not None:
+        fail_input(problem)
+    if (problem := memory_problem(driver_memory)) is not None:
+        fail_input(problem)
     settings = []
     for item in spark_conf:
         name, equals, value = item.partition("=")
@@ -382,6 +457,8 @@ def verify(
     else:
         if report_dir is not None:
             fail_input("--report draws keys from the local engine: use --engine local")
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            fail_input("--engine spark needs Java 17+ (scripts/check-java says how to get it)")
         _verify_spark(
             paths,
             model=model,
@@ -395,20 +472,26 @@ def verify(
             max_key_ops=max_key_ops,
             driver_memory=driver_memory,
             spark_conf=settings,
+            consistency=consistency,
+            verbose=verbose,
             as_json=as_json,
         )
         return
     started = time.perf_counter()
     results = []
-    for path in local_paths(paths):
-        result = verify_path(
-            path,
-            model=model,
-            fmt=fmt,
-            initial=start_value,
-            timeout=timeout,
-            report_dir=report_dir,
-        )
+    for path, problem in local_paths(paths, quiet=as_json):
+        if problem is not None:
+            result = InputResult(path, fmt, model, Verdict.UNKNOWN, [], {}, [], 0.0, 0, problem)
+        else:
+            result = verify_path(
+                path,
+                model=model,
+                fmt=fmt,
+                initial=start_value,
+                timeout=timeout,
+                report_dir=report_dir,
+                consistency=consistency,
+            )
         results.append(result)
         if not as_json:
             _print_human(result)
@@ -445,10 +528,13 @@ def _verify_spark(
     max_key_ops: int | None,
     driver_memory: str,
     spark_conf: list[tuple[str, str]],
+    consistency: str,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     from jepsen_py.checker.spark import SessionOptions, SparkOptions, verify_spark
     from jepsen_py.checker.spark.job import DEFAULT_MAX_KEY_OPS
+    from jepsen_py.checker.spark.session import spark_reason
 
     initial_json = None
     if initial is not None:
@@ -461,11 +547,14 @@ def _verify_spark(
         partitions=partitions,
         max_key_ops=DEFAULT_MAX_KEY_OPS if max_key_ops is None else max_key_ops,
         output=output_dir,
+        consistency=consistency,
+        verbose=verbose,
         session=SessionOptions(
             master=master,
             log_level=log_level.upper(),
             driver_memory=driver_memory,
             extra_conf=tuple(spark_conf),
+            verbose=verbose,
         ),
     )
 
@@ -478,8 +567,13 @@ def _verify_spark(
     try:
         report = verify_spark(paths, options, say=say, summarize=summarize)
     except Exception as exc:  # Spark failed as a whole: say so, in one line, and exit 2
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        fail_input(f"the Spark job failed: {message}")
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        inputs = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        hint = "" if verbose else " (--verbose shows Spark's traces)"
+        fail_input(f"Spark failed on {inputs}: {spark_reason(exc)}{hint}")
     results = report.inputs
     code = exit_code(results)
     if not as_json:

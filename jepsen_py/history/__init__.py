@@ -1,6 +1,6 @@
 """Histories: the operation record, streaming readers and writers, importers.
 
-The format is DESIGN.md's "History format": one JSON object per line with `index`, `time`
+The format is docs/history-format.md's: one JSON object per line with `index`, `time`
 (nanoseconds), `process`, `type` (invoke | ok | fail | info), `f`, `key`, `value`, and an
 optional `run`.
 
@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from jepsen_py.history.edn import KNOSSOS, read_edn
+from jepsen_py.history.files import EXTENSIONS, Listing, extension, list_histories
 from jepsen_py.history.jsonl import JsonlWriter, read_jsonl, write_jsonl
 from jepsen_py.history.op import OP_TYPES, Op
 from jepsen_py.history.porcupine import ETCD, PORCUPINE_KV, read_etcd_log, read_kv
@@ -76,24 +77,21 @@ FORMATS: dict[str, Format] = {
     )
 }
 
-_BY_EXTENSION = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".edn": "edn",
-}
-
 
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of ``path``: by extension, else by its first non-blank line (a JSON object,
     an etcd log event, an EDN map: a key-value one when it has ``:key``). Raises
     `HistoryError` when neither tells."""
     p = Path(path)
-    by_extension = _BY_EXTENSION.get(p.suffix.lower())
+    by_extension = EXTENSIONS.get(extension(p.name))
     if by_extension is not None:
         return by_extension
+    return detect_format_by_content(p)
+
+
+def detect_format_by_content(path: str | os.PathLike[str]) -> str:
+    """The format a file's first non-blank line looks like (see `detect_format`)."""
+    p = Path(path)
     try:
         with open(p, "rb") as handle:
             if handle.read(4) == b"PAR1":
@@ -139,11 +137,14 @@ __all__ = [
     "Format",
     "HistoryError",
     "JsonlWriter",
+    "Listing",
     "Op",
     "ParquetHistoryWriter",
     "Rejection",
     "Rejections",
     "detect_format",
+    "detect_format_by_content",
+    "list_histories",
     "read_edn",
     "read_etcd_log",
     "read_history",

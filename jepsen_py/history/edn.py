@@ -1,7 +1,9 @@
 """Importer for Jepsen/Knossos histories written as EDN.
 
-Accepted layouts: one op map per line (Jepsen's ``history.edn``), or one vector of maps
-(Knossos's test data), maps possibly spanning several lines. A small scanner splits the text
+Accepted layouts: one op map per line (Jepsen's ``history.edn``), or one vector or list of
+maps (Knossos's test data has both ``[...]`` and ``(...)`` files), maps possibly spanning
+several lines. A line that is not UTF-8 is rejected with its number (the form it belongs to
+then fails too); the rest of the file is read. A small scanner splits the text
 into top-level forms as a stream (strings, escapes and ``;`` comments respected), so a big
 file is never read whole, and each form keeps the line it starts on for error messages.
 
@@ -29,9 +31,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from jepsen_py.history.jsonl import RecordError, op_from_record
+from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record
 from jepsen_py.history.op import Op
-from jepsen_py.history.validate import Conventions, HistoryError, Rejections
+from jepsen_py.history.validate import Conventions, HistoryError, Rejections, show
 
 KNOSSOS = Conventions("knossos", nil_read_constrains=False)
 
@@ -152,9 +154,11 @@ def decode_form(text: str) -> Any:
 
 def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
     """Yield (line number, text) of each top-level form, looking through one wrapping vector
-    (Knossos's layout). Unbalanced text at the end is yielded as is, to be rejected."""
+    or list (Knossos's layouts). Unbalanced text at the end is yielded as is, to be
+    rejected."""
     depth = 0
-    base = 0  # 1 inside the wrapping vector
+    base = 0  # 1 inside the wrapping vector or list
+    wrap = ""  # the character that closes it
     seen_form = False
     buffer: list[str] = []
     start = 0
@@ -185,8 +189,9 @@ def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
                 in_string = True
             elif c in _OPEN:
                 if depth == base and not buffer:
-                    if c == "[" and not seen_form and base == 0:
+                    if c in "[(" and not seen_form and base == 0:
                         base = depth = 1
+                        wrap = "]" if c == "[" else ")"
                         seen_form = True
                         i += 1
                         continue
@@ -194,7 +199,7 @@ def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
                 depth += 1
             elif c in _CLOSE:
                 if depth == base:
-                    if base == 1 and c == "]":
+                    if base == 1 and c == wrap:
                         base = depth = 0
                         i += 1
                         continue
@@ -231,11 +236,22 @@ def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
         yield start, "".join(buffer)
 
 
+def decoded_lines(handle: Iterator[bytes], sink: Rejections) -> Iterator[str]:
+    """The lines of a binary file as text; a line that is not UTF-8 is rejected (with its
+    number) and read as an empty line, so line numbers stay right."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            sink.reject(number, NOT_UTF8)
+            yield "\n"
+
+
 def op_from_edn(form: Any, ordinal: int, line: int) -> Op:
     """Build an `Op` from one decoded EDN op map, or raise `RecordError`."""
     if not isinstance(form, dict):
         raise RecordError(
-            f"expected an op map such as {{:process 0, :type :invoke, ...}}, got {form!r}"
+            f"expected an op map such as {{:process 0, :type :invoke, ...}}, got {show(form)}"
         )
     record = dict(form)
     process = record.get("process")
@@ -243,7 +259,7 @@ def op_from_edn(form: Any, ordinal: int, line: int) -> Op:
         record["process"] = int(process)
     key = record.get("key")
     if key is not None and not isinstance(key, str | int):
-        raise RecordError(f":key must be a string or an integer, got {key!r}")
+        raise RecordError(f":key must be a string or an integer, got {show(key)}")
     return op_from_record(record, ordinal, line)
 
 
@@ -253,12 +269,12 @@ def read_edn(path: str | os.PathLike[str], rejections: Rejections | None = None)
     name = str(path)
     sink = rejections if rejections is not None else Rejections(name, strict=True)
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
     except OSError as exc:
         raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
     ordinal = 0
     with handle:
-        for line, text in split_forms(iter(handle)):
+        for line, text in split_forms(decoded_lines(handle, sink)):
             if text in _CLOSE:
                 sink.reject(line, f"unbalanced {text!r}: no form is open here")
                 continue

@@ -1,4 +1,4 @@
-"""The native history format: one JSON object per line (DESIGN.md, "History format").
+"""The native history format: one JSON object per line (docs/history-format.md).
 
 Read as a stream: one line at a time, parsed with orjson, so a 10 GB history never sits in
 memory. A malformed line (not JSON, not an object, a missing or ill-typed field, an unknown
@@ -19,10 +19,13 @@ from typing import IO, Any
 import orjson
 
 from jepsen_py.history.op import OP_TYPES, Op
-from jepsen_py.history.validate import HistoryError, Rejections
+from jepsen_py.history.validate import HistoryError, Rejections, show
 from jepsen_py.history.writer import HistoryWriter
 
 _TYPES = ", ".join(sorted(OP_TYPES))
+
+NOT_UTF8 = "the line is not UTF-8 text (undecodable bytes); write histories as UTF-8"
+"""The rejection of a line whose bytes do not decode (every reader, both engines)."""
 
 
 class RecordError(ValueError):
@@ -37,7 +40,7 @@ def op_from_record(record: Any, ordinal: int, line: int | None) -> Op:
     if type_ not in OP_TYPES:
         if type_ is None:
             raise RecordError(f"missing field 'type' (one of {_TYPES})")
-        raise RecordError(f"unknown type {type_!r}: expected one of {_TYPES}")
+        raise RecordError(f"unknown type {show(type_)}: expected one of {_TYPES}")
     process = record.get("process")
     if process is None or isinstance(process, bool) or not isinstance(process, int | str):
         raise RecordError("field 'process' must be an integer or a string (e.g. 3, 'nemesis')")
@@ -91,6 +94,11 @@ def read_jsonl(path: str | os.PathLike[str], rejections: Rejections | None = Non
     with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
+                continue
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                sink.reject(number, NOT_UTF8)
                 continue
             try:
                 record = orjson.loads(raw)

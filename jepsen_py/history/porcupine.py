@@ -27,9 +27,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from jepsen_py.history.edn import read_edn
+from jepsen_py.history.edn import decoded_lines, read_edn
 from jepsen_py.history.op import Op
-from jepsen_py.history.validate import Conventions, HistoryError, Rejections
+from jepsen_py.history.validate import Conventions, HistoryError, Rejections, show
 
 ETCD = Conventions("porcupine-etcd", nil_read_constrains=True, fail_completes=frozenset({"cas"}))
 PORCUPINE_KV = Conventions("porcupine-kv")
@@ -80,13 +80,13 @@ def read_etcd_log(
     name = str(path)
     sink = rejections if rejections is not None else Rejections(name, strict=True)
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
     except OSError as exc:
         raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
     invoked: dict[int, Any] = {}
     ordinal = 0
     with handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(decoded_lines(handle, sink), start=1):
             event = _PREFIX.match(line)
             if event is None:
                 continue
@@ -108,7 +108,7 @@ def read_etcd_log(
             if not ok:
                 sink.reject(
                     number,
-                    f"':{type_} :{f}' with value {text!r}: expected "
+                    f"':{type_} :{f}' with value {show(text)}: expected "
                     + " or ".join(
                         {
                             "nil": "nil",

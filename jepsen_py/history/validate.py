@@ -29,6 +29,22 @@ import attrs
 
 from jepsen_py.history.op import Op
 
+MESSAGE_VALUE_CHARS = 300
+"""Values quoted in messages are cut to this many characters."""
+
+
+def clip(text: str, limit: int = MESSAGE_VALUE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked when cut: a message never quotes a
+    megabyte of someone's value back at them."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 30]}... ({len(text)} characters)"
+
+
+def show(value: object, limit: int = MESSAGE_VALUE_CHARS) -> str:
+    """``repr(value)`` for a message, cut to ``limit`` characters."""
+    return clip(repr(value), limit)
+
 
 class HistoryError(ValueError):
     """A history that cannot be read at all (missing file, unknown format), or a malformed
@@ -69,7 +85,8 @@ class Conventions:
 
 
 NATIVE = Conventions("native")
-"""This project's JSONL/Parquet histories (DESIGN.md): Jepsen's meaning of every type."""
+"""This project's JSONL/Parquet histories (docs/history-format.md): Jepsen's meaning of every
+type."""
 
 
 class Rejections:
@@ -81,7 +98,7 @@ class Rejections:
         self.items: list[Rejection] = []
 
     def reject(self, line: int | None, reason: str, *, key: Any = None, run: Any = None) -> None:
-        rejection = Rejection(self.path, line, reason, key, run)
+        rejection = Rejection(self.path, line, clip(reason, 2 * MESSAGE_VALUE_CHARS), key, run)
         if self.strict:
             raise HistoryError(str(rejection))
         self.items.append(rejection)

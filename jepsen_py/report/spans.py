@@ -40,6 +40,9 @@ class Span:
     invoke_value: Any
     value: Any
     line: int | None
+    """The history line of the invocation (its place in the history when not from a file)."""
+    end_line: int | None = None
+    """The history line of the completion."""
 
     @property
     def latency(self) -> int | None:
@@ -101,7 +104,7 @@ def collect(history: History, *, source: str | None = None) -> Collected:
     else:
         name = source or "history"
         ops = history
-    pending: dict[tuple[str | None, Any], Op] = {}
+    pending: dict[tuple[str | None, Any], tuple[Op, int]] = {}
     spans: list[Span] = []
     events: list[Event] = []
     faults: list[FaultPeriod] = []
@@ -118,15 +121,19 @@ def collect(history: History, *, source: str | None = None) -> Collected:
             _fault_edge(op, open_, faults)
             continue
         who = (op.run, op.process)
+        line = op.line if op.line is not None else count
         if op.type == "invoke":
             earlier = pending.pop(who, None)
             if earlier is not None:  # malformed: a second invoke; the first never ends
-                spans.append(_span(earlier, None))
-            pending[who] = op
+                spans.append(_span(earlier[0], None, earlier[1], None))
+            pending[who] = (op, line)
             continue
         invoked = pending.pop(who, None)
-        spans.append(_span(invoked, op) if invoked is not None else _span(op, op))
-    spans.extend(_span(invoked, None) for invoked in pending.values())
+        if invoked is not None:
+            spans.append(_span(invoked[0], op, invoked[1], line))
+        else:
+            spans.append(_span(op, op, line, line))
+    spans.extend(_span(invoked, None, line, None) for invoked, line in pending.values())
     faults.extend(open_.values())
     spans.sort(key=lambda s: (s.start, s.end is None, s.end or 0))
     faults.sort(key=lambda p: (p.start, p.fault))
@@ -134,7 +141,7 @@ def collect(history: History, *, source: str | None = None) -> Collected:
     return Collected(name, spans, events, faults, t_min or 0, t_max or 0, count, rejected)
 
 
-def _span(invoked: Op, completed: Op | None) -> Span:
+def _span(invoked: Op, completed: Op | None, line: int, end_line: int | None) -> Span:
     if completed is None:
         end, type_, value = None, "pending", None
     else:
@@ -150,7 +157,8 @@ def _span(invoked: Op, completed: Op | None) -> Span:
         type_,
         invoke_value,
         value,
-        invoked.line,
+        line,
+        end_line,
     )
 
 

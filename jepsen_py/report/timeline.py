@@ -12,6 +12,10 @@ bar stands for a run of bins holding ops: coloured by their most common outcome,
 strip at its foot in the colour of the worst one (a fail among oks stays visible), its
 tooltip counting them by outcome and f. With more than ``max_lanes`` processes (every
 ``info`` starts a new one), processes whose lifetimes do not overlap share a lane.
+
+Given the run's verdict (`VerdictBanner`), the page opens with it: the verdict, each
+violation by name with the history lines of its witnesses, what was found that is
+informational, and linearizability beside; the witnessing ops' bars are outlined.
 """
 
 from __future__ import annotations
@@ -54,6 +58,61 @@ FAULT_COLOURS = (
 
 
 @attrs.frozen
+class VerdictBanner:
+    """What the page says about the run's verdict (from its ``results.json``)."""
+
+    verdict: str
+    consistency: str | None = None
+    violations: tuple[tuple[str, tuple[tuple[int, ...], ...]], ...] = ()
+    """Each violation that decided the verdict, with the history lines of its witnesses."""
+    informational: tuple[tuple[str, int], ...] = ()
+    linearizable: str | None = None
+    explanations: tuple[tuple[str, str], ...] = ()
+    """Per key that is not OK, why (the verdict function's explanation)."""
+
+    @classmethod
+    def from_results(cls, results: dict[str, Any]) -> VerdictBanner:
+        """The banner of a ``kmodel test`` run's results (`runner.check_history`)."""
+        lines = results.get("violation_lines") or {}
+        return cls(
+            verdict=str(results.get("verdict")),
+            consistency=results.get("consistency"),
+            violations=tuple(
+                (name, tuple(tuple(w) for w in lines.get(name, ())))
+                for name in results.get("violations") or ()
+            ),
+            informational=tuple(sorted((results.get("informational") or {}).items())),
+            linearizable=(results.get("linearizable") or {}).get("verdict"),
+            explanations=tuple(sorted((results.get("explanations") or {}).items())),
+        )
+
+    @property
+    def witness_lines(self) -> frozenset[int]:
+        return frozenset(line for _, groups in self.violations for w in groups for line in w)
+
+    def html(self) -> str:
+        style = {"valid": "good", "invalid": "bad"}.get(self.verdict, "unsure")
+        parts = [
+            f"<p class='verdict {style}'>Verdict: {_esc(self.verdict.upper())}"
+            + (f" (decided by {_esc(self.consistency)})" if self.consistency else "")
+            + "</p><ul class='verdicts'>"
+        ]
+        for name, groups in self.violations:
+            shown = ", ".join("lines " + " ".join(map(str, w)) for w in groups) or "see below"
+            parts.append(f"<li>violation <b>{_esc(name)}</b>: {_esc(shown)}</li>")
+        if self.informational:
+            found = ", ".join(f"{name} ({n})" for name, n in self.informational)
+            parts.append(f"<li>informational: {_esc(found)}</li>")
+        if self.linearizable is not None:
+            parts.append(f"<li>linearizable: {_esc(self.linearizable)}</li>")
+        for key, why in self.explanations:
+            why = why if len(why) <= 600 else why[:599] + "…"
+            parts.append(f"<li>key {_esc(key)}: {_esc(why)}</li>")
+        parts.append("</ul>")
+        return "".join(parts)
+
+
+@attrs.frozen
 class Lane:
     label: str
     title: str
@@ -65,12 +124,12 @@ def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, limit: int = VALUE_CHARS) -> str:
     try:
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
         text = repr(value)
-    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _seconds(ns: float) -> str:
@@ -169,8 +228,10 @@ def render_timeline(
     title: str | None = None,
     max_bars: int = MAX_BARS,
     max_lanes: int = MAX_LANES,
+    verdict: VerdictBanner | None = None,
 ) -> str:
-    """The timeline page of ``history`` (a path, ops, or `Collected`) as HTML text."""
+    """The timeline page of ``history`` (a path, ops, or `Collected`) as HTML text, headed
+    by ``verdict`` when given."""
     data = collect(history)
     lanes, lane_of = lanes_for(data.spans, max_lanes)
     has_nemesis = bool(data.events or data.faults)
@@ -230,13 +291,15 @@ def render_timeline(
 
     first_row = 1 if has_nemesis else 0
     downsampled = len(data.spans) > max_bars
+    witnesses = verdict.witness_lines if verdict is not None else frozenset()
     if not downsampled:
         for s in data.spans:
             y = y_of_row[first_row + lane_of[(s.run, s.process)]] + (lane_h - bar_h) / 2
             x0 = canvas.x(s.start)
             x1 = canvas.x(s.end if s.end is not None else t1)
+            mark = " witness" if s.line in witnesses or s.end_line in witnesses else ""
             canvas.add(
-                f'<rect class="op {_TYPE_CLASS.get(s.type, "pend")}" x="{x0:.1f}" '
+                f'<rect class="op {_TYPE_CLASS.get(s.type, "pend")}{mark}" x="{x0:.1f}" '
                 f'y="{y:.1f}" width="{max(x1 - x0, 1.0):.1f}" height="{bar_h}">'
                 f"<title>{_esc(_span_title(s, data.t_min))}</title></rect>"
             )
@@ -271,7 +334,7 @@ def render_timeline(
         )
 
     canvas.add("</svg>")
-    return _page(data, canvas, title, len(lanes), downsampled, max_bars)
+    return _page(data, canvas, title, len(lanes), downsampled, max_bars, verdict)
 
 
 def _look(cell: list[Span]) -> tuple[str, str]:
@@ -374,6 +437,9 @@ svg.timeline { font-family: monospace; font-size: 10px; display: block; }
 .fault { opacity: .2; pointer-events: none; } .faulttab { opacity: .45; }
 .faultlabel { fill: #222; font-size: 10px; pointer-events: none; }
 .strip { pointer-events: none; }
+.witness { stroke: #b00020; stroke-width: 2; }
+.verdict { font-weight: bold; margin: .3em 0; } .good { color: #2e7d32; }
+.bad { color: #b00020; } .unsure { color: #b26a00; } .verdicts { margin: .2em 0 .6em; }
 """ + "".join(f".f{i} {{ fill: {c}; }} " for i, c in enumerate(FAULT_COLOURS))
 
 _LEGEND = (
@@ -395,6 +461,7 @@ def _page(
     n_lanes: int,
     downsampled: bool,
     max_bars: int,
+    verdict: VerdictBanner | None = None,
 ) -> str:
     heading = title or f"Timeline: {data.source}"
     by_type = Counter(s.type for s in data.spans)
@@ -428,7 +495,8 @@ def _page(
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{_esc(heading)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{_esc(heading)}</h1><p class='meta'>{_esc(meta)}</p>"
+        f"<h1>{_esc(heading)}</h1>{verdict.html() if verdict is not None else ''}"
+        f"<p class='meta'>{_esc(meta)}</p>"
         f"<p class='meta'>{_LEGEND} — outcomes: {_esc(outcome or 'none')}; times relative "
         f"to the first event; shaded: fault periods</p>{note}"
         f"<div class='scroll'>{''.join(canvas.parts)}</div>"
@@ -448,15 +516,24 @@ def write_timeline(
     title: str | None = None,
     max_bars: int = MAX_BARS,
     max_lanes: int = MAX_LANES,
+    verdict: VerdictBanner | None = None,
 ) -> Path:
     """Render ``history`` and write the page to ``path`` (e.g. a run's
     ``timeline.html``)."""
     out = Path(path)
-    out.write_text(
-        render_timeline(history, title=title, max_bars=max_bars, max_lanes=max_lanes),
-        encoding="utf-8",
+    page = render_timeline(
+        history, title=title, max_bars=max_bars, max_lanes=max_lanes, verdict=verdict
     )
+    out.write_text(page, encoding="utf-8")
     return out
 
 
-__all__ = ["MAX_BARS", "MAX_LANES", "Lane", "lanes_for", "render_timeline", "write_timeline"]
+__all__ = [
+    "MAX_BARS",
+    "MAX_LANES",
+    "Lane",
+    "VerdictBanner",
+    "lanes_for",
+    "render_timeline",
+    "write_timeline",
+]

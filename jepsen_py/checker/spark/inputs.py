@@ -1,12 +1,15 @@
 """What a Spark verification reads: the files behind each PATH, their formats, and all their
 lines as one DataFrame ``(pos, run_eff, key, text)``.
 
-Paths are files, directories (every file below, except hidden ones and Spark's ``_SUCCESS``
-markers) or globs, on any file system Spark reads: local here, ``hdfs://`` or ``s3a://``
-when the cluster has them (listed through Hadoop's ``FileSystem``, so a URI works wherever
-Spark works). A file's format is ``--format``, else its extension (``.jsonl``, ``.ndjson``,
-``.json``, ``.parquet``, ``.edn``; a ``.gz`` suffix is read through), else, for a local
-file, its first line (`jepsen_py.history.detect_format`).
+Paths are files, directories or globs, on any file system Spark reads: local here,
+``hdfs://`` or ``s3a://`` when the cluster has them (listed through Hadoop's
+``FileSystem``, so a URI works wherever Spark works). In a local directory only history
+files count, each once (`jepsen_py.history.files`: the rule both engines follow); in a
+remote one, the files with a history extension. A file's format is ``--format``, else
+its extension (``.jsonl``, ``.ndjson``, ``.json``, ``.parquet``, ``.edn``; a ``.gz``
+suffix is read through), else, for a local file, its first line
+(`jepsen_py.history.detect_format`). A line that is not UTF-8 is handed to the workers as
+`keycheck.NOT_UTF8_LINE`, rejected there like the local readers reject it.
 
 JSONL and Parquet are read by Spark, with an explicit schema (no inference pass):
 
@@ -30,10 +33,8 @@ to Spark as op records.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
@@ -43,27 +44,20 @@ from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.keycheck import (
     FILE_RUN,
     FILE_SHIFT,
+    NOT_UTF8_LINE,
     JobSpec,
     op_record_text,
     position,
     run_of,
 )
 from jepsen_py.history import FORMATS, HistoryError, Rejection, detect_format
+from jepsen_py.history.files import EXTENSIONS, HISTORY_EXTENSIONS, extension, list_histories
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 SPARK_FORMATS = frozenset({"jsonl", "parquet"})
 DRIVER_FORMATS = frozenset(FORMATS) - SPARK_FORMATS
-
-_EXTENSIONS = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".edn": "edn",
-}
 
 PARQUET_DDL = (
     "index long, time long, process string, type string, f string, key string, "
@@ -110,12 +104,9 @@ def format_of(path: str, fmt: str | None, *, local: bool) -> tuple[str | None, s
     """(format, error) of one file."""
     if fmt is not None:
         return fmt, None
-    name = path.rsplit("/", 1)[-1].lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    suffix = os.path.splitext(name)[1]
-    if suffix in _EXTENSIONS:
-        return _EXTENSIONS[suffix], None
+    suffix = extension(path.rsplit("/", 1)[-1])
+    if suffix in EXTENSIONS:
+        return EXTENSIONS[suffix], None
     if not local:
         return None, f"{path}: cannot tell the history format from its name; pass --format"
     try:
@@ -129,28 +120,12 @@ def _hidden(name: str) -> bool:
 
 
 def list_local(path: str, fmt: str | None) -> list[InputFile]:
-    """The files of a local PATH (file, directory or glob), sorted."""
-    if any(c in path for c in "*?["):
-        matches = sorted(glob.glob(path, recursive=True))
-        if not matches:
-            return [InputFile(path, path, None, 0, f"{path}: no file matches this pattern")]
-        found: list[InputFile] = []
-        for match in matches:
-            found.extend(list_local(match, fmt))
-        return found
-    target = Path(path)
-    if target.is_dir():
-        files = sorted(
-            p
-            for p in target.rglob("*")
-            if p.is_file() and not any(_hidden(part) for part in p.relative_to(target).parts)
-        )
-        if not files:
-            return [InputFile(path, path, None, 0, f"{path}: the directory holds no file")]
-        return [_local_file(str(p), fmt) for p in files]
-    if not target.is_file():
-        return [InputFile(path, path, None, 0, f"{path}: no such file or directory")]
-    return [_local_file(path, fmt)]
+    """The history files of a local PATH (file, directory or glob; see
+    `jepsen_py.history.files`), and an entry with ``error`` set when it names none."""
+    listing = list_histories([path])
+    found = [_local_file(name, fmt) for name in listing.files]
+    found += [InputFile(name, name, None, 0, f"{name}: {why}") for name, why in listing.missing]
+    return found
 
 
 def _local_file(path: str, fmt: str | None) -> InputFile:
@@ -178,6 +153,8 @@ def list_remote(spark: SparkSession, path: str, fmt: str | None) -> list[InputFi
                 relative = name[len(str(status.getPath().toString())) :]
                 if any(_hidden(part) for part in relative.split("/") if part):
                     continue
+                if extension(name.rsplit("/", 1)[-1]) not in HISTORY_EXTENSIONS:
+                    continue  # not a history (a store's results.json, a report)
                 found.append(_remote_file(name, int(item.getLen()), fmt))
         else:
             found.append(_remote_file(str(status.getPath().toString()), int(status.getLen()), fmt))
@@ -232,6 +209,16 @@ class Lines:
     """(file id, rejection) of the driver-side imports."""
     driver_errors: dict[int, str] = attrs.field(factory=dict)
     driver_ops: dict[int, int] = attrs.field(factory=dict)
+
+
+def _valid_utf8(column: Any) -> Any:
+    """Whether a text column's bytes are UTF-8 (Spark reads text lines as raw bytes)."""
+    from pyspark.sql import functions as F
+
+    if hasattr(F, "is_valid_utf8"):  # Spark 4
+        return F.is_valid_utf8(column)
+    raw = column.cast("binary")
+    return F.encode(F.decode(raw, "UTF-8"), "UTF-8") == raw
 
 
 def _string_field(column: Any, pattern: str) -> Any:
@@ -353,7 +340,9 @@ def read_lines(
                 + F.lit(1)
             ).alias("pos"),
             F.col("file_id"),
-            F.col("text"),
+            F.when(_valid_utf8(F.col("text")), F.col("text"))
+            .otherwise(F.lit(NOT_UTF8_LINE))
+            .alias("text"),
         )
         if exact is None:
             lines = lines.select(

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from jepsen_py.checker.anomalies import REASSIGN_FS
 from jepsen_py.checker.engine import (
     MODEL_NAMES,
     InputResult,
@@ -49,6 +50,7 @@ from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.inputs import BLANK, DRIVER_FORMATS, list_inputs, normalize
 from jepsen_py.checker.spark.keycheck import (
     ARROW_RESULT_DDL,
+    COPY,
     FILE_RUN,
     FILE_SHIFT,
     INF_POS,
@@ -56,6 +58,7 @@ from jepsen_py.checker.spark.keycheck import (
     PAIR_INFO,
     PAIR_PENDING,
     PAIR_STRAY,
+    REASSIGN_PATTERN,
     RESULT_DDL,
     JobSpec,
     arrow_check,
@@ -66,7 +69,8 @@ from jepsen_py.checker.spark.keycheck import (
     run_of,
     validate_lines,
 )
-from jepsen_py.checker.spark.session import SessionOptions, ship_package, start
+from jepsen_py.checker.spark.session import SessionOptions, ship_package, spark_reason, start
+from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.history import FORMATS, Op, Rejection
 
 if TYPE_CHECKING:
@@ -97,8 +101,12 @@ class SparkOptions:
     max_key_ops: int = DEFAULT_MAX_KEY_OPS
     output: str | None = None
     max_witnesses: int = 100
+    consistency: str = KAFKA
+    """``--consistency``: what decides a Kafka-log key's verdict."""
     exact_grouping: bool = False
     """Group by the Python parser from the start (slower; the fallback of a bad guess)."""
+    verbose: bool = False
+    """On a failure, print Spark's traces to stderr."""
     session: SessionOptions = attrs.field(factory=SessionOptions)
 
 
@@ -116,6 +124,10 @@ class Group:
     explanation: str | None
     witness: str | None
     anomalies: str | None
+    kafka: str | None
+    linearizable: str | None
+    consistency: str | None
+    violations: tuple[str, ...]
     fs: tuple[str, ...]
     mismatches: int
     client_ops: int
@@ -130,6 +142,11 @@ class Group:
     @property
     def run(self) -> str | None:
         return None if self.run_eff.startswith(FILE_RUN) else self.run_eff
+
+    @property
+    def is_key(self) -> bool:
+        """False for a group of ``assign``/``subscribe`` ops alone (handed to the keys)."""
+        return not (set(self.fs) <= REASSIGN_FS)
 
 
 @attrs.frozen
@@ -192,11 +209,68 @@ def verify_spark(
     figures["master"] = spark.sparkContext.master
     figures["default_parallelism"] = spark.sparkContext.defaultParallelism
     try:
-        report = _Job(spark, list(paths), options, tell, figures, summarize).run()
+        try:
+            report = _Job(spark, list(paths), options, tell, figures, summarize).run()
+        except Exception as exc:
+            report = _one_by_one(spark, list(paths), options, tell, figures, summarize, exc)
     finally:
         if own:
             spark.stop()
     figures["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _one_by_one(
+    spark: SparkSession,
+    paths: list[str],
+    options: SparkOptions,
+    tell: Say,
+    figures: dict[str, Any],
+    summarize: Callable[[list[InputResult]], dict[str, Any]] | None,
+    failure: Exception,
+) -> SparkReport:
+    """After a job over several inputs failed: each input in a job of its own, so that one
+    bad input does not cost the others their verdicts; an input whose job fails too comes
+    back UNKNOWN with Spark's reason. With a single input, the failure stands."""
+    import sys
+    import traceback
+
+    files = [f for f in list_inputs(paths, options.fmt, spark) if f.error is None]
+    if options.verbose:
+        traceback.print_exception(failure, file=sys.stderr)
+    if len(files) <= 1:
+        raise failure
+    tell(f"the job failed ({spark_reason(failure)}); checking each input alone ...")
+    figures["reruns"]["one_by_one"] = len(files)
+    alone = attrs.evolve(options, output=None)
+    inputs: list[InputResult] = []
+    verdicts: list[dict[str, Any]] = []
+    for file in files:
+        try:
+            part = _Job(spark, [file.display], alone, tell, dict(figures), summarize).run()
+        except Exception as exc:
+            if options.verbose:
+                traceback.print_exception(exc, file=sys.stderr)
+            inputs.append(
+                InputResult(
+                    file.display, file.format, options.model, Verdict.UNKNOWN, [], {}, [],
+                    0.0, 0, f"{file.display}: Spark failed on this input: {spark_reason(exc)}",
+                )
+            )  # fmt: skip
+            continue
+        for result in part.inputs:
+            inputs.append(attrs.evolve(result, path=file.display))
+        verdicts.extend(part.verdicts)
+    figures["keys"] = sum(len(r.keys) for r in inputs)
+    figures["ops"] = sum(r.ops for r in inputs)
+    report = SparkReport(inputs, verdicts, figures)
+    if options.output is not None:
+        from jepsen_py.checker.spark.output import write_outputs
+
+        summary = summarize(inputs) if summarize is not None else {}
+        spec = JobSpec(files=tuple(f.display for f in files), formats=(), conventions=(),
+                       models=())  # fmt: skip
+        write_outputs(spark, options.output, report, [], spec, summary)
     return report
 
 
@@ -243,6 +317,7 @@ class _Job:
             initial=self.options.initial,
             timeout=self.options.timeout,
             max_witnesses=self.options.max_witnesses,
+            consistency=self.options.consistency,
         )
         total_bytes = sum(f.size for f in good)
         partitions = self.options.partitions or self._default_partitions(total_bytes)
@@ -261,6 +336,7 @@ class _Job:
         frame = lines.frame
         if frame is None:
             return self._assemble(spec, [], [], {}, lines)
+        frame = _with_reassign_copies(frame)
         self.frame = frame
 
         huge = self._huge_keys(lines.stats.estimates, frame)
@@ -268,7 +344,9 @@ class _Job:
         checking = time.perf_counter()
         per_key_frame = frame
         if huge:
-            huge_frame = local_frame(self.spark, sorted(huge), "run_eff string, key string")
+            huge_frame = local_frame(
+                self.spark, sorted(huge, key=_group_order), "run_eff string, key string"
+            )
             per_key_frame = frame.join(
                 F.broadcast(huge_frame),
                 (frame.run_eff == huge_frame.run_eff) & frame.key.eqNullSafe(huge_frame.key),
@@ -344,12 +422,14 @@ class _Job:
     ) -> set[Any]:
         """The keys for the SQL path: estimated above ``max_key_ops`` ops (every key when
         it is 0: the SQL path alone, as the tests and ``--max-key-ops 0`` ask)."""
+        from pyspark.sql import functions as F
+
         if self.options.model not in (None, "log"):
             return set()
         limit = self.options.max_key_ops
         if limit == 0:
-            rows = frame.select("run_eff", "key").distinct().collect()
-            return {(r["run_eff"], r["key"]) for r in rows}
+            rows = frame.where(~F.col("text").startswith(COPY)).select("run_eff", "key")
+            return {(r["run_eff"], r["key"]) for r in rows.distinct().collect()}
         return {group for group, n in estimates.items() if n > limit}
 
     def _recheck(
@@ -484,7 +564,7 @@ class _Job:
                 excluded.setdefault(r.group, []).append(r.pos)
         for g in groups:
             wanted = {file_models[f] for f in g.files}
-            if len(wanted) != 1 or None in wanted or g.client_ops == 0:
+            if len(wanted) != 1 or None in wanted or g.client_ops == 0 or not g.is_key:
                 continue
             (model,) = wanted
             if model != g.model:
@@ -554,7 +634,7 @@ class _Job:
     ) -> SparkReport:
         from jepsen_py.checker.engine import _sorted_groups
 
-        self.figures["keys"] = len([g for g in groups if g.client_ops])
+        self.figures["keys"] = len([g for g in groups if g.client_ops and g.is_key])
         self.figures["ops"] = sum(g.client_ops for g in groups)
         self.figures["sql_keys"] = sum(1 for g in groups if g.engine == "sql")
         self.figures["timed_out_keys"] = sum(1 for g in groups if g.timed_out)
@@ -625,6 +705,8 @@ class _Job:
             keys: list[KeyResult] = []
             anomalies: dict[str, list[list[Op]]] = {}
             for g in mine:
+                if not g.is_key:
+                    continue
                 key_result = _key_result(g, spec)
                 group_rejections = [
                     Rejection(display, line_of(r.pos), r.reason, r.key, key_result.run)
@@ -632,12 +714,9 @@ class _Job:
                 ]
                 (key_result,) = _downgrade([key_result], group_rejections)
                 keys.append(key_result)
-                counts = {}
-                for name, entry in (orjson.loads(g.anomalies) if g.anomalies else {}).items():
-                    counts[name] = entry["count"]
-                    witnesses = [[_op(o) for o in w] for w in entry["witnesses"]]
+                for name, witnesses in key_result.anomalies.items():
                     anomalies.setdefault(name, []).extend(witnesses)
-                verdict_rows.append(_verdict_row(g, key_result, file.display, counts))
+                verdict_rows.append(_verdict_row(g, key_result, file.display, key_result.counts))
             order = {(k.run, k.key): k for k in keys}
             keys = [order[g] for g in _sorted_groups({g: [] for g in order})]
             verdicts = [k.verdict for k in keys]
@@ -654,6 +733,7 @@ class _Job:
                     file_rejections,
                     sum(k.seconds for k in keys),
                     sum(g.client_ops for g in mine),
+                    consistency=self.options.consistency if model == "log" else None,
                 )
             )
         verdict_rows.sort(key=lambda row: (str(row["run"]), row["key"] is None, str(row["key"])))
@@ -679,6 +759,10 @@ _RESULT_COLUMNS = (
     "r.explanation",
     "r.witness",
     "r.anomalies",
+    "r.kafka",
+    "r.linearizable",
+    "r.consistency",
+    "r.violations",
     "r.fs",
     "r.mismatches",
     "r.client_ops",
@@ -760,6 +844,10 @@ def _group(row: Any, engine: str = "per-key") -> Group:
         row["explanation"],
         row["witness"],
         row["anomalies"],
+        row["kafka"],
+        row["linearizable"],
+        row["consistency"],
+        tuple(row["violations"] or ()),
         tuple(row["fs"] or ()),
         int(row["mismatches"] or 0),
         int(row["client_ops"] or 0),
@@ -836,6 +924,22 @@ def _dirty_processes(pairs: DataFrame) -> list[tuple[str, int]]:
     return sorted((r["run_eff"], r["proc"]) for r in rows)
 
 
+def _with_reassign_copies(frame: DataFrame) -> DataFrame:
+    """``frame`` and, for every ``assign``/``subscribe`` line, a copy (text prefixed with
+    `COPY`) in the group of every other key of its run: the op concerns them all."""
+    from pyspark.sql import functions as F
+
+    reassign = F.col("text").rlike(REASSIGN_PATTERN)
+    lines = frame.where(reassign).select("pos", "run_eff", F.col("key").alias("home"), "text")
+    keys = frame.where(~reassign).select("run_eff", F.col("key").alias("k")).distinct()
+    copies = lines.join(keys, "run_eff").where(~F.col("k").eqNullSafe(F.col("home")))
+    return frame.unionByName(
+        copies.select(
+            "pos", "run_eff", F.col("k").alias("key"), F.concat(F.lit(COPY), "text").alias("text")
+        )
+    )
+
+
 def _replace(groups: list[Group], again: list[Group]) -> list[Group]:
     fresh = {g.ident: g for g in again}
     return [fresh.get(g.ident, g) for g in groups]
@@ -863,6 +967,7 @@ def _op(record: dict[str, Any]) -> Op:
 def _key_result(g: Group, spec: JobSpec) -> KeyResult:
     verdict = Verdict(g.verdict) if g.verdict else Verdict.UNKNOWN
     witness = [_op(o) for o in orjson.loads(g.witness)] if g.witness else []
+    table = orjson.loads(g.anomalies) if g.anomalies else {}
     return KeyResult(
         g.run,
         g.key,
@@ -871,6 +976,14 @@ def _key_result(g: Group, spec: JobSpec) -> KeyResult:
         g.seconds,
         g.explanation,
         witness=witness,
+        consistency=g.consistency,
+        kafka=Verdict(g.kafka) if g.kafka else None,
+        linearizable=Verdict(g.linearizable) if g.linearizable else None,
+        violations=g.violations,
+        counts={name: int(entry["count"]) for name, entry in table.items()},
+        anomalies={
+            name: [[_op(o) for o in w] for w in entry["witnesses"]] for name, entry in table.items()
+        },
     )
 
 
@@ -887,6 +1000,10 @@ def _verdict_row(g: Group, key: KeyResult, file: str, anomalies: dict[str, int])
         "explanation": key.explanation,
         "rejected_lines": key.rejected,
         "engine": g.engine,
+        "consistency": key.consistency,
+        "kafka": key.kafka.value if key.kafka else None,
+        "linearizable": key.linearizable.value if key.linearizable else None,
+        "violations": list(key.violations),
         "witness": g.witness,
         "anomaly_detail": g.anomalies,
     }
@@ -899,3 +1016,8 @@ def _size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+def _group_order(group: Any) -> tuple[str, bool, str]:
+    """(run, key) in the order results are listed: a key of None (ops without a key) last."""
+    return (group[0], group[1] is None, str(group[1]))

@@ -24,6 +24,13 @@ What a worker cannot see from one key, it reports for the driver to decide:
   driver picks the job's model from all of them and re-checks any key that guessed another.
 - **Rejected lines downgrade keys.** Rejections go back with their key and run; the driver
   downgrades every key with rejected lines to UNKNOWN, as the local engine does.
+- **``assign``/``subscribe`` ops concern every key of their run.** The job hands a copy of
+  each such line (its text prefixed with `COPY`) to every other key of its run, as the
+  local engine hands the op to every key's group; a copy feeds the check and nothing
+  else (no pair, no op count). A line the job did not recognize as one (its ``"f"`` spelled
+  unlike `REASSIGN_PATTERN`) counts as a mismatch: the job then groups exactly.
+- **Undecodable lines.** The job replaces a line that is not UTF-8 by `NOT_UTF8_LINE`,
+  which the worker rejects with the local readers' reason.
 
 Positions are ``file_id << 40 | line``: history order is file order (sorted paths), then
 line order, and the line number is recovered for every message.
@@ -35,6 +42,7 @@ checker: an interval timer), not a failed task.
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import threading
 import time
@@ -42,15 +50,20 @@ import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
+from jepsen_py.checker.anomalies import REASSIGN_FS
 from jepsen_py.checker.result import Verdict
-from jepsen_py.history.jsonl import RecordError, op_from_record, op_to_record
+from jepsen_py.checker.verdict import KAFKA
+from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record, op_to_record
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import NATIVE, Conventions, HistoryError, Rejections
+
+if TYPE_CHECKING:
+    from jepsen_py.checker.engine import KeyResult
 
 FILE_SHIFT = 40
 LINE_MASK = (1 << FILE_SHIFT) - 1
@@ -67,9 +80,21 @@ FILE_RUN = "\x00"
 
 _WHITESPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: the JSONL reader's blank lines
 
+COPY = "\x1e"
+"""Prefix of a copy of an ``assign``/``subscribe`` line handed to another key's group."""
+
+NOT_UTF8_LINE = "\x1f"
+"""What the job puts in place of a line that is not UTF-8 (no JSON line is this)."""
+
+REASSIGN_PATTERN = r'"f"[ \t\r\n]*:[ \t\r\n]*"(assign|subscribe)"'
+"""How the job spots ``assign``/``subscribe`` lines (a Java and a Python regex alike)."""
+
+_REASSIGN = re.compile(REASSIGN_PATTERN)
+
 RESULT_DDL = (
     "model string, verdict string, ops long, seconds double, explanation string, "
-    "witness string, anomalies string, fs array<string>, "
+    "witness string, anomalies string, kafka string, linearizable string, "
+    "consistency string, violations array<string>, fs array<string>, "
     "rejections array<struct<pos:long, reason:string, key:string, run:string, stage:string>>, "
     "pair_proc array<long>, pair_inv array<long>, pair_code array<long>, "
     "mismatches long, client_ops long, needs_ordinal boolean, "
@@ -108,6 +133,8 @@ class JobSpec:
     timeout: float | None = None
     max_witnesses: int = 100
     """Witnesses kept per anomaly per key (the counts are always exact)."""
+    consistency: str = KAFKA
+    """``--consistency``: what decides a Kafka-log key's verdict."""
     holes: dict[int, tuple[int, ...]] = attrs.field(factory=dict)
     """Per file id, the sorted lines that are not ops (blank or rejected): an op without an
     ``index`` field is numbered by its ordinal among the file's ops, as the local readers
@@ -172,6 +199,8 @@ def decode(fmt: str, text: str, ordinal: int, line: int) -> Op | None:
 
 def decode_record(fmt: str, text: str, ordinal: int, line: int) -> tuple[Op | None, bool]:
     """`decode`, and whether the op took its index from ``ordinal`` (no ``index`` field)."""
+    if text == NOT_UTF8_LINE:
+        raise LineError(NOT_UTF8)
     if fmt == "jsonl":
         if text[:1] != "{" and not text.strip(_WHITESPACE):  # "{": an op, not blank
             return None, False
@@ -318,6 +347,7 @@ def check_group(
     where: list[int] = []  # the position of each op of ``ops``
     pairs = _Pairs()
     mismatches = 0
+    copies = 0
     needs_ordinal = False
     fs: set[str] = set()
     file_models: set[str] = set()
@@ -331,12 +361,23 @@ def check_group(
         file_id, line = pos >> FILE_SHIFT, pos & LINE_MASK  # `file_of`, `line_of`
         fmt = formats[file_id]
         number = line - 1 if ordinal is None else ordinal(file_id, line)
+        copy = text[:1] == COPY
+        if copy:
+            text = text[1:]
         try:
             op, defaulted = decode_record(fmt, text, number, line)
         except LineError as exc:
-            rejections.append((pos, exc.reason, _text_or_none(exc.key), None, "parse"))
+            if not copy:
+                rejections.append((pos, exc.reason, _text_or_none(exc.key), None, "parse"))
             continue
         if op is None:
+            continue
+        if copy:
+            # another key's assign/subscribe: it moves this key's consumers too
+            if op.is_client and op.f in REASSIGN_FS and pos not in excluded:
+                ops.append(op)
+                where.append(pos)
+                copies += 1
             continue
         needs_ordinal = needs_ordinal or defaulted
         if not op.is_client:
@@ -347,6 +388,8 @@ def check_group(
         if run != run_eff or op.key != key:
             mismatches += 1
             continue
+        if op.f in REASSIGN_FS and not _REASSIGN.search(text):
+            mismatches += 1  # the job did not hand it to the other keys: group exactly
         pairs.see(op, pos)
         if pos in excluded:
             continue
@@ -372,10 +415,16 @@ def check_group(
         "explanation": None,
         "witness": None,
         "anomalies": None,
+        "kafka": None,
+        "linearizable": None,
+        "consistency": None,
+        "violations": None,
         "timed_out": False,
     }
     files = spec.files
-    if ops and model_name is not None:
+    if not fs or fs <= REASSIGN_FS:
+        out["model"] = None  # only assign/subscribe ops: they were handed to the keys
+    elif ops and model_name is not None:
         sink = Rejections("", strict=False)
         out.update(_check(spec, model_name, conventions, ops, sink, files, where))
         if len(sink):
@@ -395,13 +444,17 @@ def check_group(
         out["explanation"],
         out["witness"],
         out["anomalies"],
+        out["kafka"],
+        out["linearizable"],
+        out["consistency"],
+        out["violations"],
         sorted(fs),
         rejections,
         pairs.proc,
         pairs.inv,
         pairs.code,
         mismatches,
-        len(ops),
+        len(ops) - copies,
         needs_ordinal,
         out["timed_out"],
     )
@@ -480,18 +533,13 @@ def _check(
     if model_name == "log":
         try:
             with deadline(spec.timeout):
-                results, anomalies = engine.check_groups_log(group)
+                results, _ = engine.check_groups_log(group, spec.consistency, spec.max_witnesses)
         except _Timeout:
             return _timed_out(spec, time.perf_counter() - started, len(ops))
+        if not results:
+            return {"model": None}  # no send or poll: nothing of the log model to check
         (result,) = results
-        return {
-            "verdict": result.verdict.value,
-            "ops": result.ops,
-            "seconds": result.seconds,
-            "explanation": result.explanation,
-            "witness": _dumps([op_json(op, file_name(op)) for op in result.witness]),
-            "anomalies": _anomalies_json(anomalies, ops, spec.max_witnesses, file_name),
-        }
+        return log_fields(result, file_name)
     initial = UNSET if spec.initial is None else orjson.loads(spec.initial)
     model = model_named(model_name, initial)
     (result,) = engine.check_groups_wgl(
@@ -514,6 +562,37 @@ def _check(
     }
 
 
+def log_fields(result: KeyResult, file_name: Callable[[Op], str | None]) -> dict[str, Any]:
+    """The result columns of a Kafka-log key (an `engine.KeyResult`), as both Spark paths
+    return them: the verdict, the two properties and the anomalies (per name: count, class,
+    witnesses)."""
+    from jepsen_py.checker.anomalies import VIOLATIONS
+
+    table = {
+        name: {
+            "count": count,
+            "violation": name in VIOLATIONS,
+            "witnesses": [
+                [op_json(op, file_name(op)) for op in w] for w in result.anomalies.get(name, [])
+            ],
+        }
+        for name, count in sorted(result.counts.items())
+        if count
+    }
+    return {
+        "verdict": result.verdict.value,
+        "ops": result.ops,
+        "seconds": result.seconds,
+        "explanation": result.explanation,
+        "witness": _dumps([op_json(op, file_name(op)) for op in result.witness]),
+        "anomalies": _dumps(table) if table else None,
+        "kafka": result.kafka.value if result.kafka else None,
+        "linearizable": result.linearizable.value if result.linearizable else None,
+        "consistency": result.consistency,
+        "violations": list(result.violations),
+    }
+
+
 def _timed_out(spec: JobSpec, seconds: float, n: int) -> dict[str, Any]:
     return {
         "verdict": Verdict.UNKNOWN.value,
@@ -525,27 +604,6 @@ def _timed_out(spec: JobSpec, seconds: float, n: int) -> dict[str, Any]:
         "anomalies": None,
         "timed_out": True,
     }
-
-
-def _anomalies_json(
-    found: dict[str, list[list[Op]]],
-    ops: list[Op],
-    cap: int,
-    file_name: Callable[[Op], str | None],
-) -> str | None:
-    from jepsen_py.checker.anomalies import violations
-
-    broken = set(violations(found, ops))
-    table = {
-        name: {
-            "count": len(groups),
-            "violation": name in broken,
-            "witnesses": [[op_json(op, file_name(op)) for op in w] for w in groups[:cap]],
-        }
-        for name, groups in sorted(found.items())
-        if groups
-    }
-    return _dumps(table) if table else None
 
 
 def _dumps(value: Any) -> str:

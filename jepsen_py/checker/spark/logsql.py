@@ -35,16 +35,16 @@ same parser as the local readers, each line alone, no per-key state). The semant
   ``k + 1 - (observed offsets <= k)`` (a prefix count, the same bucketed scan). The first
   offset where the maximum reaches the end constraint is the violation.
 
-The anomalies are the same joins and windows: per offset / per value distinct counts
-(inconsistent offsets, duplicates), anti-joins against the values read (lost writes,
-unseen, aborted reads), a ``lag`` over each producer's acks (non-monotonic sends), and a
-consumer's position as the last non-null of its previous polls' ends since its last
-assign/subscribe (``last(..., ignorenulls)`` over a window), checked against the known
-offsets with bucketed prefix counts (poll skips, non-monotonic polls).
+The anomaly taxonomy (Kafka's guarantees) is the shared pass of `anomalies` itself, not a
+second formulation: each big key's lines are sorted by position within a partition and
+streamed through one `anomalies.Observer` (`stream_anomalies`, a ``mapInArrow``), which
+holds integers and values per offset and value, never the key's ops; the ``assign`` and
+``subscribe`` lines of the key's run come with them. The key's verdict is then
+`verdict.key_verdict`, the one every engine calls.
 
-The verdict and the explanation are `check_log`'s: the explanation of a problem found by
-SQL is written by running `check_log` on the handful of ops that witness it (their index
-and line are in every message), or, for a gap or the scan, with `check_log`'s own
+The linearizability result is `check_log`'s: the explanation of a problem found by SQL
+is written by running `check_log` on the handful of ops that witness it (their index and
+line are in every message), or, for a gap or the scan, with `check_log`'s own
 `_explain_order`. ``test_spark_verify`` checks verdicts, explanations and anomaly counts
 against the local checkers on hundreds of generated histories.
 
@@ -54,6 +54,7 @@ UNKNOWN here (the local engine decides it).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -61,11 +62,19 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from jepsen_py.checker.anomalies import ANOMALIES, INFORMATIONAL
-from jepsen_py.checker.kafka_log import freeze
+from jepsen_py.checker.anomalies import (
+    ANOMALIES,
+    REASSIGN_FS,
+    FinalRead,
+    KeyAnomalies,
+    Observer,
+    Problem,
+)
+from jepsen_py.checker.kafka_log import freeze, show
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.keycheck import (
+    COPY,
     FILE_RUN,
     INF_POS,
     PAIR_DONE,
@@ -77,10 +86,11 @@ from jepsen_py.checker.spark.keycheck import (
     decode_record,
     file_of,
     line_of,
-    op_json,
+    log_fields,
     process_id,
     process_repr,
 )
+from jepsen_py.checker.verdict import key_verdict
 from jepsen_py.history.op import Op
 
 if TYPE_CHECKING:
@@ -94,7 +104,6 @@ BUCKET = 1 << 16
 LIMIT = 1 << 62
 """Offsets, high watermarks and ``from`` must stay below this (in a long, with room)."""
 
-REASSIGN = ("assign", "subscribe")
 
 # A send ok (``ack``): how `check_log` reads it.
 ACK_OK, ACK_NOT_DICT, ACK_NO_OFFSET, ACK_NOT_INT, ACK_NEGATIVE, ACK_HUGE = range(6)
@@ -344,6 +353,9 @@ def check_keys(
         positions = [(pos,) for excluded in exclude.values() for pos in excluded]
         left_out = local_frame(spark, positions, "x_pos long")
         chosen = chosen.join(F.broadcast(left_out), chosen.pos == left_out.x_pos, "left_anti")
+    # the anomaly pass reads the copies of other keys' assign/subscribe lines; SQL does not
+    with_copies = chosen
+    chosen = chosen.where(~F.col("text").startswith(COPY))
     udf = F.udf(functools.partial(line_fields, spec), LINE_DDL, useArrow=False)
     parsed = (
         chosen.select("gid", "g_run", "g_key", "pos", udf("pos", "text").alias("p"))
@@ -362,6 +374,8 @@ def check_keys(
             .agg(
                 F.sum(F.when(client & ~fits, 1).otherwise(0)).alias("mismatches"),
                 F.sum(F.when(client & fits, 1).otherwise(0)).alias("ops"),
+                F.sum(F.when(client & fits & F.col("f").isin("send", "poll"), 1).otherwise(0))
+                .alias("log_ops"),
                 F.array_sort(F.collect_set(F.when(client & fits, F.col("f")))).alias("fs"),
                 F.max(F.when(client & fits, F.col("defaulted"))).alias("defaulted"),
                 F.array_distinct(F.collect_list(F.shiftright(F.col("pos"), 40))).alias("files"),
@@ -394,7 +408,8 @@ def check_keys(
         if not any(int(r["mismatches"] or 0) for r in stats.values()):
             # (a mismatch sends the whole job down the exact path: no use checking now)
             texts = chosen.select("pos", "text")
-            checked = _Checker(spark, stream, texts, spec, len(idents)).run()
+            found = stream_anomalies(spark, with_copies, spec, len(idents))
+            checked = _Checker(spark, stream, texts, spec, len(idents)).run(found)
     except BaseException:
         if stream is not None:
             stream.unpersist()
@@ -413,6 +428,9 @@ def check_keys(
         result = checked.get(gid, {})
         fs = tuple(row["fs"] or ()) if row else ()
         ops = int(row["ops"] or 0) if row else 0
+        log_ops = int(row["log_ops"] or 0) if row else 0
+        if fs and set(fs) <= REASSIGN_FS:
+            result = {}  # assign/subscribe alone: handed to the keys, no key of its own
         groups.append(
             Group(
                 run_eff=run,
@@ -420,11 +438,15 @@ def check_keys(
                 files=tuple(sorted(int(f) for f in (row["files"] or ()))) if row else (),
                 model="log" if result else None,
                 verdict=result.get("verdict"),
-                ops=ops,
+                ops=log_ops,
                 seconds=seconds / max(1, len(idents)),
                 explanation=result.get("explanation"),
                 witness=result.get("witness"),
                 anomalies=result.get("anomalies"),
+                kafka=result.get("kafka"),
+                linearizable=result.get("linearizable"),
+                consistency=result.get("consistency"),
+                violations=tuple(result.get("violations") or ()),
                 fs=fs,
                 mismatches=int(row["mismatches"] or 0) if row else 0,
                 client_ops=ops,
@@ -438,50 +460,22 @@ def check_keys(
 
 def _stream(ops: DataFrame) -> DataFrame:
     """Every op with what its process did around it, from one window over (key, process)
-    by position: the invocation a completion completes (``i_*``), the op after it
-    (``n_*``), the producer's previous acknowledged offset, and a consumer's position and
-    previous poll since its last assign/subscribe."""
+    by position: the invocation a completion completes (``i_*``) and the op after it
+    (``n_*``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     order = Window.partitionBy("gid", "proc").orderBy("pos")
-    before = order.rowsBetween(Window.unboundedPreceding, -1)
     previous = [
         F.lag(c).over(order).alias(f"i_{c}")
         for c in ("type", "f", "pos", "val", "fkind", "fnum", "fstrict")
     ]
     following = [F.lead(c).over(order).alias(f"n_{c}") for c in ("type", "f", "pos")]
-    acked = F.when((F.col("type") == "ok") & (F.col("f") == "send"), F.col("aoff"))
-    first = ops.select(
-        "*",
-        *previous,
-        *following,
-        F.last(acked, ignorenulls=True).over(before).alias("prev_aoff"),
-        F.last(F.when(acked.isNotNull(), F.col("pos")), ignorenulls=True)
-        .over(before)
-        .alias("prev_apos"),
-    )
+    first = ops.select("*", *previous, *following)
     matched = (
         (F.col("type") != "invoke") & (F.col("i_type") == "invoke") & (F.col("i_f") == F.col("f"))
     )
-    event = matched & (F.col("f") == "poll") & (F.col("type") == "ok") & F.col("pdict")
-    reset = F.col("f").isin(*REASSIGN)
-    end = F.coalesce(F.col("last_wf") + 1, F.col("i_fstrict"))
-    second = first.select(
-        "*",
-        matched.alias("matched"),
-        event.alias("event"),
-        F.last(F.when(reset, F.col("pos")), ignorenulls=True).over(before).alias("reset_at"),
-        F.last(F.when(event & end.isNotNull(), F.struct(F.col("pos").alias("at"), end.alias("x"))),
-               ignorenulls=True).over(before).alias("last_end"),
-        F.last(F.when(event, F.col("pos")), ignorenulls=True).over(before).alias("last_poll"),
-    )  # fmt: skip
-    since = F.coalesce(F.col("reset_at"), F.lit(-1))
-    position = F.when(F.col("last_end.at") > since, F.col("last_end.x"))
-    previous_poll = F.when(F.col("last_poll") > since, F.col("last_poll"))
-    return second.select(
-        "*", position.alias("position"), previous_poll.alias("previous_poll")
-    ).drop("last_end", "reset_at", "last_poll")
+    return first.select("*", matched.alias("matched"))
 
 
 def _pair_table(stream: DataFrame) -> DataFrame:
@@ -560,26 +554,27 @@ class _Checker:
         self.spec = spec
         self.n = n
 
-    def run(self) -> dict[int, dict[str, Any]]:
-
+    def run(self, found: dict[int, KeyAnomalies]) -> dict[int, dict[str, Any]]:
+        """Per gid, the key's result columns (`keycheck.log_fields`): linearizability
+        from the SQL, Kafka's guarantees from ``found``, the verdict from
+        `verdict.key_verdict`."""
         facts = self._facts()
         values = self._value_table(facts).localCheckpoint(eager=True)
         offsets = self._offset_table(facts).localCheckpoint(eager=True)
         try:
             first, keyed = self._problems(values, offsets)
-            found = _Anomalies(self.spark, self.stream, values, offsets).run(
-                self.spec.max_witnesses
-            )
         finally:
             values.unpersist()
             offsets.unpersist()
         positions: set[int] = set()
         for detail in [*first.values(), *keyed.values()]:
             positions.update(p for p in detail.get("refs", ()) if p is not None and p >= 0)
-        for per_key in found.values():
-            for entry in per_key.values():
-                for witness in entry.get("witnesses", ()):
-                    positions.update(witness)
+        for anomalies in found.values():
+            for witnesses in anomalies.witnesses.values():
+                for group in witnesses:
+                    positions.update(group)
+            for problem in anomalies.problems:
+                positions.update(problem.positions)
         ops_at = self._ops_at(positions)
         results: dict[int, dict[str, Any]] = {}
         for gid in range(self.n):
@@ -590,9 +585,10 @@ class _Checker:
                 )
             else:
                 verdict, explanation, witness = self._explain_key(keyed.get(gid), ops_at)
-            results[gid] = _combine(
-                verdict, explanation, witness, found.get(gid, {}), ops_at, self.spec
-            )
+            if gid in found:
+                results[gid] = _key_fields(
+                    verdict, explanation, witness, found[gid], ops_at, self.spec
+                )
         return results
 
     def _problems(
@@ -1102,12 +1098,12 @@ def _explain_bad_read(
     offset = detail["offset"]
     if detail["inv"] is None:
         text = (
-            f"read of a never-sent value: {value!r} at offset {offset} (seen at "
+            f"read of a never-sent value: {show(value)} at offset {offset} (seen at "
             f"{_where(seen)}) was never sent to this key"
         )
         return Verdict.ILLEGAL, text, [detail["seen"]]
     text = (
-        f"aborted read: {value!r} at offset {offset} (seen at {_where(seen)}) comes from "
+        f"aborted read: {show(value)} at offset {offset} (seen at {_where(seen)}) comes from "
         f"a send that failed at {_where(ops_at[detail['fail']])}"
     )
     return Verdict.ILLEGAL, text, sorted({detail["inv"], detail["fail"], detail["seen"]})
@@ -1206,47 +1202,131 @@ def _explain_scan(
     raise AssertionError("_explain_order always raises")
 
 
-def _combine(
-    verdict: Verdict,
+def _key_fields(
+    linearizable: Verdict,
     explanation: str | None,
     witness: list[int],
-    found: dict[str, dict[str, Any]],
+    found: KeyAnomalies,
     ops_at: dict[int, Op],
     spec: JobSpec,
 ) -> dict[str, Any]:
-    """`engine.check_groups_log`'s verdict and explanation from the check and the
-    anomalies (informational ones break nothing without a final read)."""
-    final = any(entry.get("final") for entry in found.values()) or bool(found.get("_final"))
-    names = sorted(n for n in ANOMALIES if found.get(n, {}).get("count"))
-    broken = {n for n in names if final or n not in INFORMATIONAL}
-    if names:
-        summary = "anomalies: " + ", ".join(
-            f"{n} ({found[n]['count']}{'' if n in broken else ', informational'})" for n in names
-        )
-        explanation = f"{explanation}; {summary}" if explanation else summary
-    if broken and verdict is Verdict.OK:
-        verdict = Verdict.ILLEGAL
+    """A big key's result columns, as the per-key path makes them (`keycheck.log_fields`
+    of an `engine.KeyResult`): the same verdict function, the same shapes."""
+    from jepsen_py.checker.engine import KeyResult
 
-    def as_json(pos: int) -> dict[str, Any] | None:
+    def line(pos: int) -> int | None:
         op = ops_at.get(pos)
-        return op_json(op, spec.files[file_of(pos)]) if op is not None else None
+        return op.line if op is not None else line_of(pos)
 
-    table = {
-        n: {
-            "count": found[n]["count"],
-            "violation": n in broken,
-            "witnesses": [
-                [j for j in (as_json(p) for p in w) if j is not None] for w in found[n]["witnesses"]
-            ],
+    verdict = key_verdict(linearizable, explanation, witness, found, spec.consistency, line)
+    result = KeyResult(
+        found.run,
+        found.key,
+        0,
+        verdict.verdict,
+        0.0,
+        verdict.explanation,
+        witness=[ops_at[p] for p in verdict.witness if p in ops_at],
+        consistency=verdict.consistency,
+        kafka=verdict.kafka,
+        linearizable=verdict.linearizable,
+        violations=verdict.violations,
+        counts={n: c for n, c in verdict.counts.items() if c},
+        anomalies={
+            name: [[ops_at[p] for p in w if p in ops_at] for w in witnesses]
+            for name, witnesses in found.witnesses.items()
+        },
+    )
+    where = {id(op): pos for pos, op in ops_at.items()}
+
+    def file_name(op: Op) -> str | None:
+        pos = where.get(id(op))
+        return spec.files[file_of(pos)] if pos is not None else None
+
+    fields = log_fields(result, file_name)
+    del fields["ops"], fields["seconds"]
+    return fields
+
+
+def stream_anomalies(
+    spark: SparkSession, lines: DataFrame, spec: JobSpec, n: int
+) -> dict[int, KeyAnomalies]:
+    """Run the anomaly pass (`anomalies.Observer`) over each gid of ``lines`` (``gid``,
+    ``pos``, ``text``; copies of other keys' assign/subscribe lines included): the lines
+    of a gid are sorted by position within one partition and streamed through one
+    observer (``mapPartitions`` over the sorted rows), which keeps per offset and value,
+    never the ops."""
+    partitions = max(1, min(n, spark.sparkContext.defaultParallelism * 2))
+    rows = (
+        lines.select("gid", "pos", "text")
+        .repartition(partitions, "gid")
+        .sortWithinPartitions("gid", "pos")
+        .rdd.mapPartitions(functools.partial(_observe_rows, spec))
+        .collect()
+    )
+    return {int(gid): _found_from_json(found) for gid, found in rows}
+
+
+def _observe_rows(spec: JobSpec, rows: Any) -> Any:
+    """The function of `stream_anomalies` (runs in a Python worker): (gid, found JSON) of
+    every gid of a partition whose rows come sorted by (gid, pos)."""
+    gid: int | None = None
+    observer: Observer | None = None
+
+    def done() -> tuple[int, str | None]:
+        assert observer is not None and gid is not None
+        keys = observer.finish()
+        return gid, _found_to_json(keys[0] if keys else None)
+
+    for g, pos, text in rows:
+        if g != gid:
+            if observer is not None:
+                yield done()
+            gid, observer = g, Observer(spec.max_witnesses)
+        assert observer is not None
+        copy = text[:1] == COPY
+        if copy:
+            text = text[1:]
+        file_id, line = file_of(pos), line_of(pos)
+        try:
+            op, _ = decode_record(spec.formats[file_id], text, spec.ordinal(file_id, line), line)
+        except LineError:
+            continue
+        if op is None or not op.is_client or (copy and op.f not in REASSIGN_FS):
+            continue
+        where = f"line {op.line}" if op.line is not None else f"index {op.index}"
+        observer.feed(pos, op.run, op.process, op.type, op.f, op.key, op.value, where=where)
+    if observer is not None:
+        yield done()
+
+
+def _found_to_json(found: KeyAnomalies | None) -> str | None:
+    if found is None:
+        return None
+    return orjson.dumps(
+        {
+            "counts": found.counts,
+            "witnesses": {n: [list(w) for w in ws] for n, ws in found.witnesses.items()},
+            "problems": [[p.reason, list(p.positions), p.premise] for p in found.problems],
+            "final": attrs.astuple(found.final),
+            "run": found.run,
+            "key": found.key,
         }
-        for n in names
-    }
-    return {
-        "verdict": verdict.value,
-        "explanation": explanation,
-        "witness": orjson.dumps([j for j in (as_json(p) for p in witness) if j]).decode(),
-        "anomalies": orjson.dumps(table).decode() if table else None,
-    }
+    ).decode()
+
+
+def _found_from_json(text: str | None) -> KeyAnomalies:
+    if text is None:
+        return KeyAnomalies(None, None, dict.fromkeys(ANOMALIES, 0), {})
+    data = orjson.loads(text)
+    return KeyAnomalies(
+        data["run"],
+        data["key"],
+        data["counts"],
+        {n: tuple(tuple(w) for w in ws) for n, ws in data["witnesses"].items()},
+        tuple(Problem(r, tuple(p), premise) for r, p, premise in data["problems"]),
+        FinalRead(*data["final"]),
+    )
 
 
 def _at(column: str, index: Any) -> Any:
@@ -1254,190 +1334,3 @@ def _at(column: str, index: Any) -> Any:
     from pyspark.sql import functions as F
 
     return F.get(F.col(column), index)
-
-
-def _first_of_each(column: str, field: str) -> Any:
-    """The elements of the sorted array ``column`` whose ``field`` differs from the one
-    before: the first of each run of equal ``field``."""
-    from pyspark.sql import functions as F
-
-    return F.filter(column, lambda x, i: (i == 0) | (x[field] != _at(column, i - 1)[field]))
-
-
-class _Anomalies:
-    """The anomaly finders of `anomalies.py` as SQL over the stream and the value and
-    offset tables, for every gid at once."""
-
-    def __init__(
-        self, spark: SparkSession, stream: DataFrame, values: DataFrame, offsets: DataFrame
-    ) -> None:
-        self.spark = spark
-        self.stream = stream
-        self.values = values
-        self.offsets = offsets
-
-    def run(self, cap: int) -> dict[int, dict[str, dict[str, Any]]]:
-        """Per gid, per anomaly: {"count": n, "witnesses": [[pos, ...], ...]} (the first
-        ``cap`` witnesses, in the local finder's order), and "_final" when the key has a
-        final read."""
-        from pyspark.sql import functions as F
-
-        values, offsets, s = self.values, self.offsets, self.stream
-        parts: list[DataFrame] = []
-        # one offset holding two values / one value at two offsets: per distinct other
-        # side, the first op that saw it; ordered by when the second one appeared
-        for name, table, other in (
-            ("inconsistent-offsets", offsets, "val"),
-            ("duplicate", values, "aoff"),
-        ):
-            firsts = _first_of_each("aobs", other)
-            distinct = table.select(
-                "gid",
-                F.array_sort(
-                    F.transform(
-                        firsts, lambda x: F.struct(x["pos"].alias("pos"), x["k"].alias("k"))
-                    )
-                ).alias("xs"),
-            )
-            parts.append(distinct.where(F.size("xs") > 1).select(
-                "gid", F.lit(name).alias("name"), _at("xs", 1)["pos"].alias("o1"),
-                _at("xs", 1)["k"].alias("o2"), F.transform("xs", lambda x: x["pos"]).alias("w"),
-            ))  # fmt: skip
-        # the highest offset a poll returned, and the first poll that returned it
-        tops = (
-            offsets.where(F.col("read").isNotNull())
-            .groupBy("gid")
-            .agg(F.max(F.struct("off", (-F.col("read")).alias("npos"))).alias("t"))
-            .select(
-                "gid",
-                F.col("t.off").alias("max_read"),
-                (-F.col("t.npos")).alias("max_read_pos"),
-            )
-        )
-        unread = (
-            values.where(F.col("ack").isNotNull() & F.col("read").isNull())
-            .join(F.broadcast(tops), "gid", "left")
-            .select(
-                "gid",
-                F.col("ack.pos").alias("ack"),
-                _at("sends", 0).alias("inv"),
-                "max_read_pos",
-                (
-                    F.col("ack.aoff").isNotNull()
-                    & (F.col("ack.aoff") < F.coalesce(F.col("max_read"), F.lit(-1)))
-                ).alias("below"),
-            )
-        )
-        parts.append(unread.where(F.col("below")).select(
-            "gid", F.lit("lost-write").alias("name"), F.col("ack").alias("o1"),
-            F.lit(0).alias("o2"), F.array("inv", "ack", "max_read_pos").alias("w"),
-        ))  # fmt: skip
-        parts.append(unread.where(~F.col("below")).select(
-            "gid", F.lit("unseen").alias("name"), F.col("ack").alias("o1"), F.lit(0).alias("o2"),
-            F.array("inv", "ack").alias("w"),
-        ))  # fmt: skip
-        parts.append(values.where(
-            F.col("fail").isNotNull() & F.col("read").isNotNull() & (F.size("sends") > 0)
-        ).select(
-            "gid", F.lit("aborted-read").alias("name"), F.col("fail").alias("o1"),
-            F.lit(0).alias("o2"), F.array(_at("sends", 0), F.col("fail"), F.col("read")).alias(
-                "w"),
-        ))  # fmt: skip
-        acks = s.where(F.col("matched") & (F.col("f") == "send") & (F.col("type") == "ok"))
-        parts.append(acks.where(F.col("aoff") < F.col("prev_aoff")).select(
-            "gid", F.lit("nonmonotonic-send").alias("name"), F.col("pos").alias("o1"),
-            F.lit(0).alias("o2"), F.array("prev_apos", "pos").alias("w"),
-        ))  # fmt: skip
-        parts.extend(self._poll_order())
-        union = parts[0]
-        for part in parts[1:]:
-            union = union.unionByName(part)
-        finals = (
-            s.where((F.col("type") == "invoke") & (F.col("f") == "poll") & F.col("final"))
-            .select("gid", F.lit("_final").alias("name"), F.col("pos").alias("o1"),
-                    F.lit(0).alias("o2"), F.array().cast("array<long>").alias("w"))
-        )  # fmt: skip
-        rows = (
-            union.unionByName(finals)
-            .groupBy("gid", "name")
-            .agg(
-                F.count(F.lit(1)).alias("count"),
-                F.slice(F.array_sort(F.collect_list(F.struct("o1", "o2", "w"))), 1, cap).alias(
-                    "shown"
-                ),
-            )
-            .collect()
-        )
-        out: dict[int, dict[str, dict[str, Any]]] = {}
-        for row in rows:
-            if row["name"] == "_final":
-                out.setdefault(row["gid"], {})["_final"] = {"count": 0, "final": True}
-                continue
-            witnesses = [[int(p) for p in x["w"] if p is not None and p >= 0] for x in row["shown"]]
-            out.setdefault(row["gid"], {})[row["name"]] = {
-                "count": int(row["count"]),
-                "witnesses": witnesses,
-            }
-        return out
-
-    def _poll_order(self) -> list[DataFrame]:
-        """poll-skip and nonmonotonic-poll from each consumer's position (`_stream`), the
-        skipped stretches checked against the known offsets by a prefix count."""
-        from pyspark.sql import functions as F
-
-        polls = self.stream.where(F.col("event"))
-        start = F.col("i_fstrict")
-        position = F.col("position")
-        seek = start.isNotNull() & (position.isNull() | (start < position))
-        previous = F.when(seek, F.lit(-1)).otherwise(F.coalesce(F.col("previous_poll"), F.lit(-1)))
-        p0 = F.coalesce(start, position)
-        first = F.col("first_wf")
-        back = F.coalesce(F.col("intra_back"), F.lit(False)) | (
-            p0.isNotNull() & first.isNotNull() & (first < p0)
-        )
-        interval = "struct<a:long,b:long>"
-        steps = polls.select(
-            "gid", "pos", F.col("i_pos").alias("inv"), previous.alias("previous"),
-            back.alias("back"),
-            F.concat(
-                F.coalesce(F.col("gaps"), F.array().cast(f"array<{interval}>")),
-                F.filter(F.array(
-                    F.when(start.isNotNull() & position.isNotNull() & (start > position),
-                           F.struct(position.alias("a"), start.alias("b"))),
-                    F.when(p0.isNotNull() & first.isNotNull() & (first > p0),
-                           F.struct(p0.alias("a"), first.alias("b"))),
-                ), lambda x: x.isNotNull()),
-            ).alias("spans"),
-        )  # fmt: skip
-        spans = steps.select("gid", "pos", F.explode("spans").alias("i")).select(
-            "gid", "pos", F.col("i.a").alias("a"), F.col("i.b").alias("b")
-        )
-        known = self.offsets.where(F.size("aobs") > 0).select("gid", F.col("off").alias("x"))
-        none_long = F.lit(None).cast("long")
-        # queries (ord 0) before the known offsets (ord 1) at the same x: pcnt counts the
-        # known offsets below x, and [a, b) holds one iff count(<b) > count(<a)
-        events = known.select(
-            "gid", "x", F.lit(1).alias("ord"), F.lit(1).alias("c"), none_long.alias("pos"),
-            none_long.alias("a"), none_long.alias("b"),
-        ).unionByName(spans.select(
-            "gid", F.col("a").alias("x"), F.lit(0).alias("ord"), F.lit(0).alias("c"), "pos",
-            "a", "b",
-        )).unionByName(spans.select(
-            "gid", F.col("b").alias("x"), F.lit(0).alias("ord"), F.lit(0).alias("c"), "pos",
-            "a", "b",
-        ))  # fmt: skip
-        counted = prefix_scan(events.withColumn("s", F.lit(0)), "s", "c").where(F.col("ord") == 0)
-        ends = counted.groupBy("gid", "pos", "a", "b").agg(
-            F.min(F.when(F.col("x") == F.col("a"), F.col("pcnt"))).alias("below_a"),
-            F.min(F.when(F.col("x") == F.col("b"), F.col("pcnt"))).alias("below_b"),
-        )
-        skipped = ends.where(F.col("below_b") > F.col("below_a")).select("gid", "pos").distinct()
-        skip_rows = steps.join(skipped, ["gid", "pos"]).select(
-            "gid", F.lit("poll-skip").alias("name"), F.col("pos").alias("o1"),
-            F.lit(0).alias("o2"), F.array("previous", "inv", "pos").alias("w"),
-        )  # fmt: skip
-        back_rows = steps.where(F.col("back")).select(
-            "gid", F.lit("nonmonotonic-poll").alias("name"), F.col("pos").alias("o1"),
-            F.lit(0).alias("o2"), F.array("previous", "inv", "pos").alias("w"),
-        )  # fmt: skip
-        return [skip_rows, back_rows]

@@ -4,7 +4,9 @@
   field, or the file the ops came from), ``key``, ``model``, ``verdict``, ``ops``,
   ``anomalies`` (name -> count), ``time`` (seconds of checking), ``file``,
   ``explanation`` (the counterexample in words), ``rejected_lines``, ``engine``
-  (``per-key`` or ``sql``) and ``witness`` (the witnessing ops, JSON);
+  (``per-key`` or ``sql``), ``witness`` (the witnessing ops, JSON) and, for Kafka logs,
+  ``consistency`` (what decided), ``kafka`` and ``linearizable`` (the two properties'
+  verdicts) and ``violations`` (what made the key illegal);
 - ``anomalies.json``: one row per (run, key, anomaly) with its count, whether it is a
   violation, and the witnessing ops of the first occurrences;
 - ``rejected.json``: every rejected line brought back (file, line, reason, key, run);
@@ -32,7 +34,8 @@ if TYPE_CHECKING:
 VERDICT_DDL = (
     "run string, key string, model string, verdict string, ops long, "
     "anomalies map<string, long>, time double, file string, explanation string, "
-    "rejected_lines long, engine string, witness string"
+    "rejected_lines long, engine string, witness string, consistency string, kafka string, "
+    "linearizable string, violations array<string>"
 )
 VERDICT_COLUMNS = (
     "run",
@@ -47,6 +50,10 @@ VERDICT_COLUMNS = (
     "rejected_lines",
     "engine",
     "witness",
+    "consistency",
+    "kafka",
+    "linearizable",
+    "violations",
 )
 
 
@@ -112,11 +119,7 @@ def rows_from_inputs(results: list[InputResult]) -> list[dict[str, Any]]:
     rows = []
     for result in results:
         for key in result.keys:
-            counts: dict[str, int] = {}
-            for name, groups in result.anomalies.items():
-                mine = [g for g in groups if g and g[0].key == key.key]
-                if mine:
-                    counts[name] = len(mine)
+            counts = {name: n for name, n in key.counts.items() if n}
             rows.append(
                 {
                     "run": key.run if key.run is not None else result.path,
@@ -138,6 +141,10 @@ def rows_from_inputs(results: list[InputResult]) -> list[dict[str, Any]]:
                     ).decode()
                     if key.witness
                     else None,
+                    "consistency": key.consistency,
+                    "kafka": key.kafka.value if key.kafka else None,
+                    "linearizable": key.linearizable.value if key.linearizable else None,
+                    "violations": list(key.violations),
                 }
             )
     rows.sort(key=lambda row: (str(row["run"]), row["key"] is None, str(row["key"])))
@@ -168,6 +175,10 @@ def write_local(folder: str, rows: list[dict[str, Any]], summary: dict[str, Any]
             ("rejected_lines", pa.int64()),
             ("engine", pa.string()),
             ("witness", pa.string()),
+            ("consistency", pa.string()),
+            ("kafka", pa.string()),
+            ("linearizable", pa.string()),
+            ("violations", pa.list_(pa.string())),
         ]
     )
     table = pa.Table.from_pylist(

@@ -1,8 +1,8 @@
 """The SparkSession of ``kmodel verify --engine spark``: where it runs, how quiet it is, and
 how it survives a failed task.
 
-- Master: ``local[*]`` by default (every core of this machine, the embedded default of
-  DESIGN.md), written ``local[*,4]`` so that a failed task is retried up to 4 times as it
+- Master: ``local[*]`` by default (every core of this machine: the embedded default),
+  written ``local[*,4]`` so that a failed task is retried up to 4 times as it
   would be on a cluster (plain ``local[N]`` never retries). ``--master`` takes any Spark
   master URL (``spark://host:7077``, ``yarn``, ``k8s://...``); there the cluster's own
   ``spark.task.maxFailures`` (4 by default) applies.
@@ -14,6 +14,9 @@ how it survives a failed task.
   "Setting default log level" notice).
 - Progress: Spark's own console progress bar (stage, tasks done / total) on stderr when
   stderr is a terminal; ``--json`` output on stdout is never mixed with it.
+- Failure to start: the JVM's own words (spark-submit's error, Java's) are kept as they
+  pass through the filter, and `SparkStartError` carries the last of them: a bad
+  ``--master`` says what Spark says about it, not just that the gateway exited.
 - Python workers run the interpreter of this process (``spark.pyspark.python``), so they
   import the same ``jepsen_py``; a cluster gets the package shipped with ``addPyFile``
   (`ship_package`), or through ``spark-submit --py-files`` (docs/spark.md).
@@ -22,20 +25,61 @@ how it survives a failed task.
 from __future__ import annotations
 
 import os
-import subprocess
+import re
 import sys
 import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import attrs
+
+from jepsen_py.history.validate import clip
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+
+MASTER_FORMS = (
+    "local",
+    "local[N]",
+    "local[*]",
+    "local[N,F]",
+    "local-cluster[N,C,M]",
+    "spark://HOST:PORT",
+    "yarn",
+    "k8s://URL",
+    "mesos://HOST:PORT",
+)
+"""The Spark master URLs Spark accepts (its ``SparkContext.createTaskScheduler``)."""
+
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
+    r"|spark://\S+(:[0-9]+)?(,\S+)*|yarn|k8s://\S+|mesos://\S+"
+)
+
+_MEMORY = re.compile(r"[0-9]+[kmgtp]?b?", re.IGNORECASE)
+
+
+def master_problem(master: str) -> str | None:
+    """Why ``master`` is not a Spark master URL, or None (checked before Spark starts)."""
+    if _MASTER.fullmatch(master):
+        return None
+    return f"--master {master!r} is not a Spark master URL: expected {', '.join(MASTER_FORMS)}"
+
+
+def memory_problem(size: str) -> str | None:
+    """Why ``size`` is not a JVM memory size such as 2g or 512m, or None."""
+    if _MEMORY.fullmatch(size.strip()):
+        return None
+    return f"--driver-memory {size!r} is not a memory size: write e.g. 2g, 4096m"
+
+
+class SparkStartError(RuntimeError):
+    """Spark did not start; the message is Spark's (or Java's) own reason."""
+
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_RETRIES = 4
@@ -55,6 +99,10 @@ class SessionOptions:
     """None: a progress bar when stderr is a terminal."""
     app_name: str = "kmodel-verify"
     extra_conf: tuple[tuple[str, str], ...] = ()
+    verbose: bool = False
+    """Spark's log with its exceptions' traces, and the loggers that report task and
+    start-up failures (which otherwise come back as one line: `SparkStartError`, the
+    job's error)."""
 
 
 def is_local(master: str) -> bool:
@@ -78,7 +126,7 @@ appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = spark %p %c{{1}}: %m%n%ex
+appender.console.layout.pattern = spark %p %c{{1}}: %m%n{traces}
 rootLogger.level = {level}
 rootLogger.appenderRef.stdout.ref = console
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
@@ -89,14 +137,31 @@ logger.blockmanager.name = org.apache.spark.storage.BlockManager
 logger.blockmanager.level = error
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = {level}
-"""
+{quiet}"""
+
+_QUIET = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.scheduler.TaskSchedulerImpl",
+    "org.apache.spark.SparkContext",
+    "org.apache.spark.api.python.PythonRunner",
+    "org.apache.spark.util.Utils",
+)
+"""Loggers whose errors this program reports itself, in one line (unless verbose)."""
 
 
-def _log4j_file(level: str) -> str:
+def _log4j_file(level: str, verbose: bool = False) -> str:
     folder = Path(tempfile.gettempdir()) / "kmodel-spark"
     folder.mkdir(exist_ok=True)
-    target = folder / f"log4j2-{level.lower()}.properties"
-    text = _LOG4J.format(level=level.lower())
+    target = folder / f"log4j2-{level.lower()}{'-verbose' if verbose else ''}.properties"
+    quiet = (
+        ""
+        if verbose
+        else "".join(
+            f"logger.q{i}.name = {name}\nlogger.q{i}.level = off\n" for i, name in enumerate(_QUIET)
+        )
+    )
+    text = _LOG4J.format(level=level.lower(), traces="%ex" if verbose else "", quiet=quiet)
     if not target.exists() or target.read_text() != text:
         scratch = target.with_suffix(f".{os.getpid()}.tmp")
         scratch.write_text(text)
@@ -116,7 +181,7 @@ def start(options: SessionOptions) -> SparkSession:
     progress = options.progress
     if progress is None:
         progress = sys.stderr.isatty()
-    log4j = _log4j_file(level)
+    log4j = _log4j_file(level, options.verbose)
     java_options = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
     # under spark-submit the JVM exists: its --master and driver settings stand
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
@@ -141,7 +206,7 @@ def start(options: SessionOptions) -> SparkSession:
     if options.shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(options.shuffle_partitions)
     settings.update(dict(options.extra_conf))
-    _launch_quietly(settings)
+    _launch_quietly(settings, verbose=options.verbose)
     builder = SparkSession.builder
     for name, value in settings.items():
         builder = builder.config(name, value)
@@ -157,9 +222,11 @@ _NOISE = (
 )
 
 
-def _launch_quietly(settings: dict[str, str]) -> None:
+def _launch_quietly(settings: dict[str, str], *, verbose: bool = False) -> None:
     """Start the JVM ourselves, its stderr piped through `_forward`, when this process has
-    no JVM yet (under ``spark-submit`` the JVM exists and its output is spark-submit's)."""
+    no JVM yet (under ``spark-submit`` the JVM exists and its output is spark-submit's).
+    Until Spark is up, the JVM's words are kept, not shown (unless ``verbose``): if it
+    fails to start, `SparkStartError` says why in one line."""
     from pyspark import SparkConf, SparkContext
 
     if (
@@ -173,34 +240,90 @@ def _launch_quietly(settings: dict[str, str]) -> None:
     conf = SparkConf()
     for name, value in settings.items():
         conf.set(name, value)
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    process = gateway.proc
-    if process is not None and process.stderr is not None:
-        threading.Thread(target=_forward, args=(process.stderr,), daemon=True).start()
-    SparkContext(conf=conf, gateway=gateway)
+    # our own pipe, read from before the JVM starts: if it dies at once, its last words
+    # are here to say why
+    read_end, write_end = os.pipe()
+    said: list[bytes] = []
+    live = threading.Event()
+    if verbose:
+        live.set()
+    reader = threading.Thread(target=_forward, args=(read_end, said, live), daemon=True)
+    reader.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except Exception as exc:
+        os.close(write_end)
+        reader.join(timeout=2.0)
+        raise SparkStartError(jvm_reason(said) or spark_reason(exc)) from exc
+    os.close(write_end)
+    try:
+        SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:
+        raise SparkStartError(spark_reason(exc)) from exc
+    live.set()
 
 
-def _forward(stream: IO[bytes]) -> None:
-    """Copy the JVM's stderr to ours, without the `_NOISE` lines. Progress bars end their
+def jvm_reason(said: list[bytes]) -> str | None:
+    """The JVM's error among its last lines: spark-submit's ``Error: ...``, an exception's
+    message, else its last line."""
+    lines = [raw.decode("utf-8", "replace").strip() for raw in said[-40:]]
+    lines = [line for line in lines if line and not line.startswith("at ")]
+    for line in lines:
+        if line.startswith(("Error:", "Exception in thread")) or "Exception:" in line:
+            return clip(_THREAD.sub("", line))
+    return clip(lines[-1]) if lines else None
+
+
+_THREAD = re.compile(r'^Exception in thread "[^"]*" ')
+_FAILURE = re.compile(r"^(Caused by: )?([\w$]+\.)*[\w$]*(Error|Exception)(: .*)?$|^\[[A-Z_.]+\] .*")
+_WRAPPERS = (
+    "py4j.protocol.Py4JJavaError",
+    "Py4JJavaError",
+    "An error occurred while calling",
+    "org.apache.spark.SparkException: Job aborted",
+    "pyspark.errors.exceptions",
+)
+
+
+def spark_reason(exc: BaseException) -> str:
+    """Spark's own reason for a failure, in one line, cut to a few hundred characters:
+    the root cause (the last ``Caused by:``, or the last ``...Error: ...`` line: a Python
+    worker's error comes last in a Java trace), else the first line."""
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = [line for line in lines if _FAILURE.match(line) and not line.startswith("at ")]
+    specific = [line for line in found if not line.startswith(_WRAPPERS)]
+    causes = [line for line in specific if line.startswith("Caused by: ")]
+    pick = (causes or specific or found or lines or [type(exc).__name__])[-1]
+    return clip(_THREAD.sub("", pick.removeprefix("Caused by: ")))
+
+
+def _forward(fd: int, said: list[bytes], live: threading.Event) -> None:
+    """Copy the JVM's stderr (file descriptor ``fd``) to ours once ``live`` is set, without
+    the `_NOISE` lines, and keep its last lines in ``said``. Progress bars end their
     segments with a carriage return: segments are forwarded as soon as they end."""
     out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
     pending = b""
     while True:
         try:
-            chunk = os.read(stream.fileno(), 65536)
+            chunk = os.read(fd, 65536)
         except OSError:
             return
         if not chunk:
+            if pending:
+                said.append(pending)
+            os.close(fd)
             return
         pending += chunk
         cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
         if not cut:
             continue
         ready, pending = pending[:cut], pending[cut:]
-        kept = b"".join(
-            segment for segment in ready.splitlines(keepends=True) if not segment.startswith(_NOISE)
-        )
-        if kept and out is not None:
+        segments = [s for s in ready.splitlines(keepends=True) if not s.startswith(_NOISE)]
+        said.extend(segments)
+        del said[:-100]
+        kept = b"".join(segments)
+        if kept and out is not None and live.is_set():
             try:
                 out.write(kept)
                 out.flush()

@@ -1,0 +1,235 @@
+"""The verdict on one key (partition) of a Kafka-log history: the one function
+(`key_verdict`) that ``kmodel test``, the local engine and the Spark engine all call, so
+that one history never gets two verdicts.
+
+A key has two properties (docs/checking.md):
+
+- **Kafka's guarantees** (`anomalies`): ILLEGAL when an anomaly classed as a violation
+  occurs; UNKNOWN when the key cannot be judged (a value sent twice, ops that are not of the
+  history format's shape) or when its final read did not reach the end of the log (its
+  unread writes then prove nothing: the final-read rule); else OK;
+- **linearizability** of the partition log (`kafka_log.check_log`, exact).
+
+``consistency`` says which decides: ``kafka`` (the default; linearizability is reported
+beside it) or ``linearizable`` (Kafka's guarantees are reported beside it). A verdict
+other than OK always says why; ILLEGAL names its violations (anomalies, or
+``nonlinearizable``) and their witnessing ops, by history line.
+
+`check_keys` runs both checks over a list of ops and gives every key its verdict: the
+runner hands it a whole run's history, the engines one key's ops (with the ``assign`` and
+``subscribe`` ops of its run).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from jepsen_py.checker.anomalies import (
+    ANOMALIES,
+    DESCRIPTIONS,
+    LOG_FS,
+    VIOLATIONS,
+    FinalRead,
+    KeyAnomalies,
+    Observer,
+)
+from jepsen_py.checker.kafka_log import LogResult, check_log
+from jepsen_py.checker.result import Verdict
+from jepsen_py.history.op import Op
+
+KAFKA = "kafka"
+LINEARIZABLE = "linearizable"
+CONSISTENCIES = (KAFKA, LINEARIZABLE)
+"""``--consistency``: what decides a Kafka-log key's verdict."""
+
+NONLINEARIZABLE = "nonlinearizable"
+"""The violation named when linearizability decides and fails."""
+
+LineOf = Callable[[int], "int | None"]
+
+
+@attrs.frozen
+class KeyVerdict:
+    """One key's verdict, the two properties it comes from, and why."""
+
+    verdict: Verdict
+    """What decides under ``consistency``."""
+    consistency: str
+    kafka: Verdict
+    linearizable: Verdict
+    violations: tuple[str, ...]
+    """What makes ``verdict`` ILLEGAL: anomalies classed as violations (``kafka``), or
+    `NONLINEARIZABLE` (``linearizable``); empty otherwise."""
+    counts: dict[str, int]
+    """Every anomaly's count (informational ones too)."""
+    witness: tuple[int, ...]
+    """Positions of the ops that witness the first violation (or the failure to
+    linearize, or what left the verdict unknown)."""
+    explanation: str | None
+    final_read: FinalRead = attrs.field(factory=FinalRead)
+
+    @property
+    def informational(self) -> tuple[str, ...]:
+        """Anomalies found that are not violations."""
+        return tuple(n for n in ANOMALIES if self.counts.get(n) and n not in VIOLATIONS)
+
+
+def _lines(positions: Sequence[int], line_of: LineOf) -> str:
+    lines = [line_of(p) for p in positions]
+    return ", ".join(str(n) if n is not None else "?" for n in lines)
+
+
+def key_verdict(
+    linearizable: Verdict,
+    linearizable_explanation: str | None,
+    linearizable_witness: Sequence[int],
+    found: KeyAnomalies,
+    consistency: str,
+    line_of: LineOf,
+) -> KeyVerdict:
+    """The verdict on one key from its two checks (see the module docstring).
+    ``line_of`` turns a position into the op's history line (for explanations)."""
+    if consistency not in CONSISTENCIES:
+        raise ValueError(f"consistency {consistency!r}: expected one of {CONSISTENCIES}")
+    premise = next((p for p in found.problems if p.premise), None)
+    problem = next((p for p in found.problems if not p.premise), None)
+    broken = [] if premise is not None else [n for n in found.found() if n in VIOLATIONS]
+    if broken:
+        kafka = Verdict.ILLEGAL
+    elif premise is not None or problem is not None or found.final.unfinished:
+        kafka = Verdict.UNKNOWN
+    else:
+        kafka = Verdict.OK
+    kafka_text = _kafka_text(kafka, broken, found, premise or problem, line_of)
+    if linearizable is Verdict.OK:
+        lin_text = "linearizable: yes"
+    else:
+        lin_text = f"linearizable: {'no' if linearizable is Verdict.ILLEGAL else 'unknown'}"
+        if linearizable_explanation:
+            lin_text += f" ({linearizable_explanation})"
+    informational = [n for n in found.found() if n not in VIOLATIONS]
+    info_text = (
+        "informational: " + ", ".join(f"{n} ({found.counts[n]})" for n in informational)
+        if informational
+        else None
+    )
+    if consistency == KAFKA:
+        verdict = kafka
+        violations = tuple(broken)
+        first, beside = kafka_text, (lin_text if linearizable is not Verdict.OK else None)
+        if broken:
+            witness = found.witnesses[broken[0]][0]
+        elif kafka is Verdict.UNKNOWN and (premise or problem) is not None:
+            witness = (premise or problem).positions  # type: ignore[union-attr]
+        else:
+            witness = ()
+    else:
+        verdict = linearizable
+        violations = (NONLINEARIZABLE,) if linearizable is Verdict.ILLEGAL else ()
+        first = lin_text if linearizable is not Verdict.OK else None
+        if linearizable is Verdict.ILLEGAL:
+            first = f"violated: {NONLINEARIZABLE} ({linearizable_explanation})"
+        beside = kafka_text if kafka is not Verdict.OK else None
+        witness = tuple(linearizable_witness)
+        if beside is not None:
+            beside = "Kafka's guarantees: " + beside
+    parts = [p for p in (first, beside, info_text) if p]
+    return KeyVerdict(
+        verdict,
+        consistency,
+        kafka,
+        linearizable,
+        violations,
+        dict(found.counts),
+        tuple(sorted(witness)),
+        "; ".join(parts) if parts else None,
+        found.final,
+    )
+
+
+def _kafka_text(
+    kafka: Verdict,
+    broken: list[str],
+    found: KeyAnomalies,
+    problem: Any,
+    line_of: LineOf,
+) -> str | None:
+    if kafka is Verdict.ILLEGAL:
+        clauses = [
+            f"{name} ({found.counts[name]}): {DESCRIPTIONS[name]} "
+            f"(lines {_lines(found.witnesses[name][0], line_of)})"
+            for name in broken
+        ]
+        return "violated: " + "; ".join(clauses)
+    if kafka is Verdict.UNKNOWN:
+        if problem is not None:
+            return f"not decided: {problem.reason} (lines {_lines(problem.positions, line_of)})"
+        return (
+            "not decided: the final read of this key never reached the end of the log, "
+            "so what it did not return proves nothing"
+        )
+    return None
+
+
+@attrs.frozen
+class KeyCheck:
+    """One key checked: its verdict, and the two checks it comes from."""
+
+    run: Any
+    key: Any
+    ops: int
+    """The key's client ops (send and poll lines)."""
+    verdict: KeyVerdict
+    log: LogResult
+    anomalies: KeyAnomalies
+    seconds: float
+
+
+def check_keys(
+    ops: Sequence[Op],
+    consistency: str = KAFKA,
+    *,
+    line_of: LineOf | None = None,
+    max_witnesses: int | None = None,
+) -> list[KeyCheck]:
+    """Both checks and the verdict for every (run, key) with send or poll ops in ``ops``
+    (a history in order; ``assign``/``subscribe`` ops of a run apply to all its keys).
+    Positions are indices into ``ops``; ``line_of`` names their lines (default: the op's
+    ``line``, else its index + 1). Keys come sorted by (run, key)."""
+    started = time.perf_counter()
+    lines = line_of or (lambda p: ops[p].line if ops[p].line is not None else p + 1)
+    observer = Observer(max_witnesses)
+    feed = observer.feed
+    per_key: dict[tuple[Any, Any], list[Op]] = {}
+    where: dict[int, int] = {}  # id(op) -> position, for check_log's witness
+    for pos, op in enumerate(ops):
+        label = f"line {op.line}" if op.line is not None else f"index {op.index}"
+        feed(pos, op.run, op.process, op.type, op.f, op.key, op.value, where=label)
+        if op.f in LOG_FS and op.is_client:
+            per_key.setdefault((op.run, op.key), []).append(op)
+            where[id(op)] = pos
+    found = {(k.run, k.key): k for k in observer.finish()}
+    shared = time.perf_counter() - started
+    out = []
+    for ident in sorted(per_key, key=lambda g: (str(g[0]), g[1] is None, str(g[1]))):
+        began = time.perf_counter()
+        mine = per_key[ident]
+        log = check_log(mine)
+        anomalies = found.get(ident) or KeyAnomalies(
+            ident[0], ident[1], dict.fromkeys(ANOMALIES, 0), {}
+        )
+        verdict = key_verdict(
+            log.verdict,
+            log.explanation,
+            [where[id(op)] for op in log.witness],
+            anomalies,
+            consistency,
+            lines,
+        )
+        seconds = time.perf_counter() - began + shared / max(1, len(per_key))
+        out.append(KeyCheck(ident[0], ident[1], len(mine), verdict, log, anomalies, seconds))
+    return out
