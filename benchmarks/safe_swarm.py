@@ -10,9 +10,10 @@ clients, 60 s of logical time, then heal, recovery and final reads. Runs are spr
 ``--workers`` processes (each run is a deterministic function of its seed, so the figures do
 not depend on how they are spread).
 
-Prints ONE JSON line: runs, verdict counts, lost and inconsistent writes, the runs that lost
-writes by mechanism (and the unexplained ones, with their seeds), the violations counted
-over invalid runs, and the wall time.
+Prints ONE JSON line: runs, verdict counts (under ``--consistency kafka``), linearizability
+verdicts beside them, lost and inconsistent writes, the runs that lost writes by mechanism
+(and the unexplained ones, with their seeds), the violations counted over invalid runs, the
+runs showing each informational anomaly (``stale-read``, ``unseen``), and the wall time.
 
     .venv/bin/python benchmarks/safe_swarm.py [--runs 500] [--seed 1] [--workers 2]
 """
@@ -41,6 +42,8 @@ def one_run(seed: int) -> dict[str, Any]:
         "seed": seed,
         "verdict": outcome.verdict,
         "violations": r["violations"],
+        "informational": r.get("informational", {}),
+        "linearizable": r["linearizable"]["verdict"],
         "lost": r["lost_acknowledged_writes"],
         "inconsistent": r["inconsistent_offsets"],
         "mechanisms": sorted({e["mechanism"] for e in r["loss_explanations"]}),
@@ -69,6 +72,8 @@ def main() -> None:
                 )
     verdicts = Counter(r["verdict"] for r in results)
     violations = Counter(v for r in results for v in r["violations"])
+    informational = Counter(n for r in results for n in r["informational"])
+    linearizable = Counter(r["linearizable"] for r in results)
     by_mechanism = Counter(m for r in results for m in r["mechanisms"])
     lossy = [r for r in results if r["lost"]]
     unexplained = [
@@ -85,6 +90,8 @@ def main() -> None:
                 "workers": args.workers,
                 "verdicts": dict(sorted(verdicts.items())),
                 "violations_in_invalid_runs": dict(sorted(violations.items())),
+                "runs_with_informational": dict(sorted(informational.items())),
+                "linearizability": dict(sorted(linearizable.items())),
                 "lost_acknowledged_writes": sum(r["lost"] for r in results),
                 "inconsistent_offsets": sum(r["inconsistent"] for r in results),
                 "runs_with_losses": len(lossy),
