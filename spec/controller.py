@@ -380,12 +380,15 @@ class Controller(Spec):
         """``partition_version_conflict`` only where two controllers can pass the
         ``/controller_epoch`` check: with the correct check, the controller whose version
         matches is the last one elected, and nobody else has written since it read. No
-        ``reject_stale_request`` where brokers accept stale epochs."""
+        ``reject_stale_request`` where brokers accept stale epochs, no ``write_refused``
+        where the store does not check ``/controller_epoch``."""
         skip = set()
         if not self.bugs & {"partition_version_only", "epoch_not_persisted"}:
             skip.add("partition_version_conflict")
         if "accept_stale_controller_epoch" in self.bugs:
             skip.add("reject_stale_request")
+        if self.bugs & {"unconditional_write", "partition_version_only"}:
+            skip.add("write_refused")
         return tuple(d for d in self._actions if d.name not in skip)
 
     # --- helpers -------------------------------------------------------------------------
@@ -1040,17 +1043,20 @@ class Controller(Spec):
 
     def columns(self, s: State) -> list[tuple[str, str, str]]:
         """One trace-table row: per broker, its session, the controller epoch it believes it
-        holds (``C2``: it thinks it is the controller of epoch 2), the controller epoch it
-        last applied, and per partition the leader epoch and leader it applied; then the
-        store; then every request sent so far."""
+        holds (``C2``: it thinks it is the controller of epoch 2) and its controller
+        context (the partition states it believes the store holds), the controller epoch it
+        last applied (``ctl``), and per partition the leader epoch and leader it applied;
+        then the store; then every request sent so far."""
         kraft = self.kraft
         cells: list[tuple[str, str, str]] = []
         for b, broker in zip(self.ids, s.brokers, strict=True):
             group = f"broker {b}"
             role = f"C{broker.active_epoch}" if broker.active else "-"
+            context = " ".join(ps.describe() for ps in broker.context) if broker.active else "-"
             cells += [
                 (group, "session", "yes" if b in s.store.sessions else "-"),
                 (group, "role", role),
+                (group, "context", context),
                 (group, "ctl", str(broker.controller_epoch)),
             ]
             for p, rep in enumerate(broker.replicas):

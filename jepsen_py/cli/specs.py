@@ -162,3 +162,37 @@ def check_bugs(spec_name: str, bugs: tuple[str, ...]) -> None:
             f"--bug {', '.join(wrong)} is not a bug of spec {spec_name}; its bugs: "
             + ", ".join(sorted(known))
         )
+
+
+# --- kmodel prove --------------------------------------------------------------------------
+
+PROVE_FLAGS: dict[str, tuple[str, ...]] = {
+    "replication": (
+        "model",
+        "truncation",
+        "replicas",
+        "log_bound",
+        "acks",
+        "min_isr",
+        "alone",
+        "no_minimise",
+        "bmc_steps",
+        "log_size",
+        "max_records",
+        "max_epoch",
+    ),
+    "controller": ("brokers", "partitions", "mode"),
+}
+"""The flags of ``kmodel prove`` each spec reads (the others are shared)."""
+
+
+def prove_foreign_flags(spec_name: str, given: list[str]) -> list[tuple[str, str]]:
+    """The flags given on the command line that belong to another spec's proof."""
+    own = set(PROVE_FLAGS[spec_name])
+    return [
+        (name, owner)
+        for name in given
+        if name not in own
+        for owner, flags in PROVE_FLAGS.items()
+        if name in flags
+    ]
