@@ -134,7 +134,7 @@ OUTCOMES: tuple[ControllerOutcome, ...] = (
         _bug("epoch_not_persisted"),
         (),
         "OneControllerWritesPerEpoch",
-        "/controller_epoch: first start 1, +1 on every re-election",
+        "KafkaZkClient.registerControllerAndIncrementControllerEpoch",
     ),
     ControllerOutcome(
         "three-brokers-holds",
