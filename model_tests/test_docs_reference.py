@@ -1,4 +1,4 @@
-"""docs/reference/replication.md is rendered from the spec's declarations and kept current."""
+"""docs/reference/ is rendered from the specs' declarations and kept current."""
 
 from __future__ import annotations
 
@@ -33,3 +33,29 @@ def test_replication_reference_is_current(rewrite: bool) -> None:
     ]
     text = render_reference("Replication spec: reference", INTRO, configurations)
     assert_matches_file(DOCS / "reference" / "replication.md", text, rewrite)
+
+
+CONTROLLER_INTRO = """
+Generated from `spec/controller.py` by `model_tests/test_docs_reference.py` (run pytest with
+`--rewrite` after changing a docstring). The narrative is in `docs/controller.md`.
+"""
+
+
+def test_controller_reference_is_current(rewrite: bool) -> None:
+    from spec.controller import Controller
+    from spec.controller import Params as ControllerParams
+
+    configurations = [
+        ("zookeeper (both fences on)", Controller(ControllerParams())),
+        (
+            "zookeeper + partition_version_only (before Kafka 2.2)",
+            Controller(ControllerParams(bugs=frozenset({"partition_version_only"}))),
+        ),
+        (
+            "zookeeper + accept_stale_controller_epoch",
+            Controller(ControllerParams(bugs=frozenset({"accept_stale_controller_epoch"}))),
+        ),
+        ("kraft", Controller(ControllerParams(mode="kraft"))),
+    ]
+    text = render_reference("Controller spec: reference", CONTROLLER_INTRO, configurations)
+    assert_matches_file(DOCS / "reference" / "controller.md", text, rewrite)

@@ -19,45 +19,15 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
-from jepsen_py.cli.replication_flags import replication_params
+from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, foreign_flags
+from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
-from spec.framework import SpecError
-from spec.replication import ACKS, BUGS, MODELS, TRUNCATIONS, Params, Replication
+from spec.framework import Spec, SpecError
+from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_table, result_json, to_dot, trace_json
 
-SPECS = ("replication",)
-
-
-def build_replication(
-    model: str,
-    replicas: int,
-    log_size: int,
-    max_records: int,
-    max_epoch: int,
-    max_crashes: int | None,
-    truncation: str,
-    acks: str | None,
-    min_isr: int | None,
-    unclean: bool,
-    bugs: tuple[str, ...],
-) -> Replication:
-    """The spec for these flags; the published model rejects the extended model's flags."""
-    return Replication(
-        replication_params(
-            model=model,
-            replicas=replicas,
-            log_size=log_size,
-            max_records=max_records,
-            max_epoch=max_epoch,
-            truncation=truncation,
-            acks=acks,
-            min_isr=min_isr,
-            unclean=unclean,
-            max_crashes=max_crashes,
-            bugs=bugs,
-        )
-    )
+SPECS = tuple(CHECK_SPECS)
 
 
 @contextmanager
@@ -85,7 +55,7 @@ def progress_display(enabled: bool) -> Iterator[Callable[[Stats], None] | None]:
         yield update
 
 
-def print_result(spec: Replication, result: CheckResult) -> None:
+def print_result(spec: Spec, result: CheckResult) -> None:
     stats = result.stats
     mode = "random simulation" if result.mode == "simulation" else "breadth-first search"
     click.echo(f"{spec.name}: {mode}, checking {', '.join(result.checked)}")
@@ -139,27 +109,70 @@ def exit_code(result: CheckResult) -> int:
 
 @click.command(name="check")
 @click.argument("spec_name", metavar="SPEC", type=click.Choice(SPECS))
-@click.option("--model", type=click.Choice(MODELS), default="published-2018", show_default=True)
-@click.option("--replicas", type=int, default=2, show_default=True, help="2 to 4 replicas.")
-@click.option("--log-size", type=int, default=2, show_default=True)
-@click.option("--max-records", type=int, default=2, show_default=True)
-@click.option("--max-epoch", type=int, default=2, show_default=True)
 @click.option(
-    "--max-crashes", type=int, default=None, help="Crash budget (extended model; default 1)."
+    "--model",
+    type=click.Choice(MODELS),
+    default="published-2018",
+    show_default=True,
+    help="replication.",
 )
-@click.option("--truncation", type=click.Choice(TRUNCATIONS), default="kip320", show_default=True)
-@click.option("--acks", type=click.Choice(ACKS), default=None, help="extended model: 0, 1, all")
-@click.option("--min-isr", type=int, default=None, help="min.insync.replicas (extended model)")
-@click.option("--unclean", is_flag=True, help="unclean.leader.election.enable (extended model)")
+@click.option("--replicas", type=int, default=2, show_default=True, help="replication: 2 to 4.")
+@click.option("--log-size", type=int, default=2, show_default=True, help="replication.")
+@click.option("--max-records", type=int, default=2, show_default=True, help="replication.")
+@click.option("--max-epoch", type=int, default=2, show_default=True, help="replication.")
 @click.option(
-    "--bug",
-    "bugs",
-    multiple=True,
-    type=click.Choice(sorted(BUGS)),
-    help="Run a deliberately broken variant (to see an invariant fail).",
+    "--max-crashes",
+    type=int,
+    default=None,
+    help="replication: crash budget (extended model; default 1).",
 )
+@click.option(
+    "--truncation",
+    type=click.Choice(TRUNCATIONS),
+    default="kip320",
+    show_default=True,
+    help="replication.",
+)
+@click.option(
+    "--acks", type=click.Choice(ACKS), default=None, help="replication, extended model: 0, 1, all"
+)
+@click.option(
+    "--min-isr", type=int, default=None, help="replication: min.insync.replicas (extended model)"
+)
+@click.option(
+    "--unclean",
+    is_flag=True,
+    help="replication: unclean.leader.election.enable (extended model)",
+)
+@click.option("--brokers", type=int, default=None, help="controller: 2 to 4 brokers (default 2).")
+@click.option("--partitions", type=int, default=None, help="controller: 1 or 2 (default 1).")
+@click.option(
+    "--max-controller-epoch",
+    type=int,
+    default=None,
+    help="controller: elections stop at this controller epoch (default 2: one failover).",
+)
+@click.option(
+    "--max-leader-epoch",
+    type=int,
+    default=None,
+    help="controller: partition-state writes stop at this leader epoch (default 1).",
+)
+@click.option(
+    "--max-expiries",
+    type=int,
+    default=None,
+    help="controller: how many sessions may expire (default 2).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help="controller: zookeeper (default) or kraft (KIP-500).",
+)
+@click.option("--bug", "bugs", multiple=True, type=click.Choice(all_bugs()), help=bug_help())
 @click.option("--invariant", "invariants", multiple=True, help="Check only these (repeatable).")
-@click.option("--symmetry", is_flag=True, help="Reduce by permutations of replicas.")
+@click.option("--symmetry", is_flag=True, help="Reduce by permutations of replicas/brokers.")
 @click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--depth", type=int, default=30, show_default=True, help="Simulation walk length.")
@@ -170,16 +183,6 @@ def exit_code(result: CheckResult) -> int:
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
 def check_cmd(
     spec_name: str,
-    model: str,
-    replicas: int,
-    log_size: int,
-    max_records: int,
-    max_epoch: int,
-    max_crashes: int | None,
-    truncation: str,
-    acks: str | None,
-    min_isr: int | None,
-    unclean: bool,
     bugs: tuple[str, ...],
     invariants: tuple[str, ...],
     symmetry: bool,
@@ -191,24 +194,29 @@ def check_cmd(
     trace_json: Path | None,
     dot: Path | None,
     json_mode: bool,
+    **spec_flags: Any,
 ) -> None:
     """Model-check SPEC: explore every reachable state within the bounds (or random walks
     with --simulate), and print the shortest counterexample of the first violated property.
+    Each spec has its own flags (their help starts with the spec's name).
     """
-    try:
-        spec = build_replication(
-            model,
-            replicas,
-            log_size,
-            max_records,
-            max_epoch,
-            max_crashes,
-            truncation,
-            acks,
-            min_isr,
-            unclean,
-            bugs,
+    entry = CHECK_SPECS[spec_name]
+    context = click.get_current_context()
+    given = [
+        name
+        for name in spec_flags
+        if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    foreign = foreign_flags(spec_name, given)
+    if foreign:
+        flag, owner = foreign[0]
+        fail_input(
+            f"--{flag.replace('_', '-')} is a flag of spec {owner}, not of {spec_name}; "
+            f"see kmodel check --help"
         )
+    try:
+        check_bugs(spec_name, bugs)
+        spec = entry.build(spec_flags, bugs)
         chosen = list(invariants) or None
         spec.select_invariants(chosen)
     except SpecError as err:
@@ -231,10 +239,11 @@ def check_cmd(
     )
     if not json_mode:
         print_result(spec, result)
+    params_json = entry.params_json(spec.p)  # type: ignore[attr-defined]
     if trace_json is not None and result.violation is not None:
         payload = {
             "violated": result.violation.name,
-            "params": _params_json(spec.p),
+            "params": params_json,
             "trace": trace_json_of(spec, result),
         }
         trace_json.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
@@ -246,7 +255,7 @@ def check_cmd(
             click.echo(f"state graph written to {dot}")
     if json_mode:
         payload = result_json(result)
-        payload["params"] = _params_json(spec.p)
+        payload["params"] = params_json
         emit_json(payload)
     raise SystemExit(exit_code(result))
 
@@ -254,29 +263,13 @@ def check_cmd(
 check = check_cmd
 
 
-def trace_json_of(spec: Replication, result: CheckResult) -> list[dict[str, Any]]:
+def trace_json_of(spec: Spec, result: CheckResult) -> list[dict[str, Any]]:
     assert result.violation is not None
     return trace_json(spec, result.violation.trace)
 
 
-def _params_json(params: Params) -> dict[str, Any]:
-    return {
-        "replicas": params.replicas,
-        "log_size": params.log_size,
-        "max_records": params.max_records,
-        "max_epoch": params.max_epoch,
-        "truncation": params.truncation,
-        "model": params.model,
-        "acks": params.acks,
-        "min_isr": params.min_isr,
-        "unclean": params.unclean,
-        "max_crashes": params.max_crashes,
-        "bugs": sorted(params.bugs),
-    }
-
-
 def run_check(
-    spec: Replication,
+    spec: Spec,
     invariants: list[str] | None,
     *,
     symmetry: bool = False,
@@ -304,7 +297,7 @@ def run_check(
 
 
 def _explore(
-    spec: Replication,
+    spec: Spec,
     invariants: list[str] | None,
     symmetry: bool,
     simulate_mode: bool,

@@ -18,7 +18,11 @@ import time
 import click
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.prove_controller import prove_controller
 from jepsen_py.cli.replication_flags import replication_params
+from jepsen_py.cli.specs import prove_foreign_flags
+from spec.controller import BUGS as CONTROLLER_BUGS
+from spec.controller import MODES
 from spec.framework import SpecError
 from spec.proofs.bmc import bmc
 from spec.proofs.encoding import ENCODED_BUGS, Config, EncodingError
@@ -28,7 +32,7 @@ from spec.proofs.report import render_run, run_json
 from spec.replication import ACKS, MODELS, TRUNCATIONS, Params, Replication
 from spec.trace import render_table
 
-SPECS = ("replication",)
+SPECS = ("replication", "controller")
 
 
 def _params(
@@ -95,12 +99,19 @@ def exit_code(run: Run) -> int:
 )
 @click.option("--acks", type=click.Choice(ACKS), default=None, help="extended model: 0, 1, all")
 @click.option("--min-isr", type=int, default=None, help="min.insync.replicas (extended model)")
+@click.option("--brokers", type=int, default=None, help="controller: 2 or 3 (default 2).")
+@click.option("--partitions", type=int, default=None, help="controller: 1 or 2 (default 1).")
+@click.option(
+    "--mode", type=click.Choice(MODES), default=None, help="controller: zookeeper or kraft."
+)
 @click.option(
     "--bug",
     "bugs",
     multiple=True,
-    type=click.Choice(sorted(ENCODED_BUGS)),
-    help="Prove a deliberately broken variant (to see an obligation fail).",
+    type=click.Choice(sorted(set(ENCODED_BUGS) | set(CONTROLLER_BUGS))),
+    help="Prove a deliberately broken variant (to see an obligation fail). Per spec: "
+    f"replication: {', '.join(sorted(ENCODED_BUGS))}; "
+    f"controller: {', '.join(sorted(CONTROLLER_BUGS))}.",
 )
 @click.option(
     "--timeout",
@@ -142,6 +153,9 @@ def prove_cmd(
     log_bound: int,
     acks: str | None,
     min_isr: int | None,
+    brokers: int | None,
+    partitions: int | None,
+    mode: str | None,
     bugs: tuple[str, ...],
     timeout: float,
     invariants: tuple[str, ...],
@@ -155,7 +169,28 @@ def prove_cmd(
     json_mode: bool,
 ) -> None:
     """Prove SPEC's invariants inductive with z3 (relative to the auxiliary invariants
-    its correctness rests on), or print a counterexample to induction."""
+    its correctness rests on), or print a counterexample to induction. Each spec has its
+    own flags (their help starts with the spec's name, or is replication's)."""
+    context = click.get_current_context()
+    given = [
+        name
+        for name in context.params
+        if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    foreign = prove_foreign_flags(spec_name, given)
+    if foreign:
+        flag, owner = foreign[0]
+        option = next(p for p in context.command.params if p.name == flag)
+        fail_input(f"{option.opts[0]} is a flag of spec {owner}, not of {spec_name}")
+    known_bugs = CONTROLLER_BUGS if spec_name == "controller" else ENCODED_BUGS
+    wrong = [bug for bug in bugs if bug not in known_bugs]
+    if wrong:
+        fail_input(
+            f"--bug {', '.join(wrong)} is not a bug of spec {spec_name}; its bugs: "
+            + ", ".join(sorted(known_bugs))
+        )
+    if spec_name == "controller":
+        prove_controller(brokers, partitions, mode, bugs, timeout, invariants, actions, json_mode)
     if timeout <= 0:
         fail_input(f"--timeout must be positive, got {timeout}")
     if log_bound < 1 or log_bound > 12:

@@ -1,0 +1,197 @@
+"""The specs ``kmodel check`` knows: one entry per spec, naming its own flags, its ``--bug``
+choices and how to build it from the flag values.
+
+``kmodel check SPEC`` carries every spec's flags; a flag belongs to one spec, and giving it
+on the command line for another spec is a usage error that names the spec it belongs to.
+A spec's flags left unset take that spec's defaults (its ``Params``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from jepsen_py.cli.replication_flags import replication_params
+from spec import controller, replication
+from spec.framework import Spec, SpecError
+
+
+@attrs.frozen
+class CheckEntry:
+    name: str
+    flags: tuple[str, ...]
+    """The click parameter names of the flags this spec reads."""
+    bugs: Mapping[str, str]
+    """``--bug`` choices: name -> the mistake it makes."""
+    build: Callable[[Mapping[str, Any], tuple[str, ...]], Spec]
+    """(flag values, bugs) -> the spec; raises ``SpecError`` on bad values."""
+    params_json: Callable[[Any], dict[str, Any]]
+    """The spec's parameters, for ``--json`` and ``--trace-json``."""
+
+
+def build_replication(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> Spec:
+    """Parameters from flags (``replication_params``: the one builder ``kmodel prove``
+    shares); the published model rejects the extended model's flags."""
+    params = replication_params(
+        model=flags["model"],
+        replicas=flags["replicas"],
+        log_size=flags["log_size"],
+        max_records=flags["max_records"],
+        max_epoch=flags["max_epoch"],
+        truncation=flags["truncation"],
+        acks=flags["acks"],
+        min_isr=flags["min_isr"],
+        unclean=flags["unclean"],
+        max_crashes=flags["max_crashes"],
+        bugs=bugs,
+    )
+    return replication.Replication(params)
+
+
+def replication_params_json(params: replication.Params) -> dict[str, Any]:
+    return {
+        "replicas": params.replicas,
+        "log_size": params.log_size,
+        "max_records": params.max_records,
+        "max_epoch": params.max_epoch,
+        "truncation": params.truncation,
+        "model": params.model,
+        "acks": params.acks,
+        "min_isr": params.min_isr,
+        "unclean": params.unclean,
+        "max_crashes": params.max_crashes,
+        "bugs": sorted(params.bugs),
+    }
+
+
+CONTROLLER_FLAGS = (
+    "brokers",
+    "partitions",
+    "max_controller_epoch",
+    "max_leader_epoch",
+    "max_expiries",
+    "mode",
+)
+
+
+def controller_params(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> controller.Params:
+    """Parameters from flags: an unset flag takes ``controller.Params``' default."""
+    given = {name: flags[name] for name in CONTROLLER_FLAGS if flags.get(name) is not None}
+    return controller.Params(**given, bugs=frozenset(bugs))
+
+
+def build_controller(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> Spec:
+    return controller.Controller(controller_params(flags, bugs))
+
+
+def controller_params_json(params: controller.Params) -> dict[str, Any]:
+    return {
+        "brokers": params.brokers,
+        "partitions": params.partitions,
+        "max_controller_epoch": params.max_controller_epoch,
+        "max_leader_epoch": params.max_leader_epoch,
+        "max_expiries": params.max_expiries,
+        "mode": params.mode,
+        "bugs": sorted(params.bugs),
+    }
+
+
+CHECK_SPECS: dict[str, CheckEntry] = {
+    "replication": CheckEntry(
+        "replication",
+        (
+            "model",
+            "replicas",
+            "log_size",
+            "max_records",
+            "max_epoch",
+            "max_crashes",
+            "truncation",
+            "acks",
+            "min_isr",
+            "unclean",
+        ),
+        replication.BUGS,
+        build_replication,
+        replication_params_json,
+    ),
+    "controller": CheckEntry(
+        "controller",
+        CONTROLLER_FLAGS,
+        controller.BUGS,
+        build_controller,
+        controller_params_json,
+    ),
+}
+
+
+def all_bugs() -> list[str]:
+    """Every spec's ``--bug`` choices (click checks the name; the spec checks it is its own)."""
+    return sorted({bug for entry in CHECK_SPECS.values() for bug in entry.bugs})
+
+
+def bug_help() -> str:
+    per_spec = "; ".join(
+        f"{entry.name}: {', '.join(sorted(entry.bugs))}" for entry in CHECK_SPECS.values()
+    )
+    return f"Run a deliberately broken variant (to see an invariant fail). Per spec: {per_spec}."
+
+
+def foreign_flags(spec_name: str, given: list[str]) -> list[tuple[str, str]]:
+    """The flags given on the command line that belong to another spec: (flag, its spec)."""
+    own = set(CHECK_SPECS[spec_name].flags)
+    out = []
+    for name in given:
+        if name in own:
+            continue
+        for entry in CHECK_SPECS.values():
+            if name in entry.flags:
+                out.append((name, entry.name))
+    return out
+
+
+def check_bugs(spec_name: str, bugs: tuple[str, ...]) -> None:
+    """``SpecError`` if a ``--bug`` is another spec's."""
+    known = CHECK_SPECS[spec_name].bugs
+    wrong = [bug for bug in bugs if bug not in known]
+    if wrong:
+        raise SpecError(
+            f"--bug {', '.join(wrong)} is not a bug of spec {spec_name}; its bugs: "
+            + ", ".join(sorted(known))
+        )
+
+
+# --- kmodel prove --------------------------------------------------------------------------
+
+PROVE_FLAGS: dict[str, tuple[str, ...]] = {
+    "replication": (
+        "model",
+        "truncation",
+        "replicas",
+        "log_bound",
+        "acks",
+        "min_isr",
+        "alone",
+        "no_minimise",
+        "bmc_steps",
+        "log_size",
+        "max_records",
+        "max_epoch",
+    ),
+    "controller": ("brokers", "partitions", "mode"),
+}
+"""The flags of ``kmodel prove`` each spec reads (the others are shared)."""
+
+
+def prove_foreign_flags(spec_name: str, given: list[str]) -> list[tuple[str, str]]:
+    """The flags given on the command line that belong to another spec's proof."""
+    own = set(PROVE_FLAGS[spec_name])
+    return [
+        (name, owner)
+        for name in given
+        if name not in own
+        for owner, flags in PROVE_FLAGS.items()
+        if name in flags
+    ]
