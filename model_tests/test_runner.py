@@ -115,26 +115,31 @@ def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once(see
 
 @pytest.mark.slow
 def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once_50_seeds() -> None:
-    # Seeds 1..50: no lost write, no duplicate, no anomaly of any kind in any seed. 47 are
-    # valid outright; 3 (2, 30, 31 when this was written) are not linearizable only because
-    # a consumer read a deposed leader's old high watermark (see stale_polls).
+    # Seeds 1..50: no lost write, no duplicate, no violation in any seed: every one is valid
+    # under Kafka's guarantees. The only anomaly allowed is the informational stale-read (a
+    # consumer read a deposed leader's old high watermark, see stale_polls); a seed that is
+    # not linearizable must be linearizable once its stale polls are left out.
     faults: dict[str, int] = {}
-    valid, stale_only = [], []
+    linearizable, stale_only = [], []
     for seed in range(1, 51):
         outcome = run_test(KAFKA_TODAY, seed)
         assert_safe(outcome)
-        assert outcome.results["anomaly_types"] == [], (seed, outcome.results["anomalies"])
-        if outcome.verdict == "valid":
-            valid.append(seed)
+        assert outcome.verdict == "valid", (seed, outcome.results["violations"])
+        assert set(outcome.results["anomaly_types"]) <= {"stale-read"}, (
+            seed,
+            outcome.results["anomalies"],
+        )
+        if outcome.results["linearizable"]["verdict"] == "ok":
+            linearizable.append(seed)
         else:
-            assert outcome.results["violations"] == [], (seed, outcome.results["command"])
             assert stale_polls(outcome.history), (seed, outcome.results["linearizable"])
             assert linearizable_but_for_stale_reads(outcome.history), seed
+            assert "stale-read" in outcome.results["anomaly_types"], seed
             stale_only.append(seed)
         for name, n in outcome.results["faults"].items():
             faults[name] = faults.get(name, 0) + n
     assert set(faults) == set(ALL), f"every fault ran at least once: {faults}"
-    assert len(valid) >= 45, f"stale reads only in seeds {stale_only}"
+    assert len(linearizable) >= 45, f"stale reads only in seeds {stale_only}"
 
 
 def test_a_stale_read_is_the_only_thing_the_stale_read_exemption_forgives() -> None:
