@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from jepsen_py.cli.common import emit_json, fail_input
-from jepsen_py.runner import format_duration
+from jepsen_py.runner.config import format_duration
 from jepsen_py.shrink import ShrinkError, shrink
 
 
@@ -66,5 +66,5 @@ def shrink_cmd(
     for step in result.config.schedule or ():
         click.echo(f"    fault at {step.time / 1e9:.3f} s: {step.f} {step.value or ''}")
     click.echo(f"  store: {result.outcome.run_dir}")
-    click.echo(f"  reproduce: {result.outcome.results['command']}")
+    click.echo(f"  reproduce: {result.outcome.command}")
     raise SystemExit(result.outcome.exit_code)
