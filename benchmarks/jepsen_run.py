@@ -25,14 +25,12 @@ import sys
 import tempfile
 import time
 
-from jepsen_py.generator import SECOND
+from jepsen_py.generator import MILLISECOND, SECOND
 from jepsen_py.nemesis import ALL, ScheduleStep
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.runner.run import run_test
 from jepsen_py.scenarios import CUT_FOLLOWERS, ISOLATE_LEADER
 from jepsen_py.shrink import shrink
-
-MS = 1_000_000
 
 FAILING = TestConfig(
     name="bench-unclean",
@@ -41,7 +39,11 @@ FAILING = TestConfig(
     unclean=True,
     partitions=2,
     schedule=(
-        ScheduleStep(1 * SECOND, "start-delay", {"min_delay_ns": 5 * MS, "max_delay_ns": 40 * MS}),
+        ScheduleStep(
+            1 * SECOND,
+            "start-delay",
+            {"min_delay_ns": 5 * MILLISECOND, "max_delay_ns": 40 * MILLISECOND},
+        ),
         ScheduleStep(3 * SECOND, "stop-delay"),
         ScheduleStep(4 * SECOND, "pause", {"node": "b3"}),
         ScheduleStep(6 * SECOND, "resume"),
@@ -56,7 +58,11 @@ FAILING = TestConfig(
         ScheduleStep(36 * SECOND, "stop-partition"),
         ScheduleStep(40 * SECOND, "pause", {"node": "controller"}),
         ScheduleStep(42 * SECOND, "resume"),
-        ScheduleStep(46 * SECOND, "start-delay", {"min_delay_ns": 5 * MS, "max_delay_ns": 40 * MS}),
+        ScheduleStep(
+            46 * SECOND,
+            "start-delay",
+            {"min_delay_ns": 5 * MILLISECOND, "max_delay_ns": 40 * MILLISECOND},
+        ),
         ScheduleStep(50 * SECOND, "stop-delay"),
     ),
     time_limit_ns=60 * SECOND,
