@@ -34,7 +34,7 @@ from jepsen_py.history.op import Op
 from jepsen_py.nemesis import fault_of_op
 from jepsen_py.runner.config import ConfigError, TestConfig
 from jepsen_py.runner.drive import HistoryHash, history_file_hash, simulate_run
-from jepsen_py.runner.outcome import HistoryCheck, check_run, exit_code, verdict_name
+from jepsen_py.runner.outcome import HistoryCheck, check_run, verdict_name
 from jepsen_py.store import StoreError, code_version, load_run
 
 TRACE_MARGIN_NS = 2 * SECOND
@@ -277,10 +277,10 @@ class ReplayResult:
     history: list[Op]
 
     @property
-    def exit_code(self) -> int:
-        if not self.identical:
-            return exit_code(Verdict.UNKNOWN)
-        return exit_code(self.check.verdict)
+    def verdict(self) -> Verdict:
+        """The replayed run's verdict; UNKNOWN when the history differs from the stored one
+        (the replay then proves nothing about the stored run)."""
+        return self.check.verdict if self.identical else Verdict.UNKNOWN
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -75,7 +75,7 @@ def test_replaying_a_failing_run_reproduces_its_history_exactly(failing: RunOutc
     result = replay(failing.run_dir)
     assert result.identical and result.replayed_hash == failing.history_hash
     assert result.history == failing.history
-    assert result.exit_code == 1
+    assert result.verdict is Verdict.ILLEGAL
     assert result.anomaly is not None and result.anomaly.name == GRAVEST
     witnessed = [event for event in result.trace if event.witness]
     assert witnessed, "the trace shows the witnessing ops"
@@ -94,7 +94,7 @@ def test_replay_notices_a_history_that_differs(failing: RunOutcome, tmp_path: Pa
     lines[5] = lines[5].replace('"time":', '"time":1', 1)
     (copy / "history.jsonl").write_text("".join(lines))
     result = replay(copy)
-    assert not result.identical and result.exit_code == 2
+    assert not result.identical and result.verdict is Verdict.UNKNOWN
     assert result.first_difference is not None and result.first_difference.startswith("line 6:")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from jepsen_py.checker.engine import line_of
-from jepsen_py.cli.common import EXIT_UNKNOWN, emit_json, fail_input
+from jepsen_py.cli.common import emit_json, fail_input, verdict_exit_code
 from jepsen_py.cli.test_cmd import violation_lines
 from jepsen_py.explain import explanation_lines
 from jepsen_py.replay import ReplayError, format_trace, replay
@@ -31,7 +31,7 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
         fail_input(str(exc))
     if json_mode:
         emit_json(result.to_json())
-        raise SystemExit(result.exit_code)
+        raise SystemExit(verdict_exit_code(result.verdict))
     click.echo(f"replay of {result.run_dir} (seed {result.seed})")
     if result.identical:
         click.echo(f"  history: identical (blake2b {result.replayed_hash})")
@@ -73,4 +73,4 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
         click.echo("")
         for line in format_trace(result.trace):
             click.echo(line)
-    raise SystemExit(result.exit_code if result.identical else EXIT_UNKNOWN)
+    raise SystemExit(verdict_exit_code(result.verdict))

@@ -29,7 +29,7 @@ from impl.fetcher import TRUNCATIONS
 from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
-from jepsen_py.cli.common import EXIT_OK, emit_json, fail_input
+from jepsen_py.cli.common import EXIT_OK, emit_json, fail_input, verdict_exit_code
 from jepsen_py.explain import explanation_lines
 from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
 from jepsen_py.runner.config import (
@@ -39,7 +39,7 @@ from jepsen_py.runner.config import (
     parse_duration,
     swarm_config,
 )
-from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, exit_code, verdict_name
+from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, verdict_name
 from jepsen_py.runner.run import run_test
 from jepsen_py.store import StoreError
 
@@ -144,7 +144,7 @@ def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
     check = outcome.check
     return {
         "verdict": outcome.verdict_name,
-        "exit_code": outcome.exit_code,
+        "exit_code": verdict_exit_code(outcome.verdict),
         "seed": outcome.seed,
         "store": str(outcome.run_dir) if outcome.run_dir is not None else None,
         "config": outcome.config.to_json(),
@@ -345,7 +345,7 @@ def test_cmd(
         if stop_on_failure and outcome.verdict is Verdict.ILLEGAL:
             break
     worst = Verdict.combine([o.verdict for o in outcomes])
-    code = exit_code(worst)
+    code = verdict_exit_code(worst)
     if runs > 1 and not json_mode:
         _print_swarm_summary(outcomes, runs)
     if json_mode:

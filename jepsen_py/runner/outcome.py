@@ -11,8 +11,7 @@ write; a key whose final read gave up (the cluster never recovered) is *unknown*
 A run that never reached its final reads is *unknown* at best (`settle_run`).
 
 A run's verdict is the checker's `Verdict`; on the terminal and in ``results.json`` it is
-written ``valid`` (exit 0), ``invalid`` (1) or ``unknown`` (2) (`verdict_name`,
-`exit_code`).
+written ``valid``, ``invalid`` or ``unknown`` (`verdict_name`).
 """
 
 from __future__ import annotations
@@ -40,17 +39,11 @@ EXAMPLES = 5
 """Witnesses and lost writes ``results.json`` lists per kind."""
 
 _NAMES = {Verdict.OK: "valid", Verdict.ILLEGAL: "invalid", Verdict.UNKNOWN: "unknown"}
-_EXIT_CODES = {Verdict.OK: 0, Verdict.ILLEGAL: 1, Verdict.UNKNOWN: 2}
 
 
 def verdict_name(verdict: Verdict) -> str:
     """How a run's verdict is written: ``valid``, ``invalid`` or ``unknown``."""
     return _NAMES[verdict]
-
-
-def exit_code(verdict: Verdict) -> int:
-    """``kmodel test``'s exit code for a run's verdict: 0 valid, 1 invalid, 2 unknown."""
-    return _EXIT_CODES[verdict]
 
 
 @attrs.frozen
@@ -408,10 +401,6 @@ class RunOutcome:
         return verdict_name(self.check.verdict)
 
     @property
-    def exit_code(self) -> int:
-        return exit_code(self.check.verdict)
-
-    @property
     def violations(self) -> list[str]:
         return list(self.check.violations)
 
@@ -438,7 +427,6 @@ __all__ = [
     "check_history",
     "check_run",
     "completion_counts",
-    "exit_code",
     "explain_run_losses",
     "fault_counts",
     "final_read_status",
