@@ -99,7 +99,7 @@ class RunScenario:
             elif isinstance(e, Recovery):
                 logs = ", ".join(f"{t}-{p} log end {end}" for t, p, end, _ in e.logs)
                 lines.append(f"{_t(e.time)} b{e.broker} recovered: {logs}")
-        for explanation in explain_run_losses(config, history, events):
+        for explanation in explain_run_losses(config, history, events, check.lost_writes):
             lines.append(f"loss: {explanation.summary()}")
             lines.extend(f"  {line.strip()}" for line in explanation.story)
         return lines

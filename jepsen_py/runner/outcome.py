@@ -262,7 +262,7 @@ def check_run(
     """A simulated run's check: `check_history`, settled (`settle_run`), its lost writes
     explained from the cluster's ``events`` (`explain_run_losses`)."""
     check = settle_run(check_history(history, consistency), finished=finished)
-    explained = explain_run_losses(config, history, events)
+    explained = explain_run_losses(config, history, events, check.lost_writes)
     return attrs.evolve(check, loss_explanations=tuple(explained))
 
 
@@ -305,10 +305,16 @@ def missing_from_final_read(history: Sequence[Op], reads: dict[str, bool]) -> li
 
 
 def explain_run_losses(
-    config: TestConfig, history: Sequence[Op], events: Sequence[Event]
+    config: TestConfig,
+    history: Sequence[Op],
+    events: Sequence[Event],
+    lost: Sequence[Op] | None = None,
 ) -> list[LossExplanation]:
-    """Why the run's lost acknowledged writes were lost (``jepsen_py.explain``)."""
-    lost = missing_from_final_read(history, final_read_status(history))
+    """Why the run's lost acknowledged writes were lost (``jepsen_py.explain``). ``lost``:
+    the lost writes when already known (`HistoryCheck.lost_writes`); by default, found
+    from the final reads (`missing_from_final_read`)."""
+    if lost is None:
+        lost = missing_from_final_read(history, final_read_status(history))
     if not lost:
         return []
     return explain_losses(
