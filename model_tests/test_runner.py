@@ -351,6 +351,9 @@ def test_a_run_writes_the_store_directory(tmp_path: Path) -> None:
     assert loaded.history == outcome.history
     assert history_file_hash(outcome.run_dir / "history.jsonl") == outcome.history_hash
     assert loaded.results is not None and loaded.results["verdict"] == outcome.verdict_name
+    # results.json is the returned outcome, reports' timing included, and nothing else
+    assert loaded.results == json.loads(json.dumps(outcome.to_json()))
+    assert outcome.seconds.reports is not None and "reports" in loaded.results["seconds"]
     assert "seed 2" in (outcome.run_dir / "timeline.html").read_text()
 
 
