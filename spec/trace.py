@@ -77,7 +77,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def result_json(result: CheckResult) -> dict[str, Any]:
-    """The figures a script needs from a check (DESIGN.md, ``kmodel check --json``)."""
+    """The figures a script needs from a check (``kmodel check --json``)."""
     stats = result.stats
     violation = result.violation
     return {

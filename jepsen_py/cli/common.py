@@ -1,4 +1,4 @@
-"""Conventions shared by every `kmodel` subcommand (DESIGN.md, "The kmodel command line").
+"""Conventions shared by every `kmodel` subcommand (README.md, "Exit codes").
 
 - exit code 0: everything checked holds / valid; 1: a violation, an invalid history, an
   anomaly; 2: unknown (timeout, budget exhausted) or bad input / usage error;
