@@ -45,7 +45,7 @@ holds integers and values per offset and value, never the key's ops; the ``assig
 The linearizability result is `check_log`'s: the explanation of a problem found by SQL
 is written by running `check_log` on the handful of ops that witness it (their index and
 line are in every message), or, for a gap or the scan, with `check_log`'s own
-`_explain_order`. ``test_spark_verify`` checks verdicts, explanations and anomaly counts
+`explain_order`. ``test_spark_verify`` checks verdicts, explanations and anomaly counts
 against the local checkers on hundreds of generated histories.
 
 Offsets and high watermarks must fit in 62 bits; an op with a larger one makes the key
@@ -70,7 +70,8 @@ from jepsen_py.checker.anomalies import (
     Observer,
     Problem,
 )
-from jepsen_py.checker.kafka_log import freeze, show
+from jepsen_py.checker.kafka_log import check_log, explain_order, freeze, show, where
+from jepsen_py.checker.records import KeyResult
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.keycheck import (
@@ -90,13 +91,12 @@ from jepsen_py.checker.spark.keycheck import (
     process_id,
     process_repr,
 )
+from jepsen_py.checker.spark.records import Group, Rejected
 from jepsen_py.checker.verdict import key_verdict
 from jepsen_py.history.op import Op
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-    from jepsen_py.checker.spark.job import Group, Rejected
 
 BUCKET = 1 << 16
 """Offsets per bucket of the distributed prefix scans."""
@@ -331,12 +331,8 @@ def check_keys(
     exclude: Mapping[tuple[str, str | None], Sequence[int]] | None = None,
 ) -> SqlResult:
     """Check the (run, key) groups ``keys`` of ``frame`` by Spark SQL."""
-    import functools
-
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
-
-    from jepsen_py.checker.spark.job import Group, Rejected
 
     started = time.perf_counter()
     idents = sorted(keys, key=lambda g: (g[0], g[1] is None, str(g[1])))
@@ -1099,12 +1095,12 @@ def _explain_bad_read(
     if detail["inv"] is None:
         text = (
             f"read of a never-sent value: {show(value)} at offset {offset} (seen at "
-            f"{_where(seen)}) was never sent to this key"
+            f"{where(seen)}) was never sent to this key"
         )
         return Verdict.ILLEGAL, text, [detail["seen"]]
     text = (
-        f"aborted read: {show(value)} at offset {offset} (seen at {_where(seen)}) comes from "
-        f"a send that failed at {_where(ops_at[detail['fail']])}"
+        f"aborted read: {show(value)} at offset {offset} (seen at {where(seen)}) comes from "
+        f"a send that failed at {where(ops_at[detail['fail']])}"
     )
     return Verdict.ILLEGAL, text, sorted({detail["inv"], detail["fail"], detail["seen"]})
 
@@ -1132,8 +1128,6 @@ def _with_partners(refs: Sequence[int], ops_at: dict[int, Op]) -> list[int]:
 def _replay(
     refs: Sequence[int], ops_at: dict[int, Op], expected: Verdict
 ) -> tuple[Verdict, str | None, list[int]]:
-    from jepsen_py.checker.kafka_log import check_log
-
     positions = _with_partners(refs, ops_at)
     last = max(refs) if refs else -1
     positions = [p for p in positions if p <= last]
@@ -1147,21 +1141,15 @@ def _replay(
     return result.verdict, result.explanation, witness
 
 
-def _where(op: Op) -> str:
-    from jepsen_py.checker.kafka_log import where
-
-    return where(op)
-
-
 def _explain_fillers(
     detail: dict[str, Any], ops_at: dict[int, Op]
 ) -> tuple[Verdict, str | None, list[int]]:
     length, gaps, fillers = detail["length"], detail["gaps"], detail["fillers"]
     proof = ops_at[detail["proof"]]  # the first observer of the last offset, or the poll
     if detail["observed"]:
-        why = f"offset {length - 1} was observed at {_where(proof)}"
+        why = f"offset {length - 1} was observed at {where(proof)}"
     else:
-        why = f"a poll saw high watermark {length} at {_where(proof)}"
+        why = f"a poll saw high watermark {length} at {where(proof)}"
     text = (
         f"{why}, so offsets 0..{length - 1} exist, but {gaps} of them were never "
         f"observed and only {fillers} sends of unknown outcome could fill them"
@@ -1172,10 +1160,8 @@ def _explain_fillers(
 def _explain_scan(
     detail: dict[str, Any], ops_at: dict[int, Op]
 ) -> tuple[Verdict, str | None, list[int]]:
-    """`kafka_log._explain_order` itself, on the four ops it names and a log that knows
-    the two facts it looks up (the value at the offset, the offset of the late value)."""
-    from jepsen_py.checker import kafka_log
-
+    """`kafka_log.explain_order` itself, on the four ops it names and the two facts of the
+    log it looks up (the value at the offset, the offset of the late value)."""
     positions = sorted(
         p
         for p in {detail["latest"], detail["late_done"], detail["due_call"], detail["deadline"]}
@@ -1183,23 +1169,26 @@ def _explain_scan(
     )
     sub = [ops_at[p] for p in positions]
     index = {p: i for i, p in enumerate(positions)}
-    log = kafka_log._KeyLog((sub[0].run, sub[0].key))
     offset = detail["offset"]
+    value_at: dict[int, Any] = {}
+    offset_of: dict[Any, int] = {}
     if "value_send" in detail:
         value = ops_at[detail["value_send"]].value
-        log.value_at[offset] = value if type(value) is int else freeze(value)
+        value_at[offset] = value if type(value) is int else freeze(value)
     late = ops_at[detail["latest"]]
     if late.f == "send" and "late_offset" in detail:
         value = late.value if type(late.value) is int else freeze(late.value)
-        log.offset_of[value] = detail["late_offset"]
-    try:
-        kafka_log._explain_order(
-            sub, log, offset, index[detail["latest"]], index[detail["deadline"]]
-        )
-    except kafka_log._Problem as problem:
-        witness = [positions[i] for i in sorted({i for i in problem.witness if i >= 0})]
-        return problem.verdict, problem.explanation, witness
-    raise AssertionError("_explain_order always raises")
+        offset_of[value] = detail["late_offset"]
+    verdict, explanation, found = explain_order(
+        sub,
+        offset,
+        index[detail["latest"]],
+        index[detail["deadline"]],
+        value_at=value_at,
+        offset_of=offset_of,
+    )
+    witness = [positions[i] for i in sorted({i for i in found if i >= 0})]
+    return verdict, explanation, witness
 
 
 def _key_fields(
@@ -1211,8 +1200,7 @@ def _key_fields(
     spec: JobSpec,
 ) -> dict[str, Any]:
     """A big key's result columns, as the per-key path makes them (`keycheck.log_fields`
-    of an `engine.KeyResult`): the same verdict function, the same shapes."""
-    from jepsen_py.checker.engine import KeyResult
+    of a `records.KeyResult`): the same verdict function, the same shapes."""
 
     def line(pos: int) -> int | None:
         op = ops_at.get(pos)
