@@ -13,7 +13,7 @@ What a worker cannot see from one key, it reports for the driver to decide:
 - **Process well-formedness crosses keys.** `validate` rejects, per (run, process), an
   invocation while another op of that process is pending, on any key. A worker emits, per
   process, its ops on this key as (invocation, completion) pairs; the driver sorts all
-  pairs of a process (`job.dirty_processes`) and finds the processes whose ops interleave.
+  pairs of a process (in `job`) and finds the processes whose ops interleave.
   Only those are re-validated exactly, and only keys that lose a line are checked again;
   every other key's result stands (removing lines of other keys changes nothing here).
 - **The grouping is a guess.** Spark groups lines by a JVM extraction of ``run`` and
@@ -556,7 +556,7 @@ def _check(
 
 
 def log_fields(result: KeyResult, file_name: Callable[[Op], str | None]) -> dict[str, Any]:
-    """The result columns of a Kafka-log key (an `engine.KeyResult`), as both Spark paths
+    """The result columns of a Kafka-log key (a `records.KeyResult`), as both Spark paths
     return them: the verdict, the two properties and the anomalies (per name: count, class,
     witnesses)."""
     table = {
