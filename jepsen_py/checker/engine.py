@@ -229,12 +229,12 @@ def check_groups_wgl(
             explanation = unknown.explanation
         results.append(
             KeyResult(
-                run,
-                key,
-                counts[g],
-                verdict,
-                sum(r.seconds for r in done),
-                explanation,
+                run=run,
+                key=key,
+                ops=counts[g],
+                verdict=verdict,
+                seconds=sum(r.seconds for r in done),
+                explanation=explanation,
                 checked=done,
             )
         )
@@ -265,12 +265,12 @@ def check_groups_log(
                     anomalies.setdefault(name, []).extend(mine[name])
             results.append(
                 KeyResult(
-                    checked.run,
-                    checked.key,
-                    checked.ops,
-                    verdict.verdict,
-                    checked.seconds,
-                    verdict.explanation,
+                    run=checked.run,
+                    key=checked.key,
+                    ops=checked.ops,
+                    verdict=verdict.verdict,
+                    seconds=checked.seconds,
+                    explanation=verdict.explanation,
                     witness=[ops[p] for p in verdict.witness],
                     consistency=verdict.consistency,
                     kafka=verdict.kafka,

@@ -21,7 +21,8 @@ those are the only function-local imports of this package.
 
 from __future__ import annotations
 
-from jepsen_py.checker.spark.job import SparkOptions, SparkReport, verify_spark
+from jepsen_py.checker.spark.job import SparkOptions, verify_spark
+from jepsen_py.checker.spark.records import SparkReport
 from jepsen_py.checker.spark.session import SessionOptions
 
 __all__ = ["SessionOptions", "SparkOptions", "SparkReport", "verify_spark"]

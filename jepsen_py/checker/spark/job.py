@@ -457,7 +457,10 @@ class _Job:
             .select("x.*")
             .collect()
         )
-        fresh = [Rejected(r["pos"], r["reason"], r["key"], r["run"], "validate") for r in found]
+        fresh = [
+            Rejected(pos=r["pos"], reason=r["reason"], key=r["key"], run=r["run"], stage="validate")
+            for r in found
+        ]
         if not fresh:
             return groups, rejected
         targets: dict[tuple[str, str | None], tuple[list[int], str | None]] = {}
@@ -801,7 +804,17 @@ def _rejections(checked: DataFrame) -> list[Rejected]:
         .limit(MAX_REJECTIONS)
         .collect()
     )
-    return [Rejected(r["pos"], r["reason"], r["key"], r["run"], r["stage"], r["i"]) for r in rows]
+    return [
+        Rejected(
+            pos=r["pos"],
+            reason=r["reason"],
+            key=r["key"],
+            run=r["run"],
+            stage=r["stage"],
+            order=r["i"],
+        )
+        for r in rows
+    ]
 
 
 def _pairs(checked: DataFrame) -> DataFrame:
@@ -903,12 +916,12 @@ def _key_result(g: Group, spec: JobSpec) -> KeyResult:
     witness = [_op(o) for o in orjson.loads(g.witness)] if g.witness else []
     table = orjson.loads(g.anomalies) if g.anomalies else {}
     return KeyResult(
-        g.run,
-        g.key,
-        g.ops,
-        verdict,
-        g.seconds,
-        g.explanation,
+        run=g.run,
+        key=g.key,
+        ops=g.ops,
+        verdict=verdict,
+        seconds=g.seconds,
+        explanation=g.explanation,
         witness=witness,
         consistency=g.consistency,
         kafka=Verdict(g.kafka) if g.kafka else None,

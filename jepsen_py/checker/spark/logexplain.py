@@ -152,12 +152,12 @@ def key_fields(
 
     verdict = key_verdict(linearizable, explanation, witness, found, spec.consistency, line)
     result = KeyResult(
-        found.run,
-        found.key,
-        0,
-        verdict.verdict,
-        0.0,
-        verdict.explanation,
+        run=found.run,
+        key=found.key,
+        ops=0,
+        verdict=verdict.verdict,
+        seconds=0.0,
+        explanation=verdict.explanation,
         witness=[ops_at[p] for p in verdict.witness if p in ops_at],
         consistency=verdict.consistency,
         kafka=verdict.kafka,

@@ -214,7 +214,9 @@ def check_keys(
         )
         stats = {r["gid"]: r for r in rows}
         rejected = [
-            Rejected(x["pos"], x["reason"], x["rejected_key"], None, "parse")
+            Rejected(
+                pos=x["pos"], reason=x["reason"], key=x["rejected_key"], run=None, stage="parse"
+            )
             for r in rows
             for x in r["rejected"] or ()
         ]
