@@ -11,7 +11,7 @@ the order keys are listed in (`group_order`), and what rejected lines do to a ke
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -23,6 +23,8 @@ from jepsen_py.history.validate import Rejection
 
 GroupKey = tuple[str | None, Any]
 """(run, key) of a part of a history."""
+
+_Group = TypeVar("_Group", bound=tuple[Any, Any])
 
 WITNESSES_SHOWN = 3
 """Witnesses per violation listed in JSON and text (the counts are exact)."""
@@ -203,7 +205,7 @@ def op_json(op: Op) -> dict[str, Any]:
     }
 
 
-def group_order(groups: Iterable[GroupKey]) -> list[GroupKey]:
+def group_order(groups: Iterable[_Group]) -> list[_Group]:
     """(run, key) pairs in the order results are listed: by run, then key, a key of None
     (ops without a key) last."""
     return sorted(groups, key=lambda g: (str(g[0]), g[1] is None, str(g[1])))

@@ -295,9 +295,7 @@ class _Job:
         checking = time.perf_counter()
         per_key_frame = frame
         if huge:
-            huge_frame = local_frame(
-                self.spark, sorted(huge, key=_group_order), "run_eff string, key string"
-            )
+            huge_frame = local_frame(self.spark, group_order(huge), "run_eff string, key string")
             per_key_frame = frame.join(
                 F.broadcast(huge_frame),
                 (frame.run_eff == huge_frame.run_eff) & frame.key.eqNullSafe(huge_frame.key),
@@ -963,8 +961,3 @@ def _size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
-
-
-def _group_order(group: Any) -> tuple[str, bool, str]:
-    """(run, key) in the order results are listed: a key of None (ops without a key) last."""
-    return (group[0], group[1] is None, str(group[1]))

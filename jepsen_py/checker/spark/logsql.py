@@ -65,6 +65,7 @@ from jepsen_py.checker.anomalies import (
     REASSIGN_FS,
     KeyAnomalies,
 )
+from jepsen_py.checker.records import group_order
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.keycheck import (
@@ -154,7 +155,7 @@ def check_keys(
     from pyspark.sql import functions as F
 
     started = time.perf_counter()
-    idents = sorted(keys, key=lambda g: (g[0], g[1] is None, str(g[1])))
+    idents = group_order(keys)
     table = local_frame(
         spark,
         [(run, key, gid) for gid, (run, key) in enumerate(idents)],
