@@ -404,7 +404,7 @@ JSON = st.recursive(
 @given(JSON, JSON)
 def test_sql_value_keys_are_equal_exactly_when_the_checkers_values_are(a: Any, b: Any) -> None:
     from jepsen_py.checker.kafka_log import freeze
-    from jepsen_py.checker.spark.logsql import canon
+    from jepsen_py.checker.spark.logfields import canon
 
     assert (canon(a) == canon(b)) == (freeze(a) == freeze(b))
 

@@ -30,18 +30,27 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import ANOMALIES, REASSIGN_FS, VIOLATIONS
+from jepsen_py.checker.anomalies import ANOMALIES, REASSIGN_FS
 from jepsen_py.checker.model import Model, Operation, operations
 from jepsen_py.checker.models import MODELS, UNSET, model_named
+from jepsen_py.checker.records import (
+    WITNESSES_SHOWN,
+    GroupKey,
+    InputResult,
+    KeyResult,
+    downgrade,
+    group_order,
+    line_of,
+)
+from jepsen_py.checker.report_html import render_key_report
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, check_keys
-from jepsen_py.checker.wgl import PartitionResult, check_partitions
+from jepsen_py.checker.wgl import check_partitions
 from jepsen_py.history import (
     FORMATS,
     HistoryError,
@@ -53,172 +62,37 @@ from jepsen_py.history import (
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import Conventions, validate
 
+__all__ = [  # the records are `records`'; the CLI, replay and the demo take them from here too
+    "MODEL_NAMES",
+    "NOT_CHECKED",
+    "TXN_REFUSED",
+    "WITNESSES_SHOWN",
+    "GroupKey",
+    "InputResult",
+    "KeyResult",
+    "Loaded",
+    "check_groups_log",
+    "check_groups_wgl",
+    "choose_model",
+    "group_ops",
+    "line_of",
+    "load",
+    "model_of",
+    "nothing_to_check",
+    "verify_path",
+]
+
 MODEL_NAMES = ("log", *MODELS)
 """Every ``--model``: the Kafka-log checker and the WGL models."""
 
 NOT_CHECKED = "the check stopped at the first illegal key"
 """The explanation of a key left unchecked (its verdict is UNKNOWN)."""
 
-GroupKey = tuple[str | None, Any]
-"""(run, key) of a part of a history."""
-
 TXN_REFUSED = (
     "txn ops (Kafka transactions) are not supported yet: this checker's model has no "
     "transactions; split the history into send and poll ops, or leave the txn ops out"
 )
 """The rejection of a ``txn`` line (every engine)."""
-
-WITNESSES_SHOWN = 3
-"""Witnesses per violation listed in JSON and text (the counts are exact)."""
-
-
-@attrs.frozen(eq=False)
-class KeyResult:
-    """The verdict on one (run, key) of a history."""
-
-    run: str | None
-    key: Any
-    ops: int
-    verdict: Verdict
-    seconds: float
-    explanation: str | None = None
-    rejected: int = 0
-    report: str | None = None
-    checked: list[PartitionResult] = attrs.field(factory=list)
-    """The WGL results of the key's partitions (empty for the log model)."""
-    witness: list[Op] = attrs.field(factory=list)
-    """The ops that witness the verdict (log model only): the first violation's, or the
-    failure to linearize when linearizability decides."""
-    consistency: str | None = None
-    """What decided (log model only): ``kafka`` or ``linearizable``."""
-    kafka: Verdict | None = None
-    """Kafka's guarantees (log model only)."""
-    linearizable: Verdict | None = None
-    """Linearizability of the partition log (log model only)."""
-    violations: tuple[str, ...] = ()
-    """What makes the verdict ILLEGAL (`verdict.KeyVerdict.violations`)."""
-    counts: dict[str, int] = attrs.field(factory=dict)
-    """Every anomaly found, with its count (log model only)."""
-    anomalies: dict[str, list[list[Op]]] = attrs.field(factory=dict)
-    """This key's witnesses per anomaly found."""
-
-    @property
-    def informational(self) -> dict[str, int]:
-        return {n: c for n, c in self.counts.items() if c and n not in VIOLATIONS}
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "run": self.run,
-            "key": self.key,
-            "ops": self.ops,
-            "verdict": self.verdict.value,
-            "seconds": round(self.seconds, 6),
-            "explanation": self.explanation,
-            "rejected_lines": self.rejected,
-            "report": self.report,
-        }
-        if self.consistency is not None:
-            out.update(
-                consistency=self.consistency,
-                kafka=self.kafka.value if self.kafka else None,
-                linearizable=self.linearizable.value if self.linearizable else None,
-                violations=[self.violation_json(name) for name in self.violations],
-                informational=self.informational,
-            )
-        if self.witness:
-            out["witness"] = [_op_json(op) for op in self.witness]
-        return out
-
-    def violation_json(self, name: str) -> dict[str, Any]:
-        """A violation as JSON: its name, count and first witnesses as history lines."""
-        if name in self.anomalies:
-            groups = self.anomalies[name]
-            count = self.counts.get(name, len(groups))
-        else:  # nonlinearizable: the log checker's witness
-            groups, count = [self.witness], 1
-        return {
-            "name": name,
-            "count": count,
-            "lines": [[line_of(op) for op in group] for group in groups[:WITNESSES_SHOWN]],
-        }
-
-
-def line_of(op: Op) -> int | None:
-    """The history line of an op (its index + 1 when it was not read from a file)."""
-    return op.line if op.line is not None else op.index + 1
-
-
-@attrs.frozen(eq=False)
-class InputResult:
-    """The verdict on one history file."""
-
-    path: str
-    format: str | None
-    model: str | None
-    verdict: Verdict
-    keys: list[KeyResult]
-    anomalies: dict[str, list[list[Op]]]
-    rejected: list[Rejection]
-    seconds: float
-    ops: int = 0
-    error: str | None = None
-    """Why the input could not be checked at all (unreadable, unknown format, nothing to
-    check)."""
-    consistency: str | None = None
-
-    @property
-    def anomaly_counts(self) -> dict[str, int]:
-        """Every anomaly found, with its exact count over the keys (``anomalies`` may keep
-        fewer witnesses than that: the Spark engine keeps 100 per key and anomaly)."""
-        out: dict[str, int] = {}
-        for key in self.keys:
-            for name, n in key.counts.items():
-                if n:
-                    out[name] = out.get(name, 0) + n
-        return {name: out[name] for name in ANOMALIES if name in out}
-
-    @property
-    def violations(self) -> dict[str, int]:
-        """The violations that decided a key ILLEGAL, with their counts over the keys."""
-        out: dict[str, int] = {}
-        for key in self.keys:
-            if key.verdict is not Verdict.ILLEGAL:
-                continue
-            for name in key.violations:
-                out[name] = out.get(name, 0) + key.violation_json(name)["count"]
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "format": self.format,
-            "model": self.model,
-            "consistency": self.consistency,
-            "verdict": self.verdict.value,
-            "violations": self.violations,
-            "seconds": round(self.seconds, 6),
-            "ops": self.ops,
-            "keys": [k.to_json() for k in self.keys],
-            "anomalies": {
-                name: [[_op_json(op) for op in group] for group in groups]
-                for name, groups in sorted(self.anomalies.items())
-                if groups
-            },
-            "rejected_lines": [r.to_json() for r in self.rejected],
-            "error": self.error,
-        }
-
-
-def _op_json(op: Op) -> dict[str, Any]:
-    return {
-        "index": op.index,
-        "line": op.line,
-        "process": op.process,
-        "type": op.type,
-        "f": op.f,
-        "key": op.key,
-        "value": op.value,
-    }
 
 
 @attrs.frozen(eq=False)
@@ -297,9 +171,9 @@ def choose_model(loaded: Loaded) -> str:
         raise HistoryError(
             f"{loaded.path}: nothing to check: only assign/subscribe ops, no send or poll"
         )
-    for name, fs in _FS_OF_MODEL.items():
-        if loaded.fs and loaded.fs <= fs and not loaded.fs <= REASSIGN_FS:
-            return name
+    found = model_of(loaded.fs)
+    if found is not None:
+        return found
     seen = ", ".join(sorted(loaded.fs)) or "none"
     raise HistoryError(
         f"{loaded.path}: cannot tell the model from the ops' f ({seen}); pass --model "
@@ -307,8 +181,13 @@ def choose_model(loaded: Loaded) -> str:
     )
 
 
-def _sorted_groups(groups: dict[GroupKey, list[Op]]) -> list[GroupKey]:
-    return sorted(groups, key=lambda g: (str(g[0]), g[1] is None, str(g[1])))
+def model_of(fs: frozenset[str] | set[str]) -> str | None:
+    """The model whose operations cover ``fs`` (the ``f`` of a history's client ops), or
+    None when none does (or when they are only ``assign``/``subscribe``)."""
+    for name, model_fs in _FS_OF_MODEL.items():
+        if fs and fs <= model_fs and not fs <= REASSIGN_FS:
+            return name
+    return None
 
 
 def check_groups_wgl(
@@ -322,7 +201,7 @@ def check_groups_wgl(
 ) -> list[KeyResult]:
     """Check each (run, key) with the WGL search; all keys' partitions go to one
     `check_partitions` call so they share the workers and the deadline."""
-    order = _sorted_groups(groups)
+    order = group_order(groups)
     parts: list[list[Operation]] = []
     owner: list[int] = []
     counts: list[int] = []
@@ -350,12 +229,12 @@ def check_groups_wgl(
             explanation = unknown.explanation
         results.append(
             KeyResult(
-                run,
-                key,
-                counts[g],
-                verdict,
-                sum(r.seconds for r in done),
-                explanation,
+                run=run,
+                key=key,
+                ops=counts[g],
+                verdict=verdict,
+                seconds=sum(r.seconds for r in done),
+                explanation=explanation,
                 checked=done,
             )
         )
@@ -373,7 +252,7 @@ def check_groups_log(
     witnesses kept per anomaly and key (the counts stay exact)."""
     results: list[KeyResult] = []
     anomalies: dict[str, list[list[Op]]] = {}
-    for run, key in _sorted_groups(groups):
+    for run, key in group_order(groups):
         ops = groups[(run, key)]
         for checked in check_keys(ops, consistency, max_witnesses=max_witnesses):
             verdict = checked.verdict
@@ -386,12 +265,12 @@ def check_groups_log(
                     anomalies.setdefault(name, []).extend(mine[name])
             results.append(
                 KeyResult(
-                    checked.run,
-                    checked.key,
-                    checked.ops,
-                    verdict.verdict,
-                    checked.seconds,
-                    verdict.explanation,
+                    run=checked.run,
+                    key=checked.key,
+                    ops=checked.ops,
+                    verdict=verdict.verdict,
+                    seconds=checked.seconds,
+                    explanation=verdict.explanation,
                     witness=[ops[p] for p in verdict.witness],
                     consistency=verdict.consistency,
                     kafka=verdict.kafka,
@@ -402,27 +281,6 @@ def check_groups_log(
                 )
             )
     return results, anomalies
-
-
-def _downgrade(results: list[KeyResult], rejected: Iterable[Rejection]) -> list[KeyResult]:
-    per_key: dict[GroupKey, int] = {}
-    for r in rejected:
-        if r.key is not None:
-            per_key[(r.run, r.key)] = per_key.get((r.run, r.key), 0) + 1
-    out = []
-    for result in results:
-        n = per_key.get((result.run, result.key), 0)
-        if n:
-            found = result.explanation or f"the accepted ops are {result.verdict.value}"
-            result = attrs.evolve(
-                result,
-                verdict=Verdict.UNKNOWN,
-                rejected=n,
-                explanation=f"{n} line(s) of this key were rejected (see rejected_lines); "
-                f"fix them and check again. Check of the accepted ops: {found}",
-            )
-        out.append(result)
-    return out
 
 
 def verify_path(
@@ -461,40 +319,40 @@ def verify_path(
             )
             anomalies = {}
     except (HistoryError, ValueError) as exc:
-        return InputResult(
+        return InputResult.unchecked(
             name,
-            loaded.format if loaded else fmt,
-            model,
-            Verdict.UNKNOWN,
-            [],
-            {},
-            list(loaded.rejections) if loaded else [],
-            time.perf_counter() - started,
-            loaded.ops if loaded else 0,
             str(exc),
+            format=loaded.format if loaded else fmt,
+            model=model,
+            rejected=loaded.rejections if loaded else (),
+            seconds=time.perf_counter() - started,
+            ops=loaded.ops if loaded else 0,
         )
     except OSError as exc:  # a file that vanished or cannot be read midway
-        return InputResult(
-            name, fmt, model, Verdict.UNKNOWN, [], {}, [], time.perf_counter() - started, 0,
+        return InputResult.unchecked(
+            name,
             f"{name}: cannot read: {exc.strerror or exc}",
-        )  # fmt: skip
+            format=fmt,
+            model=model,
+            seconds=time.perf_counter() - started,
+        )
     rejected = list(loaded.rejections)
-    keys = _downgrade(keys, rejected)
+    keys = downgrade(keys, rejected)
     if report_dir is not None:
         keys = _write_reports(Path(report_dir), loaded, keys, wgl_model)
     verdicts = [k.verdict for k in keys]
     if any(r.key is None for r in rejected):
         verdicts.append(Verdict.UNKNOWN)
     return InputResult(
-        name,
-        loaded.format,
-        model_name,
-        Verdict.combine(verdicts),
-        keys,
-        anomalies,
-        rejected,
-        time.perf_counter() - started,
-        loaded.ops,
+        path=name,
+        format=loaded.format,
+        model=model_name,
+        verdict=Verdict.combine(verdicts),
+        keys=keys,
+        anomalies=anomalies,
+        rejected=rejected,
+        seconds=time.perf_counter() - started,
+        ops=loaded.ops,
         consistency=consistency if model_name == "log" else None,
     )
 
@@ -531,8 +389,6 @@ def _slug(text: str) -> str:
 def _write_reports(
     root: Path, loaded: Loaded, keys: list[KeyResult], model: Model | None
 ) -> list[KeyResult]:
-    from jepsen_py.checker.report_html import render_key_report
-
     folder = root / _slug(Path(loaded.path).name)
     folder.mkdir(parents=True, exist_ok=True)
     out = []

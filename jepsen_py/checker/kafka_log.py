@@ -89,7 +89,7 @@ number of distinct values and offsets (plain ints in dicts and lists, no per-op 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -568,6 +568,31 @@ def _explain_order(
         due_call,
         deadline,
     )
+
+
+def explain_order(
+    ops: Sequence[Op],
+    offset: int,
+    latest: int,
+    deadline: int,
+    *,
+    value_at: Mapping[int, Any] | None = None,
+    offset_of: Mapping[Any, int] | None = None,
+) -> tuple[Verdict, str, tuple[int, ...]]:
+    """`check_log`'s verdict, words and witness (positions into ``ops``) for the order
+    violation the scan finds at ``offset``: the invocation at ``latest`` comes after the
+    completion at ``deadline``. For a caller that found it another way (the Spark SQL
+    checker) and holds only the ops it names: ``value_at`` and ``offset_of`` are the two
+    facts of the key's log the words mention (the value at ``offset``; the offset of the
+    late send's value), frozen as `freeze` makes them."""
+    log = _KeyLog((ops[0].run, ops[0].key))
+    log.value_at.update(value_at or {})
+    log.offset_of.update(offset_of or {})
+    try:
+        _explain_order(ops, log, offset, latest, deadline)
+    except _Problem as problem:
+        return problem.verdict, problem.explanation, problem.witness
+    raise AssertionError("_explain_order always raises")
 
 
 def paired(ops: Sequence[Op]) -> list[tuple[int, int]]:

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from jepsen_py.checker.model import Model, Operation
+from jepsen_py.checker.records import KeyResult
 from jepsen_py.checker.result import Verdict
 from jepsen_py.history.op import Op
-
-if TYPE_CHECKING:
-    from jepsen_py.checker.engine import KeyResult
 
 WINDOW_OPS = 400
 """At most this many bars are drawn; a bigger history is cut around the failure."""

@@ -332,9 +332,10 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
 
 
 @attrs.frozen(eq=False)
-class CheckResult:
-    """The verdict over all partitions, and each partition's result (None: not checked,
-    because the check stopped at the first illegal partition)."""
+class SearchResult:
+    """The Wing-Gong-Lowe search over a history's partitions: the verdict over all of them,
+    and each partition's result (None: not checked, because the search stopped at the
+    first illegal partition)."""
 
     verdict: Verdict
     partitions: list[list[Operation]]
@@ -355,7 +356,7 @@ def check_operations(
     *,
     timeout: float | None = None,
     parallel: bool | None = None,
-) -> CheckResult:
+) -> SearchResult:
     """Check ``history`` against ``model``, split by ``model.partition``. ``timeout`` is in
     seconds for the whole check; ``parallel`` None decides by size."""
     return check_partitions(
@@ -370,7 +371,7 @@ def check_partitions(
     timeout: float | None = None,
     parallel: bool | None = None,
     stop_at_first_illegal: bool = True,
-) -> CheckResult:
+) -> SearchResult:
     """Check each partition; all must be linearizable. ``parallel`` None: in `WORKERS`
     processes when there are several partitions and `PARALLEL_MIN_OPERATIONS` operations,
     else in this process. Either way the partitions advance round-robin, and the check
@@ -392,7 +393,7 @@ def check_partitions(
     else:
         _round_robin(model, dict(enumerate(parts)), deadline, emit)
     verdicts = [r.verdict if r is not None else Verdict.UNKNOWN for r in results]
-    return CheckResult(Verdict.combine(verdicts), parts, results, time.perf_counter() - started)
+    return SearchResult(Verdict.combine(verdicts), parts, results, time.perf_counter() - started)
 
 
 def _worker(

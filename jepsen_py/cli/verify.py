@@ -29,20 +29,14 @@ import click
 import orjson
 
 from jepsen_py.checker.anomalies import ANOMALIES, CLASSES, DESCRIPTIONS
-from jepsen_py.checker.engine import (
-    MODEL_NAMES,
-    NOT_CHECKED,
-    WITNESSES_SHOWN,
-    InputResult,
-    KeyResult,
-    line_of,
-    verify_path,
-)
+from jepsen_py.checker.engine import MODEL_NAMES, NOT_CHECKED, verify_path
 from jepsen_py.checker.models import UNSET
+from jepsen_py.checker.records import WITNESSES_SHOWN, InputResult, KeyResult, line_of
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark.session import master_problem, memory_problem
+from jepsen_py.checker.totals import exit_code, summary, totals
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
-from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.common import emit_json, fail_input
 from jepsen_py.history import FORMATS, list_histories
 
 _STYLE = {Verdict.OK: "green", Verdict.ILLEGAL: "bold red", Verdict.UNKNOWN: "yellow"}
@@ -66,39 +60,6 @@ def parse_initial(text: str | None) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
-
-
-def exit_code(results: list[InputResult]) -> int:
-    """1 if anything is illegal; else 2 if anything is unknown or unreadable; else 0."""
-    verdicts = [r.verdict for r in results]
-    if Verdict.ILLEGAL in verdicts:
-        return EXIT_VIOLATION
-    if Verdict.UNKNOWN in verdicts or any(r.error or r.rejected for r in results):
-        return EXIT_UNKNOWN
-    return EXIT_OK
-
-
-def totals(results: list[InputResult]) -> dict[str, Any]:
-    return {
-        "inputs": len(results),
-        "ok": sum(r.verdict is Verdict.OK for r in results),
-        "illegal": sum(r.verdict is Verdict.ILLEGAL for r in results),
-        "unknown": sum(r.verdict is Verdict.UNKNOWN for r in results),
-        "keys": sum(len(r.keys) for r in results),
-        "ops": sum(r.ops for r in results),
-        "rejected_lines": sum(len(r.rejected) for r in results),
-        "anomalies": sum(sum(k.counts.values()) for r in results for k in r.keys),
-        "violations": _total_violations(results),
-        "seconds": round(sum(r.seconds for r in results), 6),
-    }
-
-
-def _total_violations(results: list[InputResult]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for result in results:
-        for name, n in result.violations.items():
-            out[name] = out.get(name, 0) + n
-    return dict(sorted(out.items()))
 
 
 def _lines(groups: list[list[Any]]) -> str:
@@ -481,7 +442,7 @@ def verify(
     results = []
     for path, problem in local_paths(paths, quiet=as_json):
         if problem is not None:
-            result = InputResult(path, fmt, model, Verdict.UNKNOWN, [], {}, [], 0.0, 0, problem)
+            result = InputResult.unchecked(path, problem, format=fmt, model=model)
         else:
             result = verify_path(
                 path,
@@ -499,9 +460,8 @@ def verify(
     if output_dir is not None:
         from jepsen_py.checker.spark.output import rows_from_inputs, write_local
 
-        summary = {"totals": totals(results), "exit_code": code, "engine": "local"}
-        summary["seconds"] = round(time.perf_counter() - started, 3)
-        write_local(output_dir, rows_from_inputs(results), summary)
+        figures = {**summary(results, "local"), "seconds": round(time.perf_counter() - started, 3)}
+        write_local(output_dir, rows_from_inputs(results), figures)
     if as_json:
         emit_json(
             {
@@ -561,11 +521,8 @@ def _verify_spark(
     def say(message: str) -> None:
         click.echo(f"spark: {message}", err=True)
 
-    def summarize(results: list[InputResult]) -> dict[str, Any]:
-        return {"totals": totals(results), "exit_code": exit_code(results), "engine": "spark"}
-
     try:
-        report = verify_spark(paths, options, say=say, summarize=summarize)
+        report = verify_spark(paths, options, say=say)
     except Exception as exc:  # Spark failed as a whole: say so, in one line, and exit 2
         if verbose:
             import traceback

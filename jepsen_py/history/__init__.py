@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from jepsen_py.history.edn import KNOSSOS, read_edn
-from jepsen_py.history.files import EXTENSIONS, Listing, extension, list_histories
+from jepsen_py.history.files import Listing, format_by_name, list_histories
 from jepsen_py.history.jsonl import JsonlWriter, read_jsonl, write_jsonl
 from jepsen_py.history.op import OP_TYPES, Op
 from jepsen_py.history.porcupine import ETCD, PORCUPINE_KV, read_etcd_log, read_kv
@@ -83,7 +83,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     an etcd log event, an EDN map: a key-value one when it has ``:key``). Raises
     `HistoryError` when neither tells."""
     p = Path(path)
-    by_extension = EXTENSIONS.get(extension(p.name))
+    by_extension = format_by_name(p.name)
     if by_extension is not None:
         return by_extension
     return detect_format_by_content(p)
@@ -144,6 +144,7 @@ __all__ = [
     "Rejections",
     "detect_format",
     "detect_format_by_content",
+    "format_by_name",
     "list_histories",
     "read_edn",
     "read_etcd_log",

@@ -51,6 +51,23 @@ def extension(name: str) -> str:
     return os.path.splitext(name)[1]
 
 
+def format_by_name(name: str) -> str | None:
+    """The format a file's name says (`EXTENSIONS`, through a ``.gz`` suffix), or None."""
+    return EXTENSIONS.get(extension(name.rsplit("/", 1)[-1]))
+
+
+def is_remote_history_name(name: str) -> bool:
+    """Whether a file found in a remote directory (``hdfs://``, ``s3a://``, ...) counts
+    as a history: by its extension alone (`HISTORY_EXTENSIONS`), as files there are not
+    opened to be listed."""
+    return extension(name.rsplit("/", 1)[-1]) in HISTORY_EXTENSIONS
+
+
+def is_hidden(name: str) -> bool:
+    """A path component Spark and Hadoop leave out of a directory (``.x``, ``_x``)."""
+    return name.startswith((".", "_"))
+
+
 def is_history_name(path: str | os.PathLike[str]) -> bool:
     """Whether a file found in a directory counts as a history (see the module docstring)."""
     suffix = extension(os.fspath(path))
@@ -64,10 +81,6 @@ def is_history_name(path: str | os.PathLike[str]) -> bool:
             return marker in handle.read(_SNIFF_BYTES)
     except OSError:
         return True  # let the reader say what is wrong with it
-
-
-def _hidden(name: str) -> bool:
-    return name.startswith((".", "_"))
 
 
 @attrs.frozen
@@ -101,7 +114,7 @@ def list_histories(paths: list[str] | tuple[str, ...]) -> Listing:
         found = sorted(
             p
             for p in Path(root).rglob("*")
-            if not any(_hidden(part) for part in p.relative_to(root).parts)
+            if not any(is_hidden(part) for part in p.relative_to(root).parts)
         )
         # real files first: a link to one of them is then the duplicate, not the file
         for p in sorted(found, key=lambda p: (p.is_symlink(), str(p))):

@@ -33,6 +33,7 @@ to Spark as op records.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -40,18 +41,25 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
+from jepsen_py.checker.engine import Loaded, choose_model
 from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.keycheck import (
     FILE_RUN,
     FILE_SHIFT,
     NOT_UTF8_LINE,
     JobSpec,
+    exact_group,
     op_record_text,
     position,
     run_of,
 )
-from jepsen_py.history import FORMATS, HistoryError, Rejection, detect_format
-from jepsen_py.history.files import EXTENSIONS, HISTORY_EXTENSIONS, extension, list_histories
+from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, detect_format, validate
+from jepsen_py.history.files import (
+    format_by_name,
+    is_hidden,
+    is_remote_history_name,
+    list_histories,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -104,19 +112,15 @@ def format_of(path: str, fmt: str | None, *, local: bool) -> tuple[str | None, s
     """(format, error) of one file."""
     if fmt is not None:
         return fmt, None
-    suffix = extension(path.rsplit("/", 1)[-1])
-    if suffix in EXTENSIONS:
-        return EXTENSIONS[suffix], None
+    by_name = format_by_name(path)
+    if by_name is not None:
+        return by_name, None
     if not local:
         return None, f"{path}: cannot tell the history format from its name; pass --format"
     try:
         return detect_format(path), None
     except HistoryError as exc:
         return None, str(exc)
-
-
-def _hidden(name: str) -> bool:
-    return name.startswith((".", "_"))
 
 
 def list_local(path: str, fmt: str | None) -> list[InputFile]:
@@ -151,9 +155,9 @@ def list_remote(spark: SparkSession, path: str, fmt: str | None) -> list[InputFi
                 item = listing.next()
                 name = str(item.getPath().toString())
                 relative = name[len(str(status.getPath().toString())) :]
-                if any(_hidden(part) for part in relative.split("/") if part):
+                if any(is_hidden(part) for part in relative.split("/") if part):
                     continue
-                if extension(name.rsplit("/", 1)[-1]) not in HISTORY_EXTENSIONS:
+                if not is_remote_history_name(name):
                     continue  # not a history (a store's results.json, a report)
                 found.append(_remote_file(name, int(item.getLen()), fmt))
         else:
@@ -430,11 +434,7 @@ def read_lines(
 
 def _exact(lines: DataFrame, spec: JobSpec) -> DataFrame:
     """Group columns from the Python parser itself (slow: a Python call per line)."""
-    import functools
-
     from pyspark.sql import functions as F
-
-    from jepsen_py.checker.spark.keycheck import exact_group
 
     udf = F.udf(functools.partial(exact_group, spec), "run_eff string, key string", useArrow=False)
     return lines.select("pos", udf(F.col("pos"), F.col("text")).alias("g"), "text").select(
@@ -452,10 +452,6 @@ def _driver_rows(
     """Read, validate and number the ops of the driver-side formats, as `engine.load` does,
     keeping their order in the file (positions are that order: the real line travels in
     the record)."""
-    from jepsen_py.checker.engine import Loaded, choose_model
-    from jepsen_py.history import Rejections
-    from jepsen_py.history.validate import validate
-
     rows: list[tuple[int, str, str | None, str]] = []
     for file in driver:
         file_id = ids[normalize(file.uri)]

@@ -23,6 +23,11 @@ exact grouping. Each of these is counted in the figures (``reruns``).
 
 Results are sorted by (run, key), so the verdict table is the same on every run whatever
 the partitioning; a task that fails is retried by Spark (see `session`).
+
+The job returns a `records.SparkReport`; `verify_spark` writes it out (`output`) when asked.
+pyspark is imported inside the functions that use it, here as in every module of this
+package: it is a heavy, optional dependency (``kmodel verify --engine local`` and the
+workers' imports of `keycheck` must not pay for it).
 """
 
 from __future__ import annotations
@@ -30,28 +35,32 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import sys
 import time
+import traceback
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from jepsen_py.checker.anomalies import REASSIGN_FS
-from jepsen_py.checker.engine import (
-    MODEL_NAMES,
-    InputResult,
-    KeyResult,
-    _downgrade,
-)
+from jepsen_py.checker.engine import MODEL_NAMES
+from jepsen_py.checker.records import InputResult, KeyResult, downgrade, group_order
 from jepsen_py.checker.result import Verdict
-from jepsen_py.checker.spark import inputs as inputs_module
+from jepsen_py.checker.spark import logsql
 from jepsen_py.checker.spark.frames import local_frame
-from jepsen_py.checker.spark.inputs import BLANK, DRIVER_FORMATS, list_inputs, normalize
+from jepsen_py.checker.spark.inputs import (
+    BLANK,
+    DRIVER_FORMATS,
+    Lines,
+    list_inputs,
+    normalize,
+    read_lines,
+)
 from jepsen_py.checker.spark.keycheck import (
     ARROW_RESULT_DDL,
     COPY,
-    FILE_RUN,
     FILE_SHIFT,
     INF_POS,
     PAIR_DONE,
@@ -66,10 +75,12 @@ from jepsen_py.checker.spark.keycheck import (
     file_of,
     guess_model,
     line_of,
-    run_of,
     validate_lines,
 )
+from jepsen_py.checker.spark.output import write_outputs
+from jepsen_py.checker.spark.records import Group, Rejected, SparkReport
 from jepsen_py.checker.spark.session import SessionOptions, ship_package, spark_reason, start
+from jepsen_py.checker.totals import summary
 from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.history import FORMATS, Op, Rejection
 
@@ -110,73 +121,6 @@ class SparkOptions:
     session: SessionOptions = attrs.field(factory=SessionOptions)
 
 
-@attrs.define
-class Group:
-    """The result of one (run, key), as the driver gathers it."""
-
-    run_eff: str
-    key: str | None
-    files: tuple[int, ...]
-    model: str | None
-    verdict: str | None
-    ops: int
-    seconds: float
-    explanation: str | None
-    witness: str | None
-    anomalies: str | None
-    kafka: str | None
-    linearizable: str | None
-    consistency: str | None
-    violations: tuple[str, ...]
-    fs: tuple[str, ...]
-    mismatches: int
-    client_ops: int
-    needs_ordinal: bool
-    timed_out: bool
-    engine: str = "per-key"
-
-    @property
-    def ident(self) -> tuple[str, str | None]:
-        return (self.run_eff, self.key)
-
-    @property
-    def run(self) -> str | None:
-        return None if self.run_eff.startswith(FILE_RUN) else self.run_eff
-
-    @property
-    def is_key(self) -> bool:
-        """False for a group of ``assign``/``subscribe`` ops alone (handed to the keys)."""
-        return not (set(self.fs) <= REASSIGN_FS)
-
-
-@attrs.frozen
-class Rejected:
-    """A rejected line: where, why, the key and run it names, and which step rejected it
-    (``parse``, ``validate`` or ``model``)."""
-
-    pos: int
-    reason: str
-    key: str | None
-    run: str | None
-    stage: str
-    order: int = 0
-    """Its place among its group's rejections (the local engine's order within a key)."""
-
-    @property
-    def group(self) -> tuple[str, str | None]:
-        return (run_of(file_of(self.pos), self.run), self.key)
-
-
-@attrs.frozen(eq=False)
-class SparkReport:
-    """What the job found: one `InputResult` per file (the local engine's shape), the
-    verdict table's rows, and figures about the run."""
-
-    inputs: list[InputResult]
-    verdicts: list[dict[str, Any]]
-    figures: dict[str, Any]
-
-
 Say = Callable[[str], None]
 
 
@@ -186,15 +130,16 @@ def verify_spark(
     *,
     spark: SparkSession | None = None,
     say: Say | None = None,
-    summarize: Callable[[list[InputResult]], dict[str, Any]] | None = None,
 ) -> SparkReport:
     """Check the histories under ``paths`` on Spark. Starts a session (and stops it) unless
     one is given. Never raises for a user's mistake in the inputs: those come back as
-    inputs with ``error`` set. ``summarize`` gives the totals ``summary.json`` holds."""
+    inputs with ``error`` set. With ``options.output``, writes the verdict table and
+    ``summary.json`` (`output`) before the session stops."""
     tell: Say = say or (lambda message: None)
     figures: dict[str, Any] = {"reruns": {}}
     started = time.perf_counter()
     if spark is None:
+        # pyspark is imported when a job runs: importing this module must not need it
         from pyspark.sql import SparkSession
 
         spark = SparkSession.getActiveSession()  # a session this process runs already
@@ -210,9 +155,11 @@ def verify_spark(
     figures["default_parallelism"] = spark.sparkContext.defaultParallelism
     try:
         try:
-            report = _Job(spark, list(paths), options, tell, figures, summarize).run()
+            report = _Job(spark, list(paths), options, tell, figures).run()
         except Exception as exc:
-            report = _one_by_one(spark, list(paths), options, tell, figures, summarize, exc)
+            report = _one_by_one(spark, list(paths), options, tell, figures, exc)
+        if options.output is not None:
+            write_outputs(spark, options.output, report, summary(report.inputs, "spark"))
     finally:
         if own:
             spark.stop()
@@ -226,15 +173,11 @@ def _one_by_one(
     options: SparkOptions,
     tell: Say,
     figures: dict[str, Any],
-    summarize: Callable[[list[InputResult]], dict[str, Any]] | None,
     failure: Exception,
 ) -> SparkReport:
     """After a job over several inputs failed: each input in a job of its own, so that one
     bad input does not cost the others their verdicts; an input whose job fails too comes
     back UNKNOWN with Spark's reason. With a single input, the failure stands."""
-    import sys
-    import traceback
-
     files = [f for f in list_inputs(paths, options.fmt, spark) if f.error is None]
     if options.verbose:
         traceback.print_exception(failure, file=sys.stderr)
@@ -242,39 +185,34 @@ def _one_by_one(
         raise failure
     tell(f"the job failed ({spark_reason(failure)}); checking each input alone ...")
     figures["reruns"]["one_by_one"] = len(files)
-    alone = attrs.evolve(options, output=None)
     inputs: list[InputResult] = []
     verdicts: list[dict[str, Any]] = []
     for file in files:
         try:
-            part = _Job(spark, [file.display], alone, tell, dict(figures), summarize).run()
+            part = _Job(spark, [file.display], options, tell, dict(figures)).run()
         except Exception as exc:
             if options.verbose:
                 traceback.print_exception(exc, file=sys.stderr)
             inputs.append(
-                InputResult(
-                    file.display, file.format, options.model, Verdict.UNKNOWN, [], {}, [],
-                    0.0, 0, f"{file.display}: Spark failed on this input: {spark_reason(exc)}",
+                InputResult.unchecked(
+                    file.display,
+                    f"{file.display}: Spark failed on this input: {spark_reason(exc)}",
+                    format=file.format,
+                    model=options.model,
                 )
-            )  # fmt: skip
+            )
             continue
         for result in part.inputs:
             inputs.append(attrs.evolve(result, path=file.display))
         verdicts.extend(part.verdicts)
     figures["keys"] = sum(len(r.keys) for r in inputs)
     figures["ops"] = sum(r.ops for r in inputs)
-    report = SparkReport(inputs, verdicts, figures)
-    if options.output is not None:
-        from jepsen_py.checker.spark.output import write_outputs
-
-        summary = summarize(inputs) if summarize is not None else {}
-        spec = JobSpec(files=tuple(f.display for f in files), formats=(), conventions=(),
-                       models=())  # fmt: skip
-        write_outputs(spark, options.output, report, [], spec, summary)
-    return report
+    return SparkReport(inputs, verdicts, figures, files=tuple(f.display for f in files))
 
 
 class _Job:
+    """One job over a set of paths: `run` lists, reads, checks and settles them."""
+
     def __init__(
         self,
         spark: SparkSession,
@@ -282,9 +220,7 @@ class _Job:
         options: SparkOptions,
         say: Say,
         figures: dict[str, Any],
-        summarize: Callable[[list[InputResult]], dict[str, Any]] | None = None,
     ) -> None:
-        self.summarize = summarize
         self.sql_keys: set[tuple[str, str | None]] = set()
         self.fs_of: dict[int, set[str]] = {}
         self.spark = spark
@@ -296,6 +232,21 @@ class _Job:
     # --- the steps ---------------------------------------------------------------------
 
     def run(self) -> SparkReport:
+        """The job's report. The grouping columns are a guess (`inputs`); when a worker
+        finds an op grouped by a wrong guess of its run or key, every group is suspect,
+        and the job is done once more with exact grouping (at most once: exact grouping
+        cannot be wrong)."""
+        report = self._attempt()
+        if report is None:
+            self.options = attrs.evolve(self.options, exact_grouping=True)
+            report = self._attempt()
+            assert report is not None, "exact grouping found a wrongly grouped op"
+        return report
+
+    def _attempt(self) -> SparkReport | None:
+        """One pass of the steps of the module docstring: the report, or None when an op
+        was grouped by a wrong guess (and grouping was not exact)."""
+        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         started = time.perf_counter()
@@ -328,7 +279,7 @@ class _Job:
             return self._assemble(spec, [], [], {}, None)
         self.say(f"reading {len(good)} file(s), {_size(total_bytes)} ...")
         exact = spec if self.options.exact_grouping else None
-        lines = inputs_module.read_lines(self.spark, good, ids, models, exact=exact)
+        lines = read_lines(self.spark, good, ids, models, exact=exact)
         spec = attrs.evolve(spec, models=tuple(models))
         self.lines = lines
         self.figures["first_pass_seconds"] = round(time.perf_counter() - started, 3)
@@ -344,9 +295,7 @@ class _Job:
         checking = time.perf_counter()
         per_key_frame = frame
         if huge:
-            huge_frame = local_frame(
-                self.spark, sorted(huge, key=_group_order), "run_eff string, key string"
-            )
+            huge_frame = local_frame(self.spark, group_order(huge), "run_eff string, key string")
             per_key_frame = frame.join(
                 F.broadcast(huge_frame),
                 (frame.run_eff == huge_frame.run_eff) & frame.key.eqNullSafe(huge_frame.key),
@@ -358,8 +307,6 @@ class _Job:
             + " ..."
         )
         checked = _check_frame(per_key_frame, spec)
-        from pyspark import StorageLevel
-
         checked.persist(StorageLevel.MEMORY_AND_DISK)
         release: Callable[[], None] | None = None
         try:
@@ -369,10 +316,8 @@ class _Job:
                 rejected = _rejections(checked)
             pairs = _pairs(checked)
             if huge:
-                from jepsen_py.checker.spark.logsql import check_keys
-
                 with self.step("sql"):
-                    sql = check_keys(self.spark, frame, huge, spec)
+                    sql = logsql.check_keys(self.spark, frame, huge, spec)
                 groups.extend(sql.groups)
                 rejected.extend(sql.rejected)
                 release = sql.release
@@ -384,12 +329,7 @@ class _Job:
                     f"{mismatches} op(s) were grouped by a wrong guess of their run or key; "
                     "checking again with exact grouping ..."
                 )
-                checked.unpersist()
-                options = attrs.evolve(self.options, exact_grouping=True)
-                again = _Job(
-                    self.spark, self.paths, options, self.say, self.figures, self.summarize
-                )
-                return again.run()
+                return None
             with self.step("processes"):
                 dirty = _dirty_processes(pairs)
             if dirty:
@@ -450,9 +390,7 @@ class _Job:
         groups: list[Group] = []
         rejected: list[Rejected] = []
         if sql:
-            from jepsen_py.checker.spark.logsql import check_keys
-
-            result = check_keys(self.spark, self.frame, set(sql), spec, exclude=sql)
+            result = logsql.check_keys(self.spark, self.frame, set(sql), spec, exclude=sql)
             result.release()
             groups.extend(result.groups)
             rejected.extend(result.rejected)
@@ -517,7 +455,10 @@ class _Job:
             .select("x.*")
             .collect()
         )
-        fresh = [Rejected(r["pos"], r["reason"], r["key"], r["run"], "validate") for r in found]
+        fresh = [
+            Rejected(pos=r["pos"], reason=r["reason"], key=r["key"], run=r["run"], stage="validate")
+            for r in found
+        ]
         if not fresh:
             return groups, rejected
         targets: dict[tuple[str, str | None], tuple[list[int], str | None]] = {}
@@ -630,10 +571,8 @@ class _Job:
         groups: list[Group],
         rejected: list[Rejected],
         file_models: dict[int, str | None],
-        lines: inputs_module.Lines | None,
+        lines: Lines | None,
     ) -> SparkReport:
-        from jepsen_py.checker.engine import _sorted_groups
-
         self.figures["keys"] = len([g for g in groups if g.client_ops and g.is_key])
         self.figures["ops"] = sum(g.client_ops for g in groups)
         self.figures["sql_keys"] = sum(1 for g in groups if g.engine == "sql")
@@ -642,11 +581,13 @@ class _Job:
         results: list[InputResult] = []
         for bad in self.bad:
             results.append(
-                InputResult(
-                    bad.display, bad.format, self.options.model, Verdict.UNKNOWN, [], {}, [], 0.0,
-                    0, bad.error or f"{bad.display}: unknown format",
+                InputResult.unchecked(
+                    bad.display,
+                    bad.error or f"{bad.display}: unknown format",
+                    format=bad.format,
+                    model=self.options.model,
                 )
-            )  # fmt: skip
+            )
         per_file: dict[int, list[Group]] = {}
         for g in groups:
             if g.client_ops and g.files:
@@ -671,11 +612,8 @@ class _Job:
             display = file.display
             if file_id in driver_errors:
                 results.append(
-                    InputResult(
-                        display, fmt, None, Verdict.UNKNOWN, [], {}, [], 0.0, 0,
-                        driver_errors[file_id],
-                    )
-                )  # fmt: skip
+                    InputResult.unchecked(display, driver_errors[file_id], format=fmt, model=None)
+                )
                 continue
             # the local engine's order: lines rejected while reading, in line order, then
             # ops the model could not read, key after key (as `engine` checks the keys)
@@ -696,11 +634,15 @@ class _Job:
                     f"pass --model ({', '.join(MODEL_NAMES)})"
                 )
                 results.append(
-                    InputResult(
-                        display, fmt, None, Verdict.UNKNOWN, [], {}, file_rejections, 0.0,
-                        sum(g.client_ops for g in mine), error,
+                    InputResult.unchecked(
+                        display,
+                        error,
+                        format=fmt,
+                        model=None,
+                        rejected=file_rejections,
+                        ops=sum(g.client_ops for g in mine),
                     )
-                )  # fmt: skip
+                )
                 continue
             keys: list[KeyResult] = []
             anomalies: dict[str, list[list[Op]]] = {}
@@ -712,38 +654,32 @@ class _Job:
                     Rejection(display, line_of(r.pos), r.reason, r.key, key_result.run)
                     for r in by_group.get(g.ident, [])
                 ]
-                (key_result,) = _downgrade([key_result], group_rejections)
+                (key_result,) = downgrade([key_result], group_rejections)
                 keys.append(key_result)
                 for name, witnesses in key_result.anomalies.items():
                     anomalies.setdefault(name, []).extend(witnesses)
                 verdict_rows.append(_verdict_row(g, key_result, file.display, key_result.counts))
             order = {(k.run, k.key): k for k in keys}
-            keys = [order[g] for g in _sorted_groups({g: [] for g in order})]
+            keys = [order[g] for g in group_order(order)]
             verdicts = [k.verdict for k in keys]
             if any(r.key is None for r in file_rejections):
                 verdicts.append(Verdict.UNKNOWN)
             results.append(
                 InputResult(
-                    display,
-                    fmt,
-                    model,
-                    Verdict.combine(verdicts),
-                    keys,
-                    anomalies,
-                    file_rejections,
-                    sum(k.seconds for k in keys),
-                    sum(g.client_ops for g in mine),
+                    path=display,
+                    format=fmt,
+                    model=model,
+                    verdict=Verdict.combine(verdicts),
+                    keys=keys,
+                    anomalies=anomalies,
+                    rejected=file_rejections,
+                    seconds=sum(k.seconds for k in keys),
+                    ops=sum(g.client_ops for g in mine),
                     consistency=self.options.consistency if model == "log" else None,
                 )
             )
         verdict_rows.sort(key=lambda row: (str(row["run"]), row["key"] is None, str(row["key"])))
-        report = SparkReport(results, verdict_rows, self.figures)
-        if self.options.output is not None:
-            from jepsen_py.checker.spark.output import write_outputs
-
-            summary = self.summarize(results) if self.summarize is not None else {}
-            write_outputs(self.spark, self.options.output, report, rejected, spec, summary)
-        return report
+        return SparkReport(results, verdict_rows, self.figures, rejected, spec.files)
 
 
 # --- the per-key path ------------------------------------------------------------------
@@ -808,8 +744,6 @@ def _arrow_udf() -> Any:
 def _check_frame_arrow(
     frame: DataFrame, spec: JobSpec, extra: DataFrame | None, joined: Any
 ) -> DataFrame:
-    import warnings
-
     from pyspark.sql import functions as F
     from pyspark.sql.functions import ArrowUDFType
     from pyspark.sql.pandas.types import to_arrow_type
@@ -832,28 +766,29 @@ def _check_frame_arrow(
     return grouped.select("run_eff", "key", F.col("r.files").alias("files"), "r")
 
 
-def _group(row: Any, engine: str = "per-key") -> Group:
+def _group(row: Any) -> Group:
+    """A row of `_RESULT_COLUMNS` as the driver's `Group`."""
     return Group(
-        row["run_eff"],
-        row["key"],
-        tuple(sorted(int(f) for f in row["files"] or ())),
-        row["model"],
-        row["verdict"],
-        int(row["ops"] or 0),
-        float(row["seconds"] or 0.0),
-        row["explanation"],
-        row["witness"],
-        row["anomalies"],
-        row["kafka"],
-        row["linearizable"],
-        row["consistency"],
-        tuple(row["violations"] or ()),
-        tuple(row["fs"] or ()),
-        int(row["mismatches"] or 0),
-        int(row["client_ops"] or 0),
-        bool(row["needs_ordinal"]),
-        bool(row["timed_out"]),
-        engine,
+        run_eff=row["run_eff"],
+        key=row["key"],
+        files=tuple(sorted(int(f) for f in row["files"] or ())),
+        model=row["model"],
+        verdict=row["verdict"],
+        ops=int(row["ops"] or 0),
+        seconds=float(row["seconds"] or 0.0),
+        explanation=row["explanation"],
+        witness=row["witness"],
+        anomalies=row["anomalies"],
+        kafka=row["kafka"],
+        linearizable=row["linearizable"],
+        consistency=row["consistency"],
+        violations=tuple(row["violations"] or ()),
+        fs=tuple(row["fs"] or ()),
+        mismatches=int(row["mismatches"] or 0),
+        client_ops=int(row["client_ops"] or 0),
+        needs_ordinal=bool(row["needs_ordinal"]),
+        timed_out=bool(row["timed_out"]),
+        engine="per-key",
     )
 
 
@@ -867,7 +802,17 @@ def _rejections(checked: DataFrame) -> list[Rejected]:
         .limit(MAX_REJECTIONS)
         .collect()
     )
-    return [Rejected(r["pos"], r["reason"], r["key"], r["run"], r["stage"], r["i"]) for r in rows]
+    return [
+        Rejected(
+            pos=r["pos"],
+            reason=r["reason"],
+            key=r["key"],
+            run=r["run"],
+            stage=r["stage"],
+            order=r["i"],
+        )
+        for r in rows
+    ]
 
 
 def _pairs(checked: DataFrame) -> DataFrame:
@@ -969,12 +914,12 @@ def _key_result(g: Group, spec: JobSpec) -> KeyResult:
     witness = [_op(o) for o in orjson.loads(g.witness)] if g.witness else []
     table = orjson.loads(g.anomalies) if g.anomalies else {}
     return KeyResult(
-        g.run,
-        g.key,
-        g.ops,
-        verdict,
-        g.seconds,
-        g.explanation,
+        run=g.run,
+        key=g.key,
+        ops=g.ops,
+        verdict=verdict,
+        seconds=g.seconds,
+        explanation=g.explanation,
         witness=witness,
         consistency=g.consistency,
         kafka=Verdict(g.kafka) if g.kafka else None,
@@ -1016,8 +961,3 @@ def _size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
-
-
-def _group_order(group: Any) -> tuple[str, bool, str]:
-    """(run, key) in the order results are listed: a key of None (ops without a key) last."""
-    return (group[0], group[1] is None, str(group[1]))

@@ -13,7 +13,7 @@ What a worker cannot see from one key, it reports for the driver to decide:
 - **Process well-formedness crosses keys.** `validate` rejects, per (run, process), an
   invocation while another op of that process is pending, on any key. A worker emits, per
   process, its ops on this key as (invocation, completion) pairs; the driver sorts all
-  pairs of a process (`job.dirty_processes`) and finds the processes whose ops interleave.
+  pairs of a process (in `job`) and finds the processes whose ops interleave.
   Only those are re-validated exactly, and only keys that lose a line are checked again;
   every other key's result stands (removing lines of other keys changes nothing here).
 - **The grouping is a guess.** Spark groups lines by a JVM extraction of ``run`` and
@@ -50,20 +50,21 @@ import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
 
-from jepsen_py.checker.anomalies import REASSIGN_FS
+from jepsen_py.checker import engine
+from jepsen_py.checker.anomalies import REASSIGN_FS, VIOLATIONS
+from jepsen_py.checker.models import UNSET, model_named
+from jepsen_py.checker.records import KeyResult
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA
+from jepsen_py.history import ETCD, KNOSSOS, PORCUPINE_KV
 from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record, op_to_record
 from jepsen_py.history.op import Op
-from jepsen_py.history.validate import NATIVE, Conventions, HistoryError, Rejections
-
-if TYPE_CHECKING:
-    from jepsen_py.checker.engine import KeyResult
+from jepsen_py.history.validate import NATIVE, Conventions, Rejections, validate
 
 FILE_SHIFT = 40
 LINE_MASK = (1 << FILE_SHIFT) - 1
@@ -107,8 +108,7 @@ ARROW_RESULT_DDL = RESULT_DDL + ", files array<long>"
 
 
 def conventions_named(name: str) -> Conventions:
-    from jepsen_py.history import ETCD, KNOSSOS, PORCUPINE_KV
-
+    """The `Conventions` a file's format follows, by name (shipped in `JobSpec`)."""
     table = {c.name: c for c in (NATIVE, KNOSSOS, ETCD, PORCUPINE_KV)}
     return table[name]
 
@@ -473,6 +473,8 @@ def arrow_check(spec: JobSpec, result_type: Any) -> Callable[..., Any]:
     def check(
         run_eff: Any, key: Any, pos: Any, text: Any, exclude: Any = None, override: Any = None
     ) -> Any:
+        # in the worker, at call time: pyarrow takes a fifth of a second to import, and
+        # only the Arrow UDF path (PySpark 4.1+) needs it
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -499,13 +501,7 @@ def _text_or_none(value: Any) -> str | None:
 
 def guess_model(fs: set[str] | frozenset[str]) -> str | None:
     """`engine.choose_model`'s rule for JSONL/Parquet: the model whose ops cover ``fs``."""
-    from jepsen_py.checker.engine import Loaded, choose_model
-
-    loaded = Loaded("", "jsonl", NATIVE, {}, Rejections(""), 0, frozenset(fs))
-    try:
-        return choose_model(loaded)
-    except HistoryError:
-        return None
+    return engine.model_of(fs)
 
 
 def _check(
@@ -517,9 +513,6 @@ def _check(
     files: tuple[str, ...],
     where: list[int],
 ) -> dict[str, Any]:
-    from jepsen_py.checker import engine
-    from jepsen_py.checker.models import UNSET, model_named
-
     group = {(ops[0].run, ops[0].key): ops}
     position_of: dict[int, int] = {}  # made at the first witness: most keys have none
 
@@ -563,11 +556,9 @@ def _check(
 
 
 def log_fields(result: KeyResult, file_name: Callable[[Op], str | None]) -> dict[str, Any]:
-    """The result columns of a Kafka-log key (an `engine.KeyResult`), as both Spark paths
+    """The result columns of a Kafka-log key (a `records.KeyResult`), as both Spark paths
     return them: the verdict, the two properties and the anomalies (per name: count, class,
     witnesses)."""
-    from jepsen_py.checker.anomalies import VIOLATIONS
-
     table = {
         name: {
             "count": count,
@@ -615,8 +606,6 @@ def validate_lines(
 ) -> list[tuple[int, str, str | None, str | None]]:
     """The exact `validate` over the lines of one or more processes (in history order):
     the rejected lines as (position, reason, key, run)."""
-    from jepsen_py.history.validate import validate
-
     sink = Rejections("", strict=False)
     decoded: list[Op] = []
     for pos, text in zip(positions, texts, strict=True):
@@ -641,7 +630,6 @@ def validate_lines(
 
 def _relabel(reason: str) -> str:
     """`validate_lines` numbered ops by position; name them by line again."""
-    import re
 
     def line(match: re.Match[str]) -> str:
         return f"line {line_of(int(match.group(1)))}"

@@ -19,17 +19,17 @@ local engine writes the same tables as single files with pyarrow (`write_local`)
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from jepsen_py.checker.spark.keycheck import JobSpec, file_of, line_of
+from jepsen_py.checker.records import InputResult
+from jepsen_py.checker.spark.keycheck import file_of, line_of
+from jepsen_py.checker.spark.records import SparkReport
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from jepsen_py.checker.engine import InputResult
-    from jepsen_py.checker.spark.job import Rejected, SparkReport
 
 VERDICT_DDL = (
     "run string, key string, model string, verdict string, ops long, "
@@ -61,12 +61,10 @@ def write_outputs(
     spark: SparkSession,
     folder: str,
     report: SparkReport,
-    rejected: list[Rejected],
-    spec: JobSpec,
     summary: dict[str, Any],
 ) -> None:
     """Write the tables of the module docstring under ``folder`` (any Hadoop path);
-    ``summary`` goes to ``summary.json`` with the job's figures."""
+    ``summary`` (`totals.summary`) goes to ``summary.json`` with the job's figures."""
     root = folder.rstrip("/")
     verdicts = spark.createDataFrame(
         [tuple(row[c] for c in VERDICT_COLUMNS) for row in report.verdicts], VERDICT_DDL
@@ -79,8 +77,8 @@ def write_outputs(
         "run string, key string, anomaly string, count long, violation boolean, witnesses string",
     ).coalesce(1).write.mode("overwrite").json(f"{root}/anomalies.json")
     rows = [
-        (spec.files[file_of(r.pos)], line_of(r.pos), r.reason, r.key, r.run)
-        for r in sorted(rejected, key=lambda r: r.pos)
+        (report.files[file_of(r.pos)], line_of(r.pos), r.reason, r.key, r.run)
+        for r in sorted(report.rejected, key=lambda r: r.pos)
     ]
     spark.createDataFrame(
         rows, "file string, line long, reason string, key string, run string"
@@ -154,8 +152,7 @@ def rows_from_inputs(results: list[InputResult]) -> list[dict[str, Any]]:
 def write_local(folder: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     """The local engine's ``--output``: ``verdicts.parquet``, ``verdicts.json`` (JSON
     lines) and ``summary.json`` as single files."""
-    from pathlib import Path
-
+    # pyarrow takes a fifth of a second to import: only a run with --output pays for it
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+import jepsen_py
 from jepsen_py.history.validate import clip
 
 if TYPE_CHECKING:
@@ -337,8 +338,6 @@ def ship_package(spark: SparkSession) -> str | None:
     mode: the workers already import this process's package)."""
     if is_local(spark.sparkContext.master or DEFAULT_MASTER):
         return None
-    import jepsen_py
-
     root = Path(jepsen_py.__file__).resolve().parent
     folder = Path(tempfile.mkdtemp(prefix="kmodel-pyfiles-"))
     target = folder / "jepsen_py.zip"
