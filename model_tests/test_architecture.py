@@ -34,25 +34,6 @@ OUTSIDE = re.compile(r"(?<![\w-])shared/|\bDESIGN\.md\b|\bSTYLE\.md\b|reference-
 the style guide and the reference models; public sources (KIPs, Kafka's docs) are cited
 by URL instead."""
 
-# Issue 12: violations outside jepsen_py/checker that the runner/generator/spec half of the
-# issue removes on its own branch. The coordinator empties these sets once both halves are
-# merged; a violation listed here that no longer occurs fails `test_known_list_is_current`,
-# so the list can only shrink.
-KNOWN_OUTSIDE_CHECKER: dict[str, frozenset[str]] = {
-    "cycles": frozenset(),
-    "private": frozenset(),
-    "citations": frozenset(
-        {
-            # each cites the design notes (DESIGN.md) for the history format or the CLI's
-            # conventions; docs/history-format.md and docs/checking.md say it in the repo
-            "impl/client.py",
-            "impl/world.py",
-            "jepsen_py/cli/common.py",
-            "spec/trace.py",
-        }
-    ),
-}
-
 
 @attrs.frozen
 class Imported:
@@ -273,14 +254,6 @@ def _cycle_text(cycle: list[str]) -> str:
     return " -> ".join(cycle)
 
 
-def _citation_file(entry: str) -> str:
-    return entry.split(":", 1)[0]
-
-
-def _private_module(entry: str) -> str:
-    return entry.split(":", 1)[0]
-
-
 # --- the project --------------------------------------------------------------------------
 
 
@@ -290,57 +263,27 @@ def _project() -> dict[str, Path]:
 
 def test_no_import_circle_between_project_modules() -> None:
     found = [_cycle_text(c) for c in cycles(import_graph(_project()))]
-    unexpected = [c for c in found if c not in KNOWN_OUTSIDE_CHECKER["cycles"]]
-    assert not unexpected, (
+    assert not found, (
         "import circles (each is one path around a circle; move the record both sides "
         "share into a module of its own, or let the lower module stop importing the "
-        "upper one):\n  " + "\n  ".join(unexpected)
+        "upper one):\n  " + "\n  ".join(found)
     )
 
 
 def test_no_module_imports_another_modules_private_name() -> None:
     found = private_uses(_project())
-    unexpected = [p for p in found if _private_module(p) not in KNOWN_OUTSIDE_CHECKER["private"]]
-    assert not unexpected, (
+    assert not found, (
         "private names used across modules (make the name public in its module, with a "
-        "docstring, or move what is shared into a module both import):\n  "
-        + "\n  ".join(unexpected)
+        "docstring, or move what is shared into a module both import):\n  " + "\n  ".join(found)
     )
 
 
 def test_docs_and_sources_cite_nothing_outside_the_repository() -> None:
     found = citations(ROOT, CITATION_ROOTS)
-    unexpected = [c for c in found if _citation_file(c) not in KNOWN_OUTSIDE_CHECKER["citations"]]
-    assert not unexpected, (
+    assert not found, (
         "citations of files outside the repository (cite the public source instead: a "
-        "KIP, Kafka's documentation, or a page under docs/):\n  " + "\n  ".join(unexpected)
+        "KIP, Kafka's documentation, or a page under docs/):\n  " + "\n  ".join(found)
     )
-
-
-def test_known_list_is_current() -> None:
-    """Every allow-listed violation still occurs: a fixed one must leave the list."""
-    modules = _project()
-    cycles_now = {_cycle_text(c) for c in cycles(import_graph(modules))}
-    private_now = {_private_module(p) for p in private_uses(modules)}
-    citing_now = {_citation_file(c) for c in citations(ROOT, CITATION_ROOTS)}
-    stale = sorted(
-        (KNOWN_OUTSIDE_CHECKER["cycles"] - cycles_now)
-        | (KNOWN_OUTSIDE_CHECKER["private"] - private_now)
-        | (KNOWN_OUTSIDE_CHECKER["citations"] - citing_now)
-    )
-    assert not stale, f"fixed, take them off KNOWN_OUTSIDE_CHECKER: {stale}"
-
-
-def test_checker_has_no_allowance() -> None:
-    """The checker's own modules are never on the allow-list."""
-    listed = [
-        *KNOWN_OUTSIDE_CHECKER["cycles"],
-        *KNOWN_OUTSIDE_CHECKER["private"],
-        *KNOWN_OUTSIDE_CHECKER["citations"],
-    ]
-    assert not [
-        entry for entry in listed if "jepsen_py.checker" in entry or "jepsen_py/checker" in entry
-    ]
 
 
 # --- the rules can fail -------------------------------------------------------------------
