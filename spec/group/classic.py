@@ -266,8 +266,6 @@ class ClassicGroup(Spec):
 
     def __init__(self, params: Params | None = None) -> None:
         self.p = params or Params()
-        if self.p.protocol == "consumer":
-            raise ValueError("ClassicGroup models protocol classic or cooperative")
         self.cooperative = self.p.protocol == "cooperative"
         self.bugs = self.p.bugs
         self.slots = self.p.slots
@@ -761,10 +759,13 @@ class ClassicGroup(Spec):
             gave_up = self._rejoin(member, REBALANCE_IN_PROGRESS)
         else:
             gave_up = attrs.evolve(member, pending=None)
+        inflight = s.inflight
+        if self.p.network == "ordered":
+            inflight = inflight - {member.pending}
         return attrs.evolve(
             s,
             members=_with_member(s, slot, gave_up),
-            inflight=s.inflight - {member.pending},
+            inflight=inflight,
             timeouts=s.timeouts + 1,
         )
 
