@@ -59,3 +59,22 @@ def test_controller_reference_is_current(rewrite: bool) -> None:
     ]
     text = render_reference("Controller spec: reference", CONTROLLER_INTRO, configurations)
     assert_matches_file(DOCS / "reference" / "controller.md", text, rewrite)
+
+
+GROUP_INTRO = """
+Generated from `spec/group/` by `model_tests/test_docs_reference.py` (run pytest with
+`--rewrite` after changing a docstring). The narrative is in `docs/groups.md`.
+"""
+
+
+def test_group_reference_is_current(rewrite: bool) -> None:
+    from spec.group import Params as GroupParams
+    from spec.group import build
+
+    configurations = [
+        ("classic (eager)", build(GroupParams())),
+        ("cooperative (KIP-429)", build(GroupParams(protocol="cooperative"))),
+        ("classic, no failover", build(GroupParams(max_failovers=0))),
+    ]
+    text = render_reference("Consumer-group spec: reference", GROUP_INTRO, configurations)
+    assert_matches_file(DOCS / "reference" / "groups.md", text, rewrite)

@@ -48,7 +48,11 @@ zombies and across coordinator failover: the coordinator stores the generation o
 the leader's assignment (and when the group empties), so after a failover the group
 resumes at the last *stored* generation and the next rebalance hands out a generation id
 that members of the lost one still hold. JoinGroup, Heartbeat and LeaveGroup are single
-steps.
+steps. ``Params.network = "reordering"`` drops the per-connection order: a request given up
+on stays in the network and may overtake nothing but be overtaken by its sender's next
+ones. There the SyncGroup generation check is what stops a leader's stale assignment -- and
+a generation id reused after failover defeats it (the pinned finding
+``generation-reused-after-failover``).
 """
 
 from __future__ import annotations
@@ -761,10 +765,12 @@ class ClassicGroup(Spec):
     @action(domain="_each_slot", kind=Kind.FAULT)
     def request_timeout(self, s: State, slot: int) -> State | None:
         """Consumer ``slot`` stops waiting for its SyncGroup or OffsetCommit
-        (``request.timeout.ms``): the request or its response was lost. The client closes
-        the connection, so the request is not handled after any later request of the same
-        consumer (Kafka handles a connection's requests in order, one at a time). After a
-        SyncGroup it rejoins; after a commit it carries on."""
+        (``request.timeout.ms``). On the ordered network the request or its answer was lost:
+        the client closes the connection, so the request is not handled after any later
+        request of the same consumer (Kafka handles a connection's requests in order, one at
+        a time). On the reordering network the request stays in the network and may be
+        handled later, its answer dropped. After a SyncGroup it rejoins; after a commit it
+        carries on."""
         member = s.member(slot)
         if member.pending is None or s.timeouts >= self.p.max_timeouts:
             return None
