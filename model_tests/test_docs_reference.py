@@ -75,6 +75,7 @@ def test_group_reference_is_current(rewrite: bool) -> None:
         ("classic (eager)", build(GroupParams())),
         ("cooperative (KIP-429)", build(GroupParams(protocol="cooperative"))),
         ("classic, no failover", build(GroupParams(max_failovers=0))),
+        ("consumer (KIP-848)", build(GroupParams(protocol="consumer"))),
     ]
     text = render_reference("Consumer-group spec: reference", GROUP_INTRO, configurations)
     assert_matches_file(DOCS / "reference" / "groups.md", text, rewrite)

@@ -56,6 +56,14 @@ BREAKS = {
         Params(protocol="cooperative", bugs=frozenset({"no_revocation_first"})),
         "OneOwnerPerPartition",
     ),
+    "no_member_epoch_fencing": (
+        Params(protocol="consumer", bugs=frozenset({"no_member_epoch_fencing"})),
+        "StaleGenerationChangesNothing",
+    ),
+    "assign_before_revoked": (
+        Params(protocol="consumer", bugs=frozenset({"assign_before_revoked"})),
+        "AssignmentPartitionsSubscribedPartitions",
+    ),
 }
 
 
@@ -206,7 +214,8 @@ def test_every_bug_breaks_an_invariant(bug: str) -> None:
     ("kwargs", "message"),
     [
         ({"members": 7}, "members must be 1..3"),
-        ({"protocol": "consumer"}, "protocol 'consumer' is not one of"),
+        ({"protocol": "kip-848"}, "protocol 'kip-848' is not one of"),
+        ({"bugs": frozenset({"assign_before_revoked"})}, "needs --protocol consumer"),
         ({"bugs": frozenset({"nope"})}, "unknown bug flag"),
         ({"bugs": frozenset({"no_revocation_first"})}, "needs --protocol cooperative"),
         ({"network": "udp"}, "network 'udp' is not one of"),
@@ -237,9 +246,34 @@ def test_cli_prints_the_counterexample_of_a_bug() -> None:
 
 def test_cli_help_lists_the_group_bugs() -> None:
     result = CliRunner().invoke(main, ["check", "--help"])
-    assert "group: no_generation_check, no_revocation_first, sync_without_generation_check" in (
-        " ".join(result.stdout.split())
+    listed = (
+        "group: assign_before_revoked, no_generation_check, no_member_epoch_fencing, "
+        "no_revocation_first, sync_without_generation_check"
     )
+    assert listed in " ".join(result.stdout.split())
+
+
+# --- KIP-848 ----------------------------------------------------------------------------------
+
+
+def test_kip848_revokes_before_it_reassigns() -> None:
+    spec = build(Params(protocol="consumer"))
+    s = next(iter(spec.init()))
+    s = spec.heartbeat(s, 1)  # joins alone: epoch 1, both partitions
+    s = spec.heartbeat(s, 2)  # joins: group epoch 2, target 1:{p0} 2:{p1}
+    assert s.group_epoch == 2 and s.records[1].assigned == frozenset()
+    s = spec.heartbeat(s, 1)  # told to revoke p1, keeps epoch 1
+    assert s.records[0].revoking == {1} and s.clients[0].owned == {0}
+    assert spec.heartbeat(s, 2) is None, "p1 is still being revoked: nothing to give yet"
+    s = spec.heartbeat(s, 1)  # released p1, moves to epoch 2
+    s = spec.heartbeat(s, 2)  # now p1 is free
+    assert s.clients[1].owned == {1} and s.records[0].revoking == frozenset()
+
+
+def test_kip848_default_bounds_hold_and_the_counts_are_pinned() -> None:
+    result = check(build(Params(protocol="consumer")))
+    assert result.violation is None and result.complete and result.missing_sometimes == []
+    assert (result.stats.distinct_states, result.stats.depth) == (1_515, 11)
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ class GroupOutcome:
             ("network", "network"),
         )
         for field, flag in flags:
-            if getattr(p, field) != getattr(default, field):
+            if getattr(p, field) is not None and getattr(p, field) != getattr(default, field):
                 parts.append(f"--{flag} {getattr(p, field)}")
         parts += [f"--bug {bug}" for bug in sorted(p.bugs)]
         parts += [f"--invariant {name}" for name in self.invariants]
@@ -118,6 +118,46 @@ OUTCOMES: tuple[GroupOutcome, ...] = (
         "OneOwnerPerPartition",
         14,
         "KIP-429",
+    ),
+    GroupOutcome(
+        "consumer-holds",
+        "KIP-848 with member-epoch fencing and revocation before reassignment: every property "
+        "holds",
+        Params(protocol="consumer"),
+        (),
+        None,
+        None,
+        "KIP-848",
+    ),
+    GroupOutcome(
+        "consumer-no-member-epoch-fencing",
+        "KIP-848 without member-epoch fencing: an expired member's heartbeat is taken as a "
+        "join and bumps the group epoch",
+        _bug("no_member_epoch_fencing", protocol="consumer"),
+        (),
+        "StaleGenerationChangesNothing",
+        4,
+        "KIP-848: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH",
+    ),
+    GroupOutcome(
+        "consumer-assign-before-revoked",
+        "KIP-848 handing out a partition before its previous owner revoked it: two members' "
+        "current assignments overlap",
+        _bug("assign_before_revoked", protocol="consumer"),
+        (),
+        "AssignmentPartitionsSubscribedPartitions",
+        5,
+        "KIP-848: reconciliation (revoke, then assign once free)",
+    ),
+    GroupOutcome(
+        "consumer-assign-before-revoked-two-owners",
+        "KIP-848 handing out a partition before its previous owner revoked it: the old owner "
+        "has not heard it must revoke, and the new owner already reads it",
+        _bug("assign_before_revoked", protocol="consumer"),
+        ("OneOwnerPerPartition",),
+        "OneOwnerPerPartition",
+        5,
+        "KIP-848: reconciliation (revoke, then assign once free)",
     ),
     GroupOutcome(
         "generation-reused-after-failover",

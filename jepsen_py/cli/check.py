@@ -22,10 +22,10 @@ from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_jso
 from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, foreign_flags
 from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
-from spec.group import NETWORKS as GROUP_NETWORKS
-from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.explore import check as explore
 from spec.framework import Spec, SpecError
+from spec.group import NETWORKS as GROUP_NETWORKS
+from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_table, result_json, to_dot, trace_json
 
@@ -176,7 +176,7 @@ def exit_code(result: CheckResult) -> int:
     "--protocol",
     type=click.Choice(GROUP_PROTOCOLS),
     default=None,
-    help="group: classic (eager, default) or cooperative (KIP-429).",
+    help="group: classic (eager, default), cooperative (KIP-429) or consumer (KIP-848).",
 )
 @click.option("--members", type=int, default=None, help="group: consumers, 1 to 3 (default 2).")
 @click.option(
@@ -186,7 +186,8 @@ def exit_code(result: CheckResult) -> int:
     "--max-generation",
     type=int,
     default=None,
-    help="group: rebalances stop at this generation id (default 2).",
+    help="group: rebalances stop at this generation id or group epoch (default 2; 4 for "
+    "--protocol consumer).",
 )
 @click.option(
     "--max-member-expiries",

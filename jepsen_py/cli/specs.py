@@ -124,7 +124,7 @@ def group_params_json(params: group.Params) -> dict[str, Any]:
         "protocol": params.protocol,
         "members": params.members,
         "partitions": params.partitions,
-        "max_generation": params.max_generation,
+        "max_generation": params.generation_bound,
         "max_expiries": params.max_expiries,
         "max_timeouts": params.max_timeouts,
         "max_failovers": params.max_failovers,

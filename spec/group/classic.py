@@ -467,7 +467,7 @@ class ClassicGroup(Spec):
         elif group.meta(mid) is None:
             lost = self._rejoin(member, UNKNOWN_MEMBER_ID)
             return attrs.evolve(s, members=_with_member(s, slot, lost))
-        if group.state != PREPARING and group.generation >= self.p.max_generation:
+        if group.state != PREPARING and group.generation >= self.p.generation_bound:
             return None
         owned = member.owned if self.cooperative else frozenset()
         meta = MemberMeta(mid, joined=True, owned=owned)
@@ -498,7 +498,7 @@ class ClassicGroup(Spec):
             return None
         if not all(meta.joined for meta in group.members):
             return None
-        if group.generation >= self.p.max_generation:
+        if group.generation >= self.p.generation_bound:
             return None
         generation = group.generation + 1
         if not group.members:
@@ -923,7 +923,7 @@ class ClassicGroup(Spec):
 
     def applicable_sometimes(self) -> tuple[Any, ...]:
         skip = set()
-        if self.p.max_generation < 2:
+        if self.p.generation_bound < 2:
             skip.add("RebalanceCompletes")
         if self.p.max_expiries < 1:
             skip.add("ZombieFenced")

@@ -7,9 +7,8 @@
 - ``cooperative``: the incremental protocol of KIP-429 (cooperative-sticky): members keep
   their partitions through a rebalance, and a partition that moves is revoked in one
   rebalance and assigned in the next;
-
-The next-generation protocol of KIP-848 (``group.protocol=consumer``: server-side
-assignment, member epochs, heartbeats that carry the owned partitions) is not modelled yet.
+- ``consumer``: the next-generation protocol of KIP-848 (``group.protocol=consumer``):
+  server-side assignment, member epochs, and heartbeats that carry the owned partitions.
 
 Each ``--bug`` is named after the mistake it makes and belongs to some protocols only.
 """
@@ -20,7 +19,7 @@ import attrs
 
 from spec.framework import SpecError
 
-PROTOCOLS = ("classic", "cooperative")
+PROTOCOLS = ("classic", "cooperative", "consumer")
 NETWORKS = ("ordered", "reordering")
 """``ordered``: a consumer's requests are handled in the order it sent them (one TCP
 connection per broker, handled one request at a time; a client that gives up on a request
@@ -41,6 +40,15 @@ BUGS = {
         "cooperative: the leader assigns a partition to its new owner in the same rebalance in "
         "which its old owner still holds it (KIP-429's revoke-then-reassign skipped)"
     ),
+    "no_member_epoch_fencing": (
+        "consumer (KIP-848): the coordinator does not check the member epoch a heartbeat "
+        "carries: a heartbeat from a member it removed is taken as a join (no "
+        "UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH)"
+    ),
+    "assign_before_revoked": (
+        "consumer (KIP-848): a member is given its target partitions before their previous "
+        "owner has revoked them"
+    ),
 }
 
 PROTOCOL_BUGS = {
@@ -48,6 +56,7 @@ PROTOCOL_BUGS = {
     "cooperative": frozenset(
         {"no_generation_check", "sync_without_generation_check", "no_revocation_first"}
     ),
+    "consumer": frozenset({"no_member_epoch_fencing", "assign_before_revoked"}),
 }
 """Which mistakes each protocol can make."""
 
@@ -62,8 +71,10 @@ class Params:
     """Consumer processes (slots 1..members), all subscribed to the same topic."""
     partitions: int = 2
     """Partitions of the subscribed topic."""
-    max_generation: int = 2
-    """Rebalances stop once the generation (KIP-848: the group epoch) reaches this."""
+    max_generation: int | None = None
+    """Rebalances stop once the generation (KIP-848: the group epoch) reaches this; by
+    default 2 for the classic protocols (one rebalance after the first) and 4 for KIP-848
+    (whose group epoch moves on every join, leave and expiry)."""
     max_expiries: int = 1
     """Fault budget: members whose session (or poll interval) may expire."""
     max_timeouts: int = 1
@@ -85,7 +96,7 @@ class Params:
             problems.append(f"members must be 1..3, got {self.members}")
         if not 1 <= self.partitions <= 3:
             problems.append(f"partitions must be 1..3, got {self.partitions}")
-        if self.max_generation < 1:
+        if self.max_generation is not None and self.max_generation < 1:
             problems.append(f"max_generation must be >= 1, got {self.max_generation}")
         for name in ("max_expiries", "max_timeouts", "max_failovers"):
             if getattr(self, name) < 0:
@@ -109,6 +120,13 @@ class Params:
                 )
         if problems:
             raise SpecError("; ".join(problems))
+
+    @property
+    def generation_bound(self) -> int:
+        """``max_generation``, or the protocol's default."""
+        if self.max_generation is not None:
+            return self.max_generation
+        return 4 if self.protocol == "consumer" else 2
 
     @property
     def slots(self) -> tuple[int, ...]:
