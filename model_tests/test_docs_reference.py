@@ -79,3 +79,17 @@ def test_group_reference_is_current(rewrite: bool) -> None:
     ]
     text = render_reference("Consumer-group spec: reference", GROUP_INTRO, configurations)
     assert_matches_file(DOCS / "reference" / "groups.md", text, rewrite)
+
+
+def test_groups_page_draws_the_life_cycle_tables_as_printed() -> None:
+    from spec.group.lifecycle import (
+        GROUP_TRANSITIONS,
+        GROUP_WHY,
+        MEMBER_TRANSITIONS,
+        MEMBER_WHY,
+        mermaid,
+    )
+
+    page = (DOCS / "groups.md").read_text()
+    assert mermaid(GROUP_TRANSITIONS, GROUP_WHY) in page
+    assert mermaid(MEMBER_TRANSITIONS, MEMBER_WHY) in page
