@@ -223,6 +223,7 @@ PROVE_FLAGS: dict[str, tuple[str, ...]] = {
         "max_epoch",
     ),
     "controller": ("brokers", "partitions", "mode"),
+    "group": ("protocol", "members", "topic_partitions"),
 }
 """The flags of ``kmodel prove`` each spec reads (the others are shared)."""
 

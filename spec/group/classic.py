@@ -57,6 +57,7 @@ a generation id reused after failover defeats it (the pinned finding
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -970,6 +971,10 @@ class ClassicGroup(Spec):
             ),
         ]
         return cells
+
+    def sort_key(self, s: State) -> str:
+        """A total order on states (for ``reachable_states``): their JSON, keys sorted."""
+        return json.dumps(self.to_json(s), sort_keys=True)
 
     def short(self, s: State) -> str:
         parts = [

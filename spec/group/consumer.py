@@ -30,6 +30,7 @@ assignment (a lost response); accepting less is safe, and only costs rejoins.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -417,6 +418,10 @@ class ConsumerGroup(Spec):
             ("coordinator", "target", target),
         ]
         return cells
+
+    def sort_key(self, s: State) -> str:
+        """A total order on states (for ``reachable_states``): their JSON, keys sorted."""
+        return json.dumps(self.to_json(s), sort_keys=True)
 
     def short(self, s: State) -> str:
         return " ".join(
