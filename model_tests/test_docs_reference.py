@@ -59,3 +59,37 @@ def test_controller_reference_is_current(rewrite: bool) -> None:
     ]
     text = render_reference("Controller spec: reference", CONTROLLER_INTRO, configurations)
     assert_matches_file(DOCS / "reference" / "controller.md", text, rewrite)
+
+
+GROUP_INTRO = """
+Generated from `spec/group/` by `model_tests/test_docs_reference.py` (run pytest with
+`--rewrite` after changing a docstring). The narrative is in `docs/groups.md`.
+"""
+
+
+def test_group_reference_is_current(rewrite: bool) -> None:
+    from spec.group import Params as GroupParams
+    from spec.group import build
+
+    configurations = [
+        ("classic (eager)", build(GroupParams())),
+        ("cooperative (KIP-429)", build(GroupParams(protocol="cooperative"))),
+        ("classic, no failover", build(GroupParams(max_failovers=0))),
+        ("consumer (KIP-848)", build(GroupParams(protocol="consumer"))),
+    ]
+    text = render_reference("Consumer-group spec: reference", GROUP_INTRO, configurations)
+    assert_matches_file(DOCS / "reference" / "groups.md", text, rewrite)
+
+
+def test_groups_page_draws_the_life_cycle_tables_as_printed() -> None:
+    from spec.group.lifecycle import (
+        GROUP_TRANSITIONS,
+        GROUP_WHY,
+        MEMBER_TRANSITIONS,
+        MEMBER_WHY,
+        mermaid,
+    )
+
+    page = (DOCS / "groups.md").read_text()
+    assert mermaid(GROUP_TRANSITIONS, GROUP_WHY) in page
+    assert mermaid(MEMBER_TRANSITIONS, MEMBER_WHY) in page

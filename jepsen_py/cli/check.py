@@ -25,6 +25,8 @@ from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
 from spec.framework import Spec, SpecError
+from spec.group import NETWORKS as GROUP_NETWORKS
+from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.liveness import Lasso, LivenessResult, check_liveness
 from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_lasso, render_table, result_json, to_dot, trace_json
@@ -236,6 +238,44 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     type=click.Choice(MODES),
     default=None,
     help="controller: zookeeper (default) or kraft (KIP-500).",
+)
+@click.option(
+    "--protocol",
+    type=click.Choice(GROUP_PROTOCOLS),
+    default=None,
+    help="group: classic (eager, default), cooperative (KIP-429) or consumer (KIP-848).",
+)
+@click.option("--members", type=int, default=None, help="group: consumers, 1 to 3 (default 2).")
+@click.option(
+    "--topic-partitions", type=int, default=None, help="group: partitions, 1 to 3 (default 2)."
+)
+@click.option(
+    "--max-generation",
+    type=int,
+    default=None,
+    help="group: rebalances stop at this generation id or group epoch (default 2; 4 for "
+    "--protocol consumer).",
+)
+@click.option(
+    "--max-member-expiries",
+    type=int,
+    default=None,
+    help="group: how many members may expire (default 1).",
+)
+@click.option(
+    "--max-timeouts",
+    type=int,
+    default=None,
+    help="group: requests a consumer may give up on (default 1).",
+)
+@click.option(
+    "--max-failovers", type=int, default=None, help="group: coordinator moves (default 1)."
+)
+@click.option(
+    "--network",
+    type=click.Choice(GROUP_NETWORKS),
+    default=None,
+    help="group: ordered (default; per-connection order) or reordering.",
 )
 @click.option("--bug", "bugs", multiple=True, type=click.Choice(all_bugs()), help=bug_help())
 @click.option(

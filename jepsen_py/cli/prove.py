@@ -19,11 +19,14 @@ import click
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from jepsen_py.cli.prove_controller import prove_controller
+from jepsen_py.cli.prove_group import prove_group
 from jepsen_py.cli.replication_flags import replication_params
 from jepsen_py.cli.specs import prove_foreign_flags
 from spec.controller import BUGS as CONTROLLER_BUGS
 from spec.controller import MODES
 from spec.framework import SpecError
+from spec.group import BUGS as GROUP_BUGS
+from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.proofs.bmc import bmc
 from spec.proofs.encoding import ENCODED_BUGS, Config, EncodingError
 from spec.proofs.obligations import COUNTEREXAMPLE, PROVED, Result, Run, applicable
@@ -32,7 +35,13 @@ from spec.proofs.report import render_run, run_json
 from spec.replication import ACKS, MODELS, TRUNCATIONS, Params, Replication
 from spec.trace import render_table
 
-SPECS = ("replication", "controller")
+SPECS = ("replication", "controller", "group")
+
+
+GROUP_ENCODED_BUGS = tuple(
+    sorted(bug for bug in GROUP_BUGS if bug in ("assign_before_revoked", "no_member_epoch_fencing"))
+)
+"""The group bugs the z3 encoding covers: KIP-848's."""
 
 
 def _params(
@@ -105,13 +114,24 @@ def exit_code(run: Run) -> int:
     "--mode", type=click.Choice(MODES), default=None, help="controller: zookeeper or kraft."
 )
 @click.option(
+    "--protocol",
+    type=click.Choice(GROUP_PROTOCOLS),
+    default=None,
+    help="group: only consumer (KIP-848, the default) is encoded.",
+)
+@click.option("--members", type=int, default=None, help="group: consumers, 1 to 3 (default 2).")
+@click.option(
+    "--topic-partitions", type=int, default=None, help="group: partitions, 1 to 3 (default 2)."
+)
+@click.option(
     "--bug",
     "bugs",
     multiple=True,
-    type=click.Choice(sorted(set(ENCODED_BUGS) | set(CONTROLLER_BUGS))),
+    type=click.Choice(sorted(set(ENCODED_BUGS) | set(CONTROLLER_BUGS) | set(GROUP_ENCODED_BUGS))),
     help="Prove a deliberately broken variant (to see an obligation fail). Per spec: "
     f"replication: {', '.join(sorted(ENCODED_BUGS))}; "
-    f"controller: {', '.join(sorted(CONTROLLER_BUGS))}.",
+    f"controller: {', '.join(sorted(CONTROLLER_BUGS))}; "
+    f"group: {', '.join(sorted(GROUP_ENCODED_BUGS))}.",
 )
 @click.option(
     "--timeout",
@@ -156,6 +176,9 @@ def prove_cmd(
     brokers: int | None,
     partitions: int | None,
     mode: str | None,
+    protocol: str | None,
+    members: int | None,
+    topic_partitions: int | None,
     bugs: tuple[str, ...],
     timeout: float,
     invariants: tuple[str, ...],
@@ -182,7 +205,10 @@ def prove_cmd(
         flag, owner = foreign[0]
         option = next(p for p in context.command.params if p.name == flag)
         fail_input(f"{option.opts[0]} is a flag of spec {owner}, not of {spec_name}")
-    known_bugs = CONTROLLER_BUGS if spec_name == "controller" else ENCODED_BUGS
+    known_bugs = {
+        "controller": tuple(CONTROLLER_BUGS),
+        "group": GROUP_ENCODED_BUGS,
+    }.get(spec_name, tuple(ENCODED_BUGS))
     wrong = [bug for bug in bugs if bug not in known_bugs]
     if wrong:
         fail_input(
@@ -191,6 +217,8 @@ def prove_cmd(
         )
     if spec_name == "controller":
         prove_controller(brokers, partitions, mode, bugs, timeout, invariants, actions, json_mode)
+    if spec_name == "group":
+        prove_group(protocol, members, topic_partitions, bugs, timeout, json_mode)
     if timeout <= 0:
         fail_input(f"--timeout must be positive, got {timeout}")
     if log_bound < 1 or log_bound > 12:

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from jepsen_py.cli.replication_flags import replication_params
-from spec import controller, replication
+from spec import controller, group, replication
 from spec.framework import Spec, SpecError
 
 
@@ -98,6 +98,41 @@ def controller_params_json(params: controller.Params) -> dict[str, Any]:
     }
 
 
+GROUP_FLAGS = {
+    "protocol": "protocol",
+    "members": "members",
+    "topic_partitions": "partitions",
+    "max_generation": "max_generation",
+    "max_member_expiries": "max_expiries",
+    "max_timeouts": "max_timeouts",
+    "max_failovers": "max_failovers",
+    "network": "network",
+}
+"""``kmodel check group``'s flags (click names) -> ``group.Params`` fields."""
+
+
+def build_group(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> Spec:
+    """Parameters from flags: an unset flag takes ``group.Params``' default."""
+    given = {
+        field: flags[name] for name, field in GROUP_FLAGS.items() if flags.get(name) is not None
+    }
+    return group.build(group.Params(**given, bugs=frozenset(bugs)))
+
+
+def group_params_json(params: group.Params) -> dict[str, Any]:
+    return {
+        "protocol": params.protocol,
+        "members": params.members,
+        "partitions": params.partitions,
+        "max_generation": params.generation_bound,
+        "max_expiries": params.max_expiries,
+        "max_timeouts": params.max_timeouts,
+        "max_failovers": params.max_failovers,
+        "network": params.network,
+        "bugs": sorted(params.bugs),
+    }
+
+
 CHECK_SPECS: dict[str, CheckEntry] = {
     "replication": CheckEntry(
         "replication",
@@ -123,6 +158,13 @@ CHECK_SPECS: dict[str, CheckEntry] = {
         controller.BUGS,
         build_controller,
         controller_params_json,
+    ),
+    "group": CheckEntry(
+        "group",
+        tuple(GROUP_FLAGS),
+        group.BUGS,
+        build_group,
+        group_params_json,
     ),
 }
 
@@ -181,6 +223,7 @@ PROVE_FLAGS: dict[str, tuple[str, ...]] = {
         "max_epoch",
     ),
     "controller": ("brokers", "partitions", "mode"),
+    "group": ("protocol", "members", "topic_partitions"),
 }
 """The flags of ``kmodel prove`` each spec reads (the others are shared)."""
 
