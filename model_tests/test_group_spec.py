@@ -244,6 +244,26 @@ def test_cli_prints_the_counterexample_of_a_bug() -> None:
     assert "handle_commit(r=Commit 1a g2 c1 {p0,p1})" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("bug", "violated", "states"),
+    [
+        ("no_generation_check", "StaleGenerationChangesNothing", 14),
+        ("sync_without_generation_check", "StaleGenerationChangesNothing", 8),
+        ("no_revocation_first", "OneOwnerPerPartition", 14),
+        ("no_member_epoch_fencing", "StaleGenerationChangesNothing", 4),
+        ("assign_before_revoked", "AssignmentPartitionsSubscribedPartitions", 5),
+    ],
+)
+def test_every_bug_alone_is_violated_with_the_defaults(
+    bug: str, violated: str, states: int
+) -> None:
+    """A --bug alone picks where its mistake shows (group.BUG_SETTINGS)."""
+    result = CliRunner().invoke(main, ["check", "group", "--bug", bug, "--json"])
+    assert result.exit_code == 1, result.output
+    payload = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert (payload["violated"], payload["trace_length"]) == (violated, states)
+
+
 def test_cli_help_lists_the_group_bugs() -> None:
     result = CliRunner().invoke(main, ["check", "--help"])
     listed = (
@@ -281,7 +301,7 @@ def test_kip848_default_bounds_hold_and_the_counts_are_pinned() -> None:
     [
         (["--brokers", "3"], "--brokers is a flag of spec controller"),
         (["--bug", "reuse_epoch"], "is not a bug of spec group"),
-        (["--bug", "no_revocation_first"], "needs --protocol cooperative"),
+        (["--protocol", "classic", "--bug", "no_revocation_first"], "needs --protocol cooperative"),
     ],
 )
 def test_cli_rejects_bad_input_with_exit_2(args: list[str], message: str) -> None:

@@ -112,10 +112,14 @@ GROUP_FLAGS = {
 
 
 def build_group(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> Spec:
-    """Parameters from flags: an unset flag takes ``group.Params``' default."""
-    given = {
-        field: flags[name] for name, field in GROUP_FLAGS.items() if flags.get(name) is not None
-    }
+    """Parameters from flags: an unset flag takes the setting where a chosen bug shows
+    (``group.BUG_SETTINGS``), else ``group.Params``' default."""
+    given: dict[str, Any] = {}
+    for bug in bugs:
+        given.update(group.BUG_SETTINGS.get(bug, {}))
+    given.update(
+        {field: flags[name] for name, field in GROUP_FLAGS.items() if flags.get(name) is not None}
+    )
     return group.build(group.Params(**given, bugs=frozenset(bugs)))
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 from spec.framework import Spec
 from spec.group.classic import ClassicGroup
 from spec.group.consumer import ConsumerGroup
-from spec.group.params import BUGS, NETWORKS, PROTOCOL_BUGS, PROTOCOLS, Params
+from spec.group.params import BUG_SETTINGS, BUGS, NETWORKS, PROTOCOL_BUGS, PROTOCOLS, Params
 
 __all__ = [
     "BUGS",
+    "BUG_SETTINGS",
     "NETWORKS",
     "PROTOCOLS",
     "PROTOCOL_BUGS",

@@ -60,6 +60,17 @@ PROTOCOL_BUGS = {
 }
 """Which mistakes each protocol can make."""
 
+BUG_SETTINGS: dict[str, dict[str, object]] = {
+    "no_revocation_first": {"protocol": "cooperative"},
+    "no_member_epoch_fencing": {"protocol": "consumer"},
+    "assign_before_revoked": {"protocol": "consumer"},
+    "sync_without_generation_check": {"network": "reordering", "max_failovers": 0},
+}
+"""Where a bug shows, for settings the user leaves unset: the protocol that can make the
+mistake, and for ``sync_without_generation_check`` a network that lets a stale SyncGroup
+arrive late (with per-connection order the member-id check already stops it) and no
+coordinator move (so the search reaches it within the default bounds)."""
+
 
 @attrs.frozen
 class Params:
