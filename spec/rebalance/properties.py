@@ -101,9 +101,11 @@ class RebalanceProperties(RebalanceCore):
 
     @sometimes_transition
     def reassignment_moves_leader(self, before: RState, step: Step, after: RState) -> bool:
-        """A reassignment removes the leader: leadership moves to a target replica."""
+        """A reassignment removes the leader of a partition holding an acknowledged write:
+        leadership moves to a target replica."""
         return (
             step.action == "complete_reassignment"
+            and bool(before.core.acked)
             and before.core.quorum.leader not in (NONE, after.core.quorum.leader)
             and after.core.quorum.leader != NONE
         )
@@ -117,9 +119,12 @@ class RebalanceProperties(RebalanceCore):
 
     @sometimes_transition
     def leader_elected_from_elr(self, before: RState, step: Step, after: RState) -> bool:
-        """KIP-966: with the ISR empty, a member of the ELR is elected leader."""
+        """KIP-966 at work: after an unclean shutdown, with an acknowledged write on the
+        partition and the ISR empty, a member of the ELR is elected leader."""
         return (
             step.action == "elect_leader"
+            and bool(before.core.acked)
+            and (before.core.crashes > 0 or not self.p.max_crashes)
             and not before.core.quorum.isr
             and after.core.quorum.leader in before.meta.elr
         )
