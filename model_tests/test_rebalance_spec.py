@@ -296,3 +296,65 @@ def test_the_mechanism_of_a_bug_is_chosen_when_none_is_given() -> None:
     assert Params.of(bugs={"stale_elr"}).mechanism == "elr"
     assert Params.of().mechanism == "all"
     assert Params.of("elr", min_isr=None).min_isr == 2, "unset flags keep the defaults"
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_cli_checks_a_mechanism_and_reports_figures() -> None:
+    import orjson
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+
+    result = CliRunner().invoke(
+        main, ["check", "rebalance", "--mechanism", "preferred", "--max-records", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert payload["spec"] == "rebalance" and payload["violated"] is None
+    assert payload["params"]["mechanism"] == "preferred"
+    assert payload["params"]["max_records"] == 1 and payload["params"]["max_epoch"] == 3
+    assert payload["distinct_states"] == 1_548
+    assert all(payload["sometimes"].values())
+
+
+def test_cli_picks_the_mechanism_of_a_bug_and_prints_its_counterexample() -> None:
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+
+    result = CliRunner().invoke(main, ["check", "rebalance", "--bug", "shutdown_to_non_isr"])
+    assert result.exit_code == 1
+    assert "LeaderAndIsrWellFormed is violated (5 states)" in result.stdout
+    assert "controlled_shutdown(b=1, n=2)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--truncation", "kip101"], "--truncation is a flag of spec replication"),
+        (["--mode", "kraft"], "--mode is a flag of spec controller"),
+        (["--bug", "reuse_epoch"], "is not a bug of spec rebalance"),
+        (["--mechanism", "elr", "--bug", "drop_before_isr_join"], "belongs to mechanism"),
+        (["--brokers", "9"], "brokers must be 2..4"),
+    ],
+)
+def test_cli_rejects_bad_input_with_exit_2(args: list[str], message: str) -> None:
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+
+    result = CliRunner().invoke(main, ["check", "rebalance", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_other_specs_reject_rebalance_flags() -> None:
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+
+    result = CliRunner().invoke(main, ["check", "replication", "--mechanism", "elr"])
+    assert result.exit_code == 2
+    assert "--mechanism is a flag of spec rebalance" in result.stderr
