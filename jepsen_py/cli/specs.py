@@ -247,6 +247,7 @@ PROVE_FLAGS: dict[str, tuple[str, ...]] = {
         "max_epoch",
     ),
     "controller": ("brokers", "partitions", "mode"),
+    "rebalance": ("brokers", "min_isr"),
 }
 """The flags of ``kmodel prove`` each spec reads (the others are shared)."""
 

@@ -67,6 +67,21 @@ class RebalanceCore(Spec):
         )
         yield RState(core, Meta(assignment))
 
+    def sort_key(self, s: RState) -> tuple[object, ...]:
+        """A total order on states (for listing reachable states deterministically); the
+        spec declares no symmetry: the assignment's order tells replicas apart."""
+        m = s.meta
+        return (
+            self.data.sort_key(s.core),
+            m.assignment,
+            tuple(sorted(m.adding)),
+            tuple(sorted(m.removing)),
+            tuple(sorted(m.elr)),
+            tuple(sorted(m.shutting)),
+            m.reassignments,
+            m.shutdowns,
+        )
+
     # --- shared vocabulary ---------------------------------------------------------------
 
     def live(self, s: RState) -> frozenset[int]:
