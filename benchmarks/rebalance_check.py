@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from spec.explore import check
+from spec.liveness import check_liveness
 from spec.proofs.rebalance import Config, prove
 from spec.rebalance import BUGS, CHOICES, Params, Rebalance
 
@@ -27,8 +28,19 @@ def _timed(fn: Any) -> tuple[Any, float, float]:
 
 
 def checked(params: Params) -> dict[str, object]:
-    result, wall, cpu = _timed(lambda: check(Rebalance(params)))
+    spec = Rebalance(params)
+    result, wall, cpu = _timed(lambda: check(spec))
     stats = result.stats
+    liveness: dict[str, object] | None = None
+    if result.violation is None and spec.applicable_liveness():
+        live, live_wall, _ = _timed(lambda: check_liveness(spec))
+        liveness = {
+            "states": live.states,
+            "edges": live.edges,
+            "violated": None if live.violation is None else live.violation.name,
+            "lasso_states": None if live.violation is None else live.violation.lasso.states,
+            "wall_seconds": round(live_wall, 3),
+        }
     return {
         "mechanism": params.mechanism,
         "distinct_states": stats.distinct_states,
@@ -38,6 +50,7 @@ def checked(params: Params) -> dict[str, object]:
         "trace_length": None if result.violation is None else result.violation.depth,
         "wall_seconds": round(wall, 3),
         "cpu_seconds": round(cpu, 3),
+        "liveness": liveness,
     }
 
 

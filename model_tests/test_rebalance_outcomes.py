@@ -17,9 +17,10 @@ import pytest
 from model_tests.rebalance_runs import default_check
 from model_tests.scenario_files import SCENARIOS, assert_matches_file
 from spec.explore import CheckResult, check
+from spec.liveness import check_liveness
 from spec.rebalance import Params, Rebalance
 from spec.rebalance_outcomes import OUTCOMES, WITNESSES, RebalanceOutcome, by_name
-from spec.trace import render_table
+from spec.trace import render_lasso, render_table
 
 DIRECTORY = SCENARIOS / "rebalance"
 
@@ -122,3 +123,29 @@ def test_mechanism_does_its_work(name: str, mechanism: str, prop: str, rewrite: 
     ]
     text = "\n".join(lines) + render_table(spec, trace)
     assert_matches_file(DIRECTORY / f"{name}.txt", text, rewrite)
+
+
+def test_a_reassignment_the_leader_never_learns_of_never_finishes(rewrite: bool) -> None:
+    """The liveness bug's lasso, pinned: the adding replica's fetches are refused, so it
+    never joins the ISR and the reassignment never completes."""
+    params = Params.of(bugs={"assignment_not_sent"})
+    spec = Rebalance(params)
+    assert check(spec).violation is None, "a liveness bug: every safety property holds"
+    live = check_liveness(spec)
+    violation = live.violation
+    assert violation is not None and violation.name == "ReassignmentFinishes"
+    lasso = violation.lasso
+    assert (len(lasso.prefix), len(lasso.cycle)) == (7, 0)
+    lines = [
+        "# The controller records a reassignment but the leader never learns the new "
+        "replicas: their fetches are refused and the reassignment never finishes",
+        "# reference: KIP-455",
+        "# reproduce: kmodel check rebalance --mechanism reassignment --bug assignment_not_sent",
+        "",
+        f"violated: {violation.name} (liveness: {lasso.states} states, then a cycle of "
+        f"{len(lasso.cycle)} steps)",
+        "",
+        "",
+    ]
+    text = "\n".join(lines) + render_lasso(spec, lasso)
+    assert_matches_file(DIRECTORY / "assignment-not-sent.txt", text, rewrite)

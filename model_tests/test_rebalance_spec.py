@@ -11,6 +11,7 @@ import pytest
 from model_tests.rebalance_runs import default_check
 from spec.explore import check
 from spec.framework import SpecError
+from spec.liveness import check_liveness
 from spec.rebalance import BUG_MECHANISM, BUGS, MECHANISMS, Params, Rebalance, RState
 from spec.rebalance import elr as elr_rules
 from spec.rebalance.preferred import imbalance_ratio, imbalanced
@@ -22,6 +23,7 @@ BREAKS = {
     "shutdown_to_non_isr": "LeaderAndIsrWellFormed",
     "stale_elr": "NoAckedAllWriteLost",
     "no_elr": "NoAckedAllWriteLost",
+    "assignment_not_sent": "ReassignmentFinishes",
 }
 
 # property -> a bug under which it fails (checked alone)
@@ -268,8 +270,28 @@ def test_property_can_fail(name: str) -> None:
 def test_every_bug_breaks_a_property_within_its_default_bounds(bug: str) -> None:
     params = Params.of(bugs={bug})
     assert params.mechanism == BUG_MECHANISM[bug]
-    result = check(Rebalance(params))
-    assert result.violation is not None and result.violation.name == BREAKS[bug]
+    spec = Rebalance(params)
+    result = check(spec)
+    if BREAKS[bug] in {d.name for d in spec.applicable_liveness()}:
+        assert result.violation is None  # a liveness bug: every safety property holds
+        live = check_liveness(spec)
+        assert live.violation is not None and live.violation.name == BREAKS[bug]
+    else:
+        assert result.violation is not None and result.violation.name == BREAKS[bug]
+
+
+def test_a_started_reassignment_finishes_under_fairness() -> None:
+    """``ReassignmentFinishes`` holds on the reassignment mechanism's whole state graph,
+    and fails (a lasso) when the leader never learns the new replicas."""
+    spec = Rebalance(Params.of("reassignment"))
+    live = check_liveness(spec)
+    assert live.complete and live.violation is None
+    assert (live.states, live.edges) == (10_883, 33_801)
+    assert live.checked == ("ReassignmentFinishes",)
+    broken = check_liveness(Rebalance(Params.of(bugs={"assignment_not_sent"})))
+    assert broken.violation is not None and broken.violation.lasso.states == 7
+    for mechanism in ("preferred", "shutdown", "elr", "all"):
+        assert Rebalance(Params.of(mechanism)).applicable_liveness() == ()
 
 
 @pytest.mark.parametrize(

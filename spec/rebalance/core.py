@@ -190,8 +190,12 @@ class RebalanceCore(Spec):
     @action(domain="followers")
     def fetch(self, s: RState, f: int) -> RState | None:
         """``spec.replication``'s ``fetch`` (one round trip of the replica fetcher), from a
-        replica of the current assignment: how a new replica catches up."""
+        replica of the current assignment: how a new replica catches up. With
+        ``assignment_not_sent`` the leader does not know the adding replicas and refuses
+        their fetches (an unknown replica)."""
         if f not in s.meta.assignment:
+            return None
+        if "assignment_not_sent" in self.p.bugs and f in s.meta.adding:
             return None
         core = self.data.fetch(s.core, f)
         return None if core is None else s.evolve(core=core)

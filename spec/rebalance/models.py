@@ -9,7 +9,7 @@ scenario files.
 
 from __future__ import annotations
 
-from spec.framework import ActionDecl
+from spec.framework import ActionDecl, Fair
 from spec.rebalance.core import CRASHES, DATA_PLANE, ELECTION, FAILURES
 from spec.rebalance.params import Params
 from spec.rebalance.preferred import PREFERRED, PreferredLeader
@@ -57,3 +57,18 @@ class Rebalance(
 
     def enabled_actions(self) -> tuple[ActionDecl, ...]:
         return self._enabled
+
+    def fairness(self) -> tuple[Fair, ...]:
+        """What keeps happening: brokers act on LeaderAndIsr requests and keep fetching
+        (``ReplicaFetcherThread``), a leader adds a caught-up follower to the ISR, a
+        leaderless partition gets a leader (weak fairness, per argument); and the
+        controller, which handles every ISR change event, completes a reassignment whose
+        target is in sync whenever that happens again and again (strong fairness). Failure
+        suspicion, crashes, shutdowns, preferred elections and new reassignments are the
+        environment's and the operator's choices: not fair."""
+        weak = ("become_leader", "become_follower", "fetch", "expand_isr_caught_up", "elect_leader")
+        names = {decl.name for decl in self._enabled}
+        fair = [Fair(name) for name in weak if name in names]
+        if "complete_reassignment" in names:
+            fair.append(Fair("complete_reassignment", strong=True, per_argument=False))
+        return tuple(fair)

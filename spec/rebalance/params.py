@@ -27,6 +27,8 @@ BUGS = {
     "stale_elr": "a broker that restarts after an unclean shutdown stays in the ELR",
     "no_elr": "before KIP-966: no ELR, the HW advances with any ISR, and the last ISR member "
     "keeps its place through a crash (last replica standing)",
+    "assignment_not_sent": "the controller records a reassignment but the leader never learns "
+    "the new replicas: it refuses their fetches, so they never catch up (a liveness bug)",
 }
 """The deliberately broken variants (``--bug``), each named after the mistake it makes."""
 
@@ -35,6 +37,7 @@ BUG_MECHANISM = {
     "shutdown_to_non_isr": "shutdown",
     "stale_elr": "elr",
     "no_elr": "elr",
+    "assignment_not_sent": "reassignment",
 }
 """The mechanism each bug belongs to: ``--bug`` without ``--mechanism`` checks that one."""
 

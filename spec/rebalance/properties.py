@@ -17,8 +17,10 @@ Each is shown able to fail by a ``--bug`` variant (``spec.rebalance.params.BUGS`
 from __future__ import annotations
 
 from spec.framework import (
+    LivenessDecl,
     PredicateDecl,
     Step,
+    eventually,
     invariant,
     sometimes,
     sometimes_transition,
@@ -67,6 +69,26 @@ class RebalanceProperties(RebalanceCore):
         target = frozenset(after.meta.assignment)
         in_sync = after.core.quorum.isr & target
         return in_sync == target and len(in_sync) >= min(self.p.min_isr, len(target))
+
+    # --- liveness ------------------------------------------------------------------------
+
+    def reassignment_ongoing(self, s: RState) -> bool:
+        """A reassignment has started and not finished (the premise of
+        ``ReassignmentFinishes``)."""
+        return s.meta.ongoing
+
+    @eventually(after="reassignment_ongoing")
+    def reassignment_finishes(self, s: RState) -> bool:
+        """A started reassignment eventually completes (or is cancelled): the adding
+        replicas catch up and join the ISR, and the controller, which reacts to every ISR
+        change, completes it (KIP-455). Within the bounds: once the leader-epoch budget is
+        spent, the completing write cannot happen, and the property asks nothing more."""
+        return not s.meta.ongoing or s.core.next_epoch > self.p.max_epoch
+
+    def applicable_liveness(self) -> tuple[LivenessDecl, ...]:
+        """Checked in the reassignment mechanism alone: composed with controlled shutdown
+        (a target broker may stay down) it does not hold, in Kafka either."""
+        return self._liveness if self.p.mechanism == "reassignment" else ()
 
     # --- "sometimes" ---------------------------------------------------------------------
 
