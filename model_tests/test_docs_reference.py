@@ -93,3 +93,25 @@ def test_groups_page_draws_the_life_cycle_tables_as_printed() -> None:
     page = (DOCS / "groups.md").read_text()
     assert mermaid(GROUP_TRANSITIONS, GROUP_WHY) in page
     assert mermaid(MEMBER_TRANSITIONS, MEMBER_WHY) in page
+
+
+REBALANCE_INTRO = """
+Generated from `spec/rebalance/` by `model_tests/test_docs_reference.py` (run pytest with
+`--rewrite` after changing a docstring). The narrative is in `docs/leadership.md`; the
+data-plane actions are `spec/replication/`'s, documented in `docs/reference/replication.md`.
+"""
+
+
+def test_rebalance_reference_is_current(rewrite: bool) -> None:
+    from spec.rebalance import Params as RebalanceParams
+    from spec.rebalance import Rebalance
+
+    configurations = [
+        (mechanism, Rebalance(RebalanceParams.of(mechanism)))
+        for mechanism in ("preferred", "shutdown", "reassignment", "elr")
+    ]
+    configurations.append(
+        ("elr + no_elr (before KIP-966)", Rebalance(RebalanceParams.of(bugs={"no_elr"})))
+    )
+    text = render_reference("Rebalance spec: reference", REBALANCE_INTRO, configurations)
+    assert_matches_file(DOCS / "reference" / "rebalance.md", text, rewrite)

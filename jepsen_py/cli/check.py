@@ -28,6 +28,7 @@ from spec.framework import Spec, SpecError
 from spec.group import NETWORKS as GROUP_NETWORKS
 from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.liveness import Lasso, LivenessResult, check_liveness
+from spec.rebalance import CHOICES as REBALANCE_CHOICES
 from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_lasso, render_table, result_json, to_dot, trace_json
 
@@ -187,13 +188,15 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
 )
 @click.option("--replicas", type=int, default=2, show_default=True, help="replication: 2 to 4.")
 @click.option("--log-size", type=int, default=2, show_default=True, help="replication.")
-@click.option("--max-records", type=int, default=2, show_default=True, help="replication.")
-@click.option("--max-epoch", type=int, default=2, show_default=True, help="replication.")
+@click.option(
+    "--max-records", type=int, default=2, show_default=True, help="replication, rebalance."
+)
+@click.option("--max-epoch", type=int, default=2, show_default=True, help="replication, rebalance.")
 @click.option(
     "--max-crashes",
     type=int,
     default=None,
-    help="replication: crash budget (extended model; default 1).",
+    help="replication: crash budget (extended model; default 1); rebalance.",
 )
 @click.option(
     "--truncation",
@@ -206,14 +209,17 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "--acks", type=click.Choice(ACKS), default=None, help="replication, extended model: 0, 1, all"
 )
 @click.option(
-    "--min-isr", type=int, default=None, help="replication: min.insync.replicas (extended model)"
+    "--min-isr",
+    type=int,
+    default=None,
+    help="replication (extended model), rebalance: min.insync.replicas",
 )
 @click.option(
     "--unclean",
     is_flag=True,
     help="replication: unclean.leader.election.enable (extended model)",
 )
-@click.option("--brokers", type=int, default=None, help="controller: 2 to 4 brokers (default 2).")
+@click.option("--brokers", type=int, default=None, help="controller, rebalance: 2 to 4 brokers.")
 @click.option("--partitions", type=int, default=None, help="controller: 1 or 2 (default 1).")
 @click.option(
     "--max-controller-epoch",
@@ -276,6 +282,27 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     type=click.Choice(GROUP_NETWORKS),
     default=None,
     help="group: ordered (default; per-connection order) or reordering.",
+)
+@click.option(
+    "--mechanism",
+    type=click.Choice(REBALANCE_CHOICES),
+    default=None,
+    help="rebalance: preferred, shutdown, reassignment, elr, or all of them composed "
+    "(default: the --bug's mechanism, else all); each has its own default bounds.",
+)
+@click.option("--replication-factor", type=int, default=None, help="rebalance: initial replicas.")
+@click.option("--max-reassignments", type=int, default=None, help="rebalance (default 1).")
+@click.option("--max-shutdowns", type=int, default=None, help="rebalance (default 1).")
+@click.option(
+    "--imbalance-pct",
+    type=int,
+    default=None,
+    help="rebalance: leader.imbalance.per.broker.percentage (default 10).",
+)
+@click.option(
+    "--no-auto-rebalance",
+    is_flag=True,
+    help="rebalance: auto.leader.rebalance.enable=false.",
 )
 @click.option("--bug", "bugs", multiple=True, type=click.Choice(all_bugs()), help=bug_help())
 @click.option(

@@ -20,6 +20,7 @@ import click
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from jepsen_py.cli.prove_controller import prove_controller
 from jepsen_py.cli.prove_group import prove_group
+from jepsen_py.cli.prove_rebalance import prove_rebalance
 from jepsen_py.cli.replication_flags import replication_params
 from jepsen_py.cli.specs import prove_foreign_flags
 from spec.controller import BUGS as CONTROLLER_BUGS
@@ -31,11 +32,12 @@ from spec.proofs.bmc import bmc
 from spec.proofs.encoding import ENCODED_BUGS, Config, EncodingError
 from spec.proofs.obligations import COUNTEREXAMPLE, PROVED, Result, Run, applicable
 from spec.proofs.obligations import prove as prove_obligations
+from spec.proofs.rebalance import ENCODED_BUGS as REBALANCE_BUGS
 from spec.proofs.report import render_run, run_json
 from spec.replication import ACKS, MODELS, TRUNCATIONS, Params, Replication
 from spec.trace import render_table
 
-SPECS = ("replication", "controller", "group")
+SPECS = ("replication", "controller", "group", "rebalance")
 
 
 GROUP_ENCODED_BUGS = tuple(
@@ -107,8 +109,18 @@ def exit_code(run: Run) -> int:
     help="L: logs of any length 0..L (LOG_SIZE is any value 1..L).",
 )
 @click.option("--acks", type=click.Choice(ACKS), default=None, help="extended model: 0, 1, all")
-@click.option("--min-isr", type=int, default=None, help="min.insync.replicas (extended model)")
-@click.option("--brokers", type=int, default=None, help="controller: 2 or 3 (default 2).")
+@click.option(
+    "--min-isr",
+    type=int,
+    default=None,
+    help="min.insync.replicas (replication extended model; rebalance, default 2)",
+)
+@click.option(
+    "--brokers",
+    type=int,
+    default=None,
+    help="controller: 2 or 3 (default 2); rebalance: 2 to 4 (default 3).",
+)
 @click.option("--partitions", type=int, default=None, help="controller: 1 or 2 (default 1).")
 @click.option(
     "--mode", type=click.Choice(MODES), default=None, help="controller: zookeeper or kraft."
@@ -127,11 +139,16 @@ def exit_code(run: Run) -> int:
     "--bug",
     "bugs",
     multiple=True,
-    type=click.Choice(sorted(set(ENCODED_BUGS) | set(CONTROLLER_BUGS) | set(GROUP_ENCODED_BUGS))),
+    type=click.Choice(
+        sorted(
+            set(ENCODED_BUGS) | set(CONTROLLER_BUGS) | set(GROUP_ENCODED_BUGS) | set(REBALANCE_BUGS)
+        )
+    ),
     help="Prove a deliberately broken variant (to see an obligation fail). Per spec: "
     f"replication: {', '.join(sorted(ENCODED_BUGS))}; "
     f"controller: {', '.join(sorted(CONTROLLER_BUGS))}; "
-    f"group: {', '.join(sorted(GROUP_ENCODED_BUGS))}.",
+    f"group: {', '.join(sorted(GROUP_ENCODED_BUGS))}; "
+    f"rebalance: {', '.join(sorted(REBALANCE_BUGS))}.",
 )
 @click.option(
     "--timeout",
@@ -208,6 +225,7 @@ def prove_cmd(
     known_bugs = {
         "controller": tuple(CONTROLLER_BUGS),
         "group": GROUP_ENCODED_BUGS,
+        "rebalance": REBALANCE_BUGS,
     }.get(spec_name, tuple(ENCODED_BUGS))
     wrong = [bug for bug in bugs if bug not in known_bugs]
     if wrong:
@@ -215,6 +233,8 @@ def prove_cmd(
             f"--bug {', '.join(wrong)} is not a bug of spec {spec_name}; its bugs: "
             + ", ".join(sorted(known_bugs))
         )
+    if spec_name == "rebalance":
+        prove_rebalance(brokers, min_isr, bugs, timeout, json_mode)
     if spec_name == "controller":
         prove_controller(brokers, partitions, mode, bugs, timeout, invariants, actions, json_mode)
     if spec_name == "group":

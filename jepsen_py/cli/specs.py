@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+import click
 
 from jepsen_py.cli.replication_flags import replication_params
-from spec import controller, group, replication
+from spec import controller, group, rebalance, replication
 from spec.framework import Spec, SpecError
 
 
@@ -137,6 +138,64 @@ def group_params_json(params: group.Params) -> dict[str, Any]:
     }
 
 
+REBALANCE_FLAGS = (
+    "mechanism",
+    "brokers",
+    "replication_factor",
+    "min_isr",
+    "max_records",
+    "max_epoch",
+    "max_crashes",
+    "max_reassignments",
+    "max_shutdowns",
+    "imbalance_pct",
+    "no_auto_rebalance",
+)
+
+
+def _given(name: str) -> bool:
+    """Whether flag ``name`` was given on the command line (flags shared with another
+    spec, such as ``--max-records``, carry that spec's default otherwise)."""
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return True
+    return context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
+def rebalance_params(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> rebalance.Params:
+    """Parameters from flags: the mechanism's default bounds (``rebalance.Params.of``),
+    overridden by the flags given; without ``--mechanism``, the mechanism of the bug."""
+    given = {
+        name: flags[name]
+        for name in REBALANCE_FLAGS[1:-1]
+        if flags.get(name) is not None and _given(name)
+    }
+    if flags.get("no_auto_rebalance"):
+        given["auto_rebalance"] = False
+    return rebalance.Params.of(flags.get("mechanism"), bugs=frozenset(bugs), **given)
+
+
+def build_rebalance(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> Spec:
+    return rebalance.Rebalance(rebalance_params(flags, bugs))
+
+
+def rebalance_params_json(params: rebalance.Params) -> dict[str, Any]:
+    return {
+        "mechanism": params.mechanism,
+        "brokers": params.brokers,
+        "replication_factor": params.replication_factor,
+        "min_isr": params.min_isr,
+        "max_records": params.max_records,
+        "max_epoch": params.max_epoch,
+        "max_crashes": params.max_crashes,
+        "max_reassignments": params.max_reassignments,
+        "max_shutdowns": params.max_shutdowns,
+        "auto_rebalance": params.auto_rebalance,
+        "imbalance_pct": params.imbalance_pct,
+        "bugs": sorted(params.bugs),
+    }
+
+
 CHECK_SPECS: dict[str, CheckEntry] = {
     "replication": CheckEntry(
         "replication",
@@ -169,6 +228,13 @@ CHECK_SPECS: dict[str, CheckEntry] = {
         group.BUGS,
         build_group,
         group_params_json,
+    ),
+    "rebalance": CheckEntry(
+        "rebalance",
+        REBALANCE_FLAGS,
+        rebalance.BUGS,
+        build_rebalance,
+        rebalance_params_json,
     ),
 }
 
@@ -228,6 +294,7 @@ PROVE_FLAGS: dict[str, tuple[str, ...]] = {
     ),
     "controller": ("brokers", "partitions", "mode"),
     "group": ("protocol", "members", "topic_partitions"),
+    "rebalance": ("brokers", "min_isr"),
 }
 """The flags of ``kmodel prove`` each spec reads (the others are shared)."""
 
