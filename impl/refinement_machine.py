@@ -39,7 +39,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
-from impl.controller import CONTROLLER, broker_node
+from impl.controller import broker_node
+from impl.coordination import STORE
 from impl.refinement import RefinementCluster
 from impl.sim.clock import ms
 from impl.sim.network import Envelope, NetworkConfig
@@ -72,7 +73,7 @@ OPTIONAL_RULES = (
     "partition",
     "consumer",
     "preferred",
-    "controller_crash",
+    "controller_move",
 )
 
 DELAYS = (0, 0, ms(1), ms(10), ms(50), ms(200))
@@ -148,7 +149,9 @@ def make_machine(
     invariants = [d for d in spec.invariants() if d.name not in expect_violated]
     transitions = [d for d in spec.transition_properties() if d.name not in expect_violated]
     brokers = st.sampled_from(config.broker_ids)
-    nodes = st.sampled_from((CONTROLLER, *(broker_node(b) for b in config.broker_ids)))
+    servers = tuple(broker_node(b) for b in config.broker_ids)
+    nodes = st.sampled_from(servers)
+    linked = st.sampled_from((STORE, *servers))
 
     class Machine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -183,7 +186,7 @@ def make_machine(
                 + describe_state(spec, self.prev)
             )
             if bootstrap:
-                self.c.tick(CONTROLLER)
+                self.c.tick_controller()
                 self._after("controller tick (bootstrap)")
                 self._settle()
 
@@ -385,7 +388,7 @@ def make_machine(
         @counted
         def tick_controller(self, delay: int) -> None:
             self.c.advance(delay)
-            if self.c.tick(CONTROLLER):
+            if self.c.tick_controller():
                 self._after(f"controller tick after {delay}ns")
 
         @precondition(lambda self: self.on("fail_leader"))
@@ -397,7 +400,7 @@ def make_machine(
             decision is delivered, and (``resume``) the old leader wakes up."""
             leader = self.c.store.partitions[(config.topic, 0)].leader
             name = broker_node(leader)
-            if leader == NONE or not self.c.running(name) or not self.c.running(CONTROLLER):
+            if leader == NONE or not self.c.running(name):
                 return
             self.c.pause(name)
             self._after(f"pause {name}")
@@ -406,7 +409,7 @@ def make_machine(
                 for b in config.broker_ids:
                     if self.c.tick(broker_node(b)):
                         self._after(f"tick b{b} (+100ms)")
-                if self.c.tick(CONTROLLER):
+                if self.c.tick_controller():
                     self._after("controller tick (+100ms)")
                 if not self.c.store.is_registered(leader):
                     break
@@ -486,7 +489,7 @@ def make_machine(
                 self._after(f"resume {node}")
 
         @precondition(lambda self: self.on("partition"))
-        @rule(a=nodes, b=nodes)
+        @rule(a=linked, b=linked)
         @counted
         def partition(self, a: str, b: str) -> None:
             if a == b:
@@ -496,17 +499,15 @@ def make_machine(
             self.c.partition([(a, b), (b, a)])
             self._after(f"partition {a} | {b}")
 
-        @precondition(lambda self: self.on("controller_crash"))
+        @precondition(lambda self: self.on("controller_move"))
         @rule()
         @counted
-        def controller_crash_or_restart(self) -> None:
-            state = self.c.nodes.state(CONTROLLER)
-            if state.alive:
-                self.c.crash(CONTROLLER)
-                self._after("crash the controller")
-            else:
-                self.c.restart(CONTROLLER)
-                self._after("restart the controller")
+        def controller_moves(self) -> None:
+            """An operator deletes ``/controller`` (the usual way to force a re-election):
+            the next controller tick elects one; the old one is a zombie until its next
+            write is refused."""
+            if self.c.store.delete_controller():
+                self._after("delete /controller")
 
     Machine.__name__ = Machine.__qualname__ = name
     return Machine

@@ -5,7 +5,7 @@ seed, then what the cluster did and what the run lost, in the datadriven format 
 Commands::
 
     config brokers=3 partitions=2 rate=1.0 time_limit_ns=5281475943 nemesis=["clock","kill"]
-    fault 823534814 start-clock {"skews": {"controller": -3719000000}}
+    fault 823534814 start-clock {"skews": {"zk": -3719000000}}
     run seed=517
 
 ``config`` sets `TestConfig` fields (values in JSON; names as in ``test.json``); ``fault``
