@@ -424,6 +424,9 @@ class World:
             return False
         self.controllers[b] = role
         self.stats["controller_elections"] += 1
+        if len(self.controllers) > 1:
+            # The old controller has not learnt yet that it no longer is one: 脑裂.
+            self.stats["brain_splits"] += 1
         out = Effects()
         out.note(ControllerElected(b, role.epoch))
         # onControllerFailover: tell every broker the published state with the new epoch,
@@ -432,6 +435,19 @@ class World:
         self._forget_resigned(b)
         self._dispatch(name, out)
         return True
+
+    def controller_figures(self) -> dict[str, int]:
+        """What the controllers did in this run: elections, brain splits (an election while
+        a zombie still acted), resignations, and zombie LeaderAndIsr requests the brokers
+        rejected (STALE_CONTROLLER_EPOCH) or, with that fence off, applied."""
+        keys = (
+            "controller_elections",
+            "brain_splits",
+            "controller_resignations",
+            "stale_controller_rejected",
+            "stale_controller_applied",
+        )
+        return {key: self.stats[key] for key in keys}
 
     def _forget_resigned(self, b: int) -> None:
         role = self.controllers.get(b)

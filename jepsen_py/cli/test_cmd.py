@@ -25,6 +25,7 @@ from typing import Any
 import click
 
 from impl.fetcher import TRUNCATIONS
+from impl.world import FENCE_BUGS
 from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
@@ -248,6 +249,16 @@ def _duration(flag: str, text: str) -> int:
     help="What decides: Kafka's guarantees (linearizability reported beside), or "
     "linearizability. docs/checking.md.",
 )
+@click.option(
+    "--bug",
+    "bugs",
+    type=click.Choice(sorted(FENCE_BUGS)),
+    multiple=True,
+    help="Turn a controller fence off (repeatable), as `kmodel check controller --bug` does "
+    "in the spec: "
+    + "; ".join(f"{name}: {text}" for name, text in sorted(FENCE_BUGS.items()))
+    + ". Default: every fence on.",
+)
 @click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
 def test_cmd(
@@ -275,6 +286,7 @@ def test_cmd(
     name: str,
     no_reports: bool,
     consistency: str,
+    bugs: tuple[str, ...],
     list_faults: bool,
     json_mode: bool,
 ) -> None:
@@ -313,6 +325,7 @@ def test_cmd(
             recovery_ns=_duration("--recovery", recovery),
             rate=rate,
             concurrency=concurrency,
+            bugs=tuple(sorted(set(bugs))),
         )
     except ConfigError as exc:
         fail_input(str(exc))
