@@ -115,6 +115,12 @@ class ControllerConfig:
     persist_epoch: bool = True
     """Testing knob (off: ``--bug epoch_not_persisted``): the election increments the
     persisted ``/controller_epoch``; off, every controller starts again at epoch 1."""
+    queued_sends: bool = False
+    """Requests to brokers wait in the controller's queues and go out on its next tick
+    (``ControllerChannelManager``'s per-broker ``RequestSendThread``s, threads of the
+    controller's process): a controller paused between a write and its next tick sends
+    them when it wakes, with its old epoch. Off: sent with the decision (the refinement
+    driver's atomic steps)."""
 
 
 class Controller:
@@ -142,6 +148,8 @@ class Controller:
         self.known: dict[int, int] = dict(store.registrations)
         """The registrations it has told the published state (its ``/brokers/ids`` view)."""
         self.resigned = False
+        self.outbox: list[tuple[str, LeaderAndIsr]] = []
+        """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
 
     @classmethod
     def elect(
@@ -163,8 +171,15 @@ class Controller:
         out = Effects()
         if not self.resigned:
             self.resigned = True
+            self.outbox.clear()  # the channel manager shuts down with the controller
             out.note(ControllerResigned(self.broker_id, self.epoch, reason))
         return out
+
+    def _send(self, dst: str, msg: LeaderAndIsr, out: Effects) -> None:
+        if self.config.queued_sends:
+            self.outbox.append((dst, msg))
+        else:
+            out.send(dst, msg)
 
     # ------------------------------------------------------------------ sending decisions
 
@@ -212,7 +227,7 @@ class Controller:
         out.note(Published(key[0], key[1], new.leader_epoch, new.leader, new.isr))
         for broker in new.replicas:
             if self.store.is_registered(broker):
-                out.send(broker_node(broker), self._leader_and_isr(key, new, broker))
+                self._send(broker_node(broker), self._leader_and_isr(key, new, broker), out)
 
     def resend_all(self) -> Effects:
         """A new controller tells every live broker the published state (same leader
@@ -223,7 +238,7 @@ class Controller:
             state = self.published[key]
             for broker in state.replicas:
                 if self.store.is_registered(broker):
-                    out.send(broker_node(broker), self._leader_and_isr(key, state, broker))
+                    self._send(broker_node(broker), self._leader_and_isr(key, state, broker), out)
         return out
 
     # ------------------------------------------------------------------ requests
@@ -310,10 +325,16 @@ class Controller:
     # ------------------------------------------------------------------ time
 
     def tick(self, now: int, connected: bool = True) -> Effects:
-        """The ``/brokers/ids`` watch, then at most one decision (one store write). Nothing
-        without a connection to the store."""
+        """The queued requests go out; then the ``/brokers/ids`` watch and at most one
+        decision (one store write), if the store is reachable."""
         out = Effects()
-        if self.resigned or not connected:
+        if self.resigned:
+            return out
+        # The send threads deliver what was queued (they need no store connection).
+        for dst, msg in self.outbox:
+            out.send(dst, msg)
+        self.outbox.clear()
+        if not connected:
             return out
         self._watch_registrations(out)
         for key in sorted(self.context):
@@ -335,7 +356,7 @@ class Controller:
             for key in sorted(self.published):
                 state = self.published[key]
                 if broker in state.replicas:
-                    out.send(broker_node(broker), self._leader_and_isr(key, state, broker))
+                    self._send(broker_node(broker), self._leader_and_isr(key, state, broker), out)
 
     def _decide(self, key: tuple[str, int], out: Effects) -> bool:
         state = self.context[key]

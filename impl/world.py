@@ -229,6 +229,7 @@ class ClusterConfig:
             unclean_leader_election=self.unclean,
             conditional_writes="unconditional_write" not in self.bugs,
             persist_epoch="epoch_not_persisted" not in self.bugs,
+            queued_sends=not self.refinement,
         )
 
 
@@ -438,12 +439,14 @@ class World:
 
     def controller_figures(self) -> dict[str, int]:
         """What the controllers did in this run: elections, brain splits (an election while
-        a zombie still acted), resignations, and zombie LeaderAndIsr requests the brokers
-        rejected (STALE_CONTROLLER_EPOCH) or, with that fence off, applied."""
+        a zombie still acted), resignations, writes the store took from a zombie (only with
+        its fence off), and zombie LeaderAndIsr requests the brokers rejected
+        (STALE_CONTROLLER_EPOCH) or, with that fence off, applied."""
         keys = (
             "controller_elections",
             "brain_splits",
             "controller_resignations",
+            "zombie_writes",
             "stale_controller_rejected",
             "stale_controller_applied",
         )
@@ -534,6 +537,10 @@ class World:
         the network (a driver that carries some messages otherwise overrides this)."""
         for note in effects.notes:
             self._observe(note)
+            if isinstance(note, Published) and src in self._broker_of_node:
+                writer = self.controllers.get(self._broker_of_node[src])
+                if writer is not None and writer.epoch_version != self.store.epoch_version:
+                    self.stats["zombie_writes"] += 1
         send, route = self.network.send, self._route
         for dst, msg in effects.sends:
             to = route(dst)
