@@ -103,8 +103,7 @@ class RefinementCluster(World):
     def _dispatch(self, src: str, effects: Effects) -> None:
         """Node ``src``'s effects: notes recorded; replication round trips queued and
         carried out at once (``_run_sync``), every other message into the network."""
-        for note in effects.notes:
-            self._observe(note)
+        self._record_notes(src, effects)
         for to, msg in effects.sends:
             dst = self._route(to)
             if dst is None:

@@ -83,6 +83,7 @@ from impl.protocol import (
     Effects,
     LeaderAndIsr,
     Published,
+    SessionExpired,
     StaleControllerRequest,
 )
 from impl.replica import ReplicaConfig
@@ -248,6 +249,13 @@ class Ghost:
     fences: dict[int, int] = attrs.Factory(dict)
     """Broker -> the quorum leader epoch when it last restarted (absent: never restarted)."""
     down: dict[int, dict[tuple[str, int], tuple[list[tuple[int, int]], int]]] = attrs.Factory(dict)
+    controller_writes: set[tuple[int, int]] = attrs.Factory(set)
+    """(``/controller_epoch`` when the write landed, writer) of every partition-state write
+    a controller published (``spec.controller``'s ``writes``)."""
+    controller_epochs: set[int] = attrs.Factory(set)
+    """Every controller epoch a broker was elected with."""
+    expiries: int = 0
+    """Sessions the store expired (``spec.controller``'s ``expiries``)."""
     """Crashed broker -> per partition, what recovery will find: [(offset, epoch)] and HW."""
 
     def observe(self, note: Message) -> None:
@@ -535,17 +543,30 @@ class World:
     def _dispatch(self, src: str, effects: Effects) -> None:
         """Carry out node ``src``'s effects: record its notes, and send its messages through
         the network (a driver that carries some messages otherwise overrides this)."""
-        for note in effects.notes:
-            self._observe(note)
-            if isinstance(note, Published) and src in self._broker_of_node:
-                writer = self.controllers.get(self._broker_of_node[src])
-                if writer is not None and writer.epoch_version != self.store.epoch_version:
-                    self.stats["zombie_writes"] += 1
+        self._record_notes(src, effects)
         send, route = self.network.send, self._route
         for dst, msg in effects.sends:
             to = route(dst)
             if to is not None:
                 send(src, to, msg)
+
+    def _record_notes(self, src: str, effects: Effects) -> None:
+        """Record node ``src``'s notes (``_observe``), and what the controllers' notes tell
+        the world: a write by a zombie, and (ghost) who wrote in which controller epoch,
+        the epochs elected, the sessions expired."""
+        for note in effects.notes:
+            self._observe(note)
+            if isinstance(note, Published) and src in self._broker_of_node:
+                b = self._broker_of_node[src]
+                writer = self.controllers.get(b)
+                if writer is not None and writer.epoch_version != self.store.epoch_version:
+                    self.stats["zombie_writes"] += 1
+                if self.config.ghosts:
+                    self.ghost.controller_writes.add((self.store.controller_epoch, b))
+            elif isinstance(note, ControllerElected) and self.config.ghosts:
+                self.ghost.controller_epochs.add(note.epoch)
+            elif isinstance(note, SessionExpired) and self.config.ghosts:
+                self.ghost.expiries += 1
 
     # ------------------------------------------------------------------ driver hooks
 

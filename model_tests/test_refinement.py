@@ -660,3 +660,73 @@ def test_scenario_replay_reports_a_divergence(tmp_path):
         parse_scenario("controller\nno separator\n")
     with pytest.raises(ValueError, match="unknown scenario command"):
         ImplScenario().run("frobnicate b1")
+
+
+# --- the controller spec on the same runs (impl.controller_abstraction) ------------------
+
+
+def _zombie_machine(bugs: frozenset[str]) -> Any:
+    """b1 is elected and leads; /controller is deleted and b2 wins (epoch 2), resending
+    the published state; every message is delivered. b1 is now a zombie."""
+    config = refinement_config(truncation="kip320", acks="all", min_isr=1, bugs=bugs)
+    machine: Any = make_machine(config, name="Zombie")()
+    machine.start(seed=0, swarm=set(), bootstrap=True)
+    assert machine.c.store.controller == 1
+    machine.controller_moves()
+    machine.tick_controller(delay=0)
+    assert machine.c.store.controller == 2 and set(machine.c.controllers) == {1, 2}
+    machine.settle()
+    return machine
+
+
+def _redeliver_the_first_leader_and_isr(machine: Any) -> None:
+    c = machine.c
+    first = next(i for i, (_, dst, m) in enumerate(c.sent_leader_and_isr) if dst == "b3")
+    assert c.sent_leader_and_isr[first][2].controller_epoch == 1
+    assert c.redeliver(first)
+    machine._after("redeliver the zombie's first LeaderAndIsr to b3")
+
+
+def test_a_zombies_stale_request_is_rejected_and_the_controller_spec_holds():
+    machine = _zombie_machine(frozenset())
+    _redeliver_the_first_leader_and_isr(machine)
+    assert machine.c.stats["stale_controller_rejected"] == 1
+
+
+def test_the_controller_spec_catches_brokers_that_accept_stale_controller_epochs():
+    machine = _zombie_machine(frozenset({"accept_stale_controller_epoch"}))
+    with pytest.raises(InvariantViolation, match="NoStaleControllerEpochApplied"):
+        _redeliver_the_first_leader_and_isr(machine)
+
+
+def _zombie_decides(machine: Any) -> None:
+    """b3's session expires; the new controller b2 takes it out of the ISR; then the
+    zombie b1 decides the same from its stale context."""
+    c = machine.c
+    c.pause("b3")
+    machine._after("pause b3")
+    c.advance(ms(700))
+    for node in ("b1", "b2"):  # their heartbeats keep their sessions
+        c.tick(node)
+        machine._after(f"tick {node}")
+    c.tick_controller()
+    machine._after("controller tick: b3's session expired, b2 shrinks the ISR")
+    assert 3 not in c.store.registrations and set(c.store.registrations) == {1, 2}
+    c.tick_role(1)
+    machine._after("zombie controller b1 ticks")
+
+
+def test_a_zombies_write_is_refused_by_the_store_and_the_controller_spec_holds():
+    machine = _zombie_machine(frozenset())
+    _zombie_decides(machine)
+    assert 1 not in machine.c.controllers, "the zombie resigned on BADVERSION"
+
+
+def test_the_refinement_catches_a_zombies_unconditional_write():
+    """Without the store's fence the zombie's write lands: the store's partition state is
+    then no step of the replication spec (a leader epoch handed out from a stale view)."""
+    machine = _zombie_machine(frozenset({"unconditional_write"}))
+    with pytest.raises((RefinementError, InvariantViolation)) as info:
+        _zombie_decides(machine)
+    assert "zombie controller b1 ticks" in str(info.value)
+    assert machine.c.stats["zombie_writes"] == 1
