@@ -25,13 +25,12 @@ import sys
 import tempfile
 import time
 
-from jepsen_py.generator import SECOND
+from jepsen_py.generator import MILLISECOND, SECOND
 from jepsen_py.nemesis import ALL, ScheduleStep
-from jepsen_py.runner import TestConfig, run_test
+from jepsen_py.runner.config import TestConfig
+from jepsen_py.runner.run import run_test
 from jepsen_py.scenarios import CUT_FOLLOWERS, ISOLATE_LEADER
 from jepsen_py.shrink import shrink
-
-MS = 1_000_000
 
 FAILING = TestConfig(
     name="bench-unclean",
@@ -40,7 +39,11 @@ FAILING = TestConfig(
     unclean=True,
     partitions=2,
     schedule=(
-        ScheduleStep(1 * SECOND, "start-delay", {"min_delay_ns": 5 * MS, "max_delay_ns": 40 * MS}),
+        ScheduleStep(
+            1 * SECOND,
+            "start-delay",
+            {"min_delay_ns": 5 * MILLISECOND, "max_delay_ns": 40 * MILLISECOND},
+        ),
         ScheduleStep(3 * SECOND, "stop-delay"),
         ScheduleStep(4 * SECOND, "pause", {"node": "b3"}),
         ScheduleStep(6 * SECOND, "resume"),
@@ -55,7 +58,11 @@ FAILING = TestConfig(
         ScheduleStep(36 * SECOND, "stop-partition"),
         ScheduleStep(40 * SECOND, "pause", {"node": "controller"}),
         ScheduleStep(42 * SECOND, "resume"),
-        ScheduleStep(46 * SECOND, "start-delay", {"min_delay_ns": 5 * MS, "max_delay_ns": 40 * MS}),
+        ScheduleStep(
+            46 * SECOND,
+            "start-delay",
+            {"min_delay_ns": 5 * MILLISECOND, "max_delay_ns": 40 * MILLISECOND},
+        ),
         ScheduleStep(50 * SECOND, "stop-delay"),
     ),
     time_limit_ns=60 * SECOND,
@@ -70,13 +77,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as store:
         config = TestConfig(nemesis=ALL)
         outcome = run_test(config, args.seed, store_root=store)
-        r = outcome.results
         client_ops = sum(1 for op in outcome.history if op.is_client and op.type == "invoke")
-        wall = r["seconds"]["wall"]
+        wall = outcome.seconds.wall
         history_bytes = (outcome.run_dir / "history.jsonl").stat().st_size  # type: ignore[operator]
         failing = run_test(FAILING, args.seed, store_root=store, reports=False)
-        if failing.results["lost_acknowledged_writes"] == 0:
-            raise SystemExit(f"the failing run lost nothing (seed {args.seed}): {failing.results}")
+        if failing.check.lost_acknowledged_writes == 0:
+            raise SystemExit(f"the failing run lost nothing (seed {args.seed}): {failing.command}")
         started = time.perf_counter()
         shrunk = shrink(failing.run_dir, max_runs=args.max_runs, reports=False)  # type: ignore[arg-type]
         shrink_seconds = time.perf_counter() - started
@@ -88,19 +94,19 @@ def main() -> None:
                 "python": platform.python_version(),
                 "test": {
                     "logical_seconds": config.time_limit_ns / SECOND,
-                    "logical_end_seconds": round(r["run"]["logical_end_ns"] / SECOND, 3),
-                    "faults": sum(r["faults"].values()),
+                    "logical_end_seconds": round(outcome.figures.logical_end_ns / SECOND, 3),
+                    "faults": sum(outcome.faults.values()),
                     "wall_seconds_to_verdict": wall,
-                    "simulation_seconds": r["seconds"]["simulation"],
-                    "checker_seconds": r["checker_seconds"],
-                    "reports_seconds": r["seconds"].get("reports"),
+                    "simulation_seconds": outcome.seconds.simulation,
+                    "checker_seconds": outcome.check.checker_seconds,
+                    "reports_seconds": outcome.seconds.reports,
                     "client_ops": client_ops,
                     "ops_per_wall_second": round(client_ops / wall, 1),
-                    "history_ops": r["history"]["ops"],
+                    "history_ops": len(outcome.history),
                     "history_bytes": history_bytes,
-                    "verdict": outcome.verdict,
-                    "violations": r["violations"],
-                    "lost_acknowledged_writes": r["lost_acknowledged_writes"],
+                    "verdict": outcome.verdict_name,
+                    "violations": outcome.violations,
+                    "lost_acknowledged_writes": outcome.check.lost_acknowledged_writes,
                 },
                 "shrink": {
                     "anomaly": shrunk.target,

@@ -30,25 +30,26 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from jepsen_py.explain import MECHANISMS
-from jepsen_py.runner import run_test, swarm_config
+from jepsen_py.runner.config import swarm_config
+from jepsen_py.runner.run import run_test
 from jepsen_py.scenarios import KAFKA_TODAY
 
 
 def one_run(seed: int) -> dict[str, Any]:
     config = swarm_config(KAFKA_TODAY, seed)
     outcome = run_test(config, seed, reports=False)
-    r = outcome.results
+    check = outcome.check
     return {
         "seed": seed,
-        "verdict": outcome.verdict,
-        "violations": r["violations"],
-        "informational": r.get("informational", {}),
-        "linearizable": r["linearizable"]["verdict"],
-        "lost": r["lost_acknowledged_writes"],
-        "inconsistent": r["inconsistent_offsets"],
-        "mechanisms": sorted({e["mechanism"] for e in r["loss_explanations"]}),
-        "logical_s": r["run"]["logical_end_ns"] / 1e9,
-        "command": r["command"],
+        "verdict": outcome.verdict_name,
+        "violations": list(check.violations),
+        "informational": check.informational,
+        "linearizable": check.linearizable.verdict.value,
+        "lost": check.lost_acknowledged_writes,
+        "inconsistent": check.inconsistent_offsets,
+        "mechanisms": check.loss_mechanisms,
+        "logical_s": outcome.figures.logical_end_ns / 1e9,
+        "command": outcome.command,
     }
 
 

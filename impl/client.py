@@ -30,7 +30,7 @@ watermark (Kafka gives consumers only committed records), with KIP-320's current
 epoch on each fetch; each poll is an op whose result is the records and the HW the leader
 reported. A failed poll is *fail* (reads change nothing).
 
-Both keep a history of ops in the project's history format (``DESIGN.md``): ``invoke``
+Both keep a history of ops in the project's history format (``docs/history-format.md``): ``invoke``
 then ``ok``/``fail``/``info``, timed on the logical clock. A producer may have several
 sends outstanding (queued behind the one in flight), so each send is its own process
 (``"p1/7"``: producer p1's op 7), which keeps Jepsen's rule that a process runs one op at a

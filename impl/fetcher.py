@@ -52,7 +52,7 @@ from impl.protocol import (
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
 )
-from spec.replication import TRUNCATIONS
+from spec.replication import TRUNCATIONS, VARIANTS, TruncationRule
 
 __all__ = [
     "TRUNCATIONS",  # the spec's: the implementation runs exactly the variants it models
@@ -71,8 +71,9 @@ def fenced(truncation: str) -> bool:
     """Whether variant ``truncation`` fences by leader epoch (KIP-320): every fetch and
     OffsetsForLeaderEpoch carries the requester's current leader epoch, and the leader
     refuses one from another epoch (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
-    ``truncation`` is one of ``TRUNCATIONS`` (``check_truncation``)."""
-    return truncation == "kip320"
+    ``truncation`` is one of ``TRUNCATIONS`` (``check_truncation``). The spec's variant
+    table says which variants do (``spec.replication.variants``)."""
+    return VARIANTS[truncation].epoch_fencing
 
 
 def check_truncation(truncation: str) -> None:
@@ -121,6 +122,8 @@ class TruncationExchange:
         check_truncation(truncation)
         assert 0 <= high_watermark <= log_end_offset, (high_watermark, log_end_offset)
         self.truncation = truncation
+        self.rule = VARIANTS[truncation].truncation
+        """The variant's truncation rule (``spec.replication.variants``)."""
         self.replica_id = replica_id
         self.topic = topic
         self.partition = partition
@@ -136,7 +139,7 @@ class TruncationExchange:
         self.outstanding: OffsetsForLeaderEpoch | None = None
 
     def start(self) -> OffsetsForLeaderEpoch | ExchangeDone:
-        if self.truncation == "high_watermark":
+        if self.rule is TruncationRule.HIGH_WATERMARK:
             return ExchangeDone(self.fetch_offset, 0)
         latest = self.scratch.latest_epoch
         if latest is None and not fenced(self.truncation):
@@ -175,7 +178,7 @@ class TruncationExchange:
         if leader_end == UNDEFINED_EPOCH_OFFSET:
             # The leader knows no epoch <= the one asked: fall back to the fetch offset.
             return ExchangeDone(min(self.fetch_offset, self.leo), self.rounds)
-        if self.truncation == "kip101" or leader_epoch == UNDEFINED_EPOCH:
+        if self.rule is TruncationRule.EPOCH_END or leader_epoch == UNDEFINED_EPOCH:
             # KIP-101: only the end offset counts.
             return ExchangeDone(min(leader_end, self.leo), self.rounds)
         # KIP-279: compare with where the follower's own largest epoch <= the leader's ends.

@@ -757,7 +757,7 @@ class World:
         happened (several may share a logical time). Each is stamped with the global time
         it happened at, in the client's own history too: a client times its events by its
         local clock, which the clock nemesis may skew, while a history is timed by the
-        observer (Jepsen's control node), as ``DESIGN.md`` says."""
+        observer (Jepsen's control node), one clock for every op of a history."""
         client = self.producers.get(name) or self.consumers.get(name)
         if client is None:
             return
@@ -770,7 +770,7 @@ class World:
 
     def history(self) -> list[dict[str, Any]]:
         """Every client op so far, in the order it happened (the history format of
-        ``DESIGN.md``; ``jepsen_py.checker`` reads it)."""
+        ``docs/history-format.md``; ``jepsen_py.checker`` reads it)."""
         return list(self._history)
 
     # ------------------------------------------------------------------ fingerprints

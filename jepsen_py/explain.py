@@ -486,22 +486,20 @@ STORY_LINES = 24
 """Story lines printed per explanation (``results.json`` and ``kmodel replay`` keep all)."""
 
 
-def explanation_lines(explanations: list[dict[str, Any]], story: bool = True) -> list[str]:
+def explanation_lines(explanations: Sequence[LossExplanation], story: bool = True) -> list[str]:
     """How each group of lost writes was lost (`jepsen_py.explain`), for the terminal."""
     lines = []
     for e in explanations:
+        m = MECHANISMS[e.mechanism]
         span = (
-            f"offset {e['first_offset']}"
-            if e["first_offset"] == e["last_offset"]
-            else f"offsets {e['first_offset']}..{e['last_offset']}"
+            f"offset {e.first_offset}"
+            if e.first_offset == e.last_offset
+            else f"offsets {e.first_offset}..{e.last_offset}"
         )
-        lines.append(
-            f"    {e['key']}: {e['writes']} at {span}: {e['mechanism']} ({e['title']}; "
-            f"{e['reference']})"
-        )
+        lines.append(f"    {e.key}: {e.writes} at {span}: {e.mechanism} ({m.title}; {m.reference})")
         if story:
-            told = e["story"][:STORY_LINES]
+            told = e.story[:STORY_LINES]
             lines.extend(f"      {line}" for line in told)
-            if len(e["story"]) > len(told):
-                lines.append(f"      ... {len(e['story']) - len(told)} more in results.json")
+            if len(e.story) > len(told):
+                lines.append(f"      ... {len(e.story) - len(told)} more in results.json")
     return lines

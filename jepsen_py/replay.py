@@ -33,15 +33,9 @@ from jepsen_py.checker.verdict import KAFKA, NONLINEARIZABLE, check_keys
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import fault_of_op
-from jepsen_py.runner import (
-    HistoryHash,
-    TestConfig,
-    check_history,
-    explain_run_losses,
-    history_file_hash,
-    settle_run,
-    simulate_run,
-)
+from jepsen_py.runner.config import ConfigError, TestConfig
+from jepsen_py.runner.drive import HistoryHash, history_file_hash, simulate_run
+from jepsen_py.runner.outcome import HistoryCheck, check_run, verdict_name
 from jepsen_py.store import StoreError, code_version, load_run
 
 TRACE_MARGIN_NS = 2 * SECOND
@@ -278,16 +272,16 @@ class ReplayResult:
     first_difference: str | None
     version_stored: str | None
     version_now: str
-    results: dict[str, Any]
+    check: HistoryCheck
     anomaly: Anomaly | None
     trace: list[TraceEvent]
     history: list[Op]
 
     @property
-    def exit_code(self) -> int:
-        if not self.identical:
-            return 2
-        return {"valid": 0, "invalid": 1}.get(str(self.results["verdict"]), 2)
+    def verdict(self) -> Verdict:
+        """The replayed run's verdict; UNKNOWN when the history differs from the stored one
+        (the replay then proves nothing about the stored run)."""
+        return self.check.verdict if self.identical else Verdict.UNKNOWN
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -299,12 +293,12 @@ class ReplayResult:
             "first_difference": self.first_difference,
             "version_stored": self.version_stored,
             "version_now": self.version_now,
-            "verdict": self.results["verdict"],
-            "consistency": self.results.get("consistency"),
-            "loss_explanations": self.results.get("loss_explanations", []),
-            "violations": self.results["violations"],
-            "violation_lines": self.results.get("violation_lines", {}),
-            "informational": self.results.get("informational", {}),
+            "verdict": verdict_name(self.check.verdict),
+            "consistency": self.check.consistency,
+            "loss_explanations": [e.to_json() for e in self.check.loss_explanations],
+            "violations": list(self.check.violations),
+            "violation_lines": dict(self.check.violation_lines),
+            "informational": self.check.informational,
             "anomaly": None if self.anomaly is None else self.anomaly.name,
             "anomaly_is_violation": None if self.anomaly is None else self.anomaly.violation,
             "witness": [] if self.anomaly is None else [op.index for op in self.anomaly.witness],
@@ -313,8 +307,6 @@ class ReplayResult:
 
 
 def load_config(run_test_json: dict[str, Any], where: str) -> tuple[TestConfig, int]:
-    from jepsen_py.runner import ConfigError
-
     seed = run_test_json.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ReplayError(f"{where}: test.json has no integer seed")
@@ -346,16 +338,20 @@ def replay(path: str | os.PathLike[str]) -> ReplayResult:
         hasher.add(line)
         lines.append(line)
 
-    history, figures = simulate_run(config, seed, emit=emit, observer=tracer)
+    simulation = simulate_run(config, seed, emit=emit, observer=tracer)
+    history = simulation.history
     replayed_hash = hasher.hexdigest()
     identical = replayed_hash == stored_hash
     difference = None if identical else _first_difference(loaded.run.history_path, lines)
     stored = loaded.results or {}
     consistency = str(stored.get("consistency", KAFKA))
-    results = settle_run(check_history(history, consistency), finished=figures["finished"])
-    results["loss_explanations"] = [
-        e.to_json() for e in explain_run_losses(config, history, figures["timeline"])
-    ]
+    check = check_run(
+        config,
+        history,
+        simulation.events,
+        finished=simulation.figures.finished,
+        consistency=consistency,
+    )
     anomaly = first_anomaly(history, consistency)
     trace = trace_around(history, tracer.events, anomaly) if anomaly is not None else []
     return ReplayResult(
@@ -368,7 +364,7 @@ def replay(path: str | os.PathLike[str]) -> ReplayResult:
         difference,
         loaded.test.get("version"),
         code_version(),
-        results,
+        check,
         anomaly,
         trace,
         history,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from impl.coordination import STORE
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ALL, ScheduleStep
-from jepsen_py.runner import TestConfig
+from jepsen_py.runner.config import TestConfig
 
 KAFKA_TODAY = TestConfig(acks="all", min_isr=2, unclean=False, truncation="kip320", nemesis=ALL)
 """acks=all, min.insync.replicas=2, 3 brokers, clean election, KIP-320 truncation, every

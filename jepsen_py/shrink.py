@@ -46,14 +46,10 @@ from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ScheduleStep, fault_of_op, fault_windows, realized_schedule
 from jepsen_py.replay import SEVERITY, ReplayError, load_config
-from jepsen_py.runner import (
-    RunOutcome,
-    TestConfig,
-    check_history,
-    explain_run_losses,
-    run_test,
-    simulate_run,
-)
+from jepsen_py.runner.config import TestConfig
+from jepsen_py.runner.drive import simulate_run
+from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, check_run
+from jepsen_py.runner.run import run_test
 from jepsen_py.store import StoreError, load_run
 
 MIN_TIME_STEP_NS = SECOND
@@ -113,9 +109,9 @@ class ShrinkResult:
             "factor": round(self.factor, 2),
             "runs": self.runs,
             "seconds": round(self.seconds, 3),
-            "verdict": self.outcome.verdict,
+            "verdict": self.outcome.verdict_name,
             "violations": self.outcome.violations,
-            "command": self.outcome.results.get("command"),
+            "command": self.outcome.command,
         }
 
 
@@ -123,16 +119,15 @@ LOSS = "lost-acknowledged-write"
 """The failure type of a run whose complete final reads miss an acknowledged write."""
 
 
-def anomaly_types(results: dict[str, Any]) -> list[str]:
+def anomaly_types(check: HistoryCheck) -> list[str]:
     """The failure types a run shows, gravest first: lost acknowledged writes, one type per
     mechanism that explains them (``lost-acknowledged-write:<mechanism>``), then the
     violations that decided its verdict (`jepsen_py.replay.SEVERITY`; ``nonlinearizable``
     only under ``--consistency linearizable``). Informational anomalies are never failures."""
     losses = []
-    if results.get("lost_acknowledged_writes"):
-        mechanisms = sorted({e["mechanism"] for e in results.get("loss_explanations", ())})
-        losses = [f"{LOSS}:{m}" for m in mechanisms] or [LOSS]
-    types = set(results["violations"])
+    if check.lost_acknowledged_writes:
+        losses = [f"{LOSS}:{m}" for m in check.loss_mechanisms] or [LOSS]
+    types = set(check.violations)
     return losses + [name for name in SEVERITY if name in types]
 
 
@@ -147,11 +142,7 @@ def failure_types(
 ) -> list[str]:
     """`anomaly_types` of a simulated run checked under ``consistency``, its losses explained
     from its ``events``."""
-    results = check_history(history, consistency)
-    results["loss_explanations"] = [
-        e.to_json() for e in explain_run_losses(config, history, events)
-    ]
-    return anomaly_types(results)
+    return anomaly_types(check_run(config, history, events, finished=True, consistency=consistency))
 
 
 class _Search:
@@ -191,8 +182,9 @@ class _Search:
         if self.exhausted:
             return False
         self.runs += 1
-        history, figures = simulate_run(candidate, self.seed)
-        types = failure_types(candidate, history, figures["timeline"], self.consistency)
+        simulation = simulate_run(candidate, self.seed)
+        history = simulation.history
+        types = failure_types(candidate, history, simulation.events, self.consistency)
         failed = shows(self.target, types)
         accepted = failed and (may_grow or len(history) <= len(self.history))
         if accepted:
@@ -352,8 +344,7 @@ def shrink(
     history = loaded.history
     events = [event_from_json(e) for e in loaded.run.cluster_events()]
     if not events:
-        _, figures = simulate_run(config, seed)  # a run stored without cluster.jsonl
-        events = figures["timeline"]
+        events = list(simulate_run(config, seed).events)  # stored without cluster.jsonl
     consistency = str((loaded.run.results() or {}).get("consistency", KAFKA))
     found = failure_types(config, history, events, consistency)
     if not found:
@@ -399,7 +390,7 @@ def shrink(
             "shrink": {"anomaly": target, "runs": search.runs},
         },
     )
-    if not shows(target, anomaly_types(outcome.results)):  # pragma: no cover - determinism
+    if not shows(target, anomaly_types(outcome.check)):  # pragma: no cover - determinism
         raise ShrinkError(f"the shrunk run no longer shows {target}: a determinism bug")
     before = figures_of(explicit, history)
     after = figures_of(current, outcome.history)

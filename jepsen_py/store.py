@@ -15,10 +15,11 @@ Layout (Jepsen's ``store/``)::
 directory (the run itself is on logical time); two runs created in the same second get
 ``-1``, ``-2``, ... suffixes, taken with ``mkdir`` so concurrent runs never share one.
 
-Kill safety: the history is written through a `JsonlWriter` that flushes every line (or
-every ``flush_every`` lines) to the operating system, so a runner killed mid-run (SIGKILL,
-an OOM kill) leaves every flushed line on disk. A line cut in half by a crash mid-write is
-the one thing left to tolerate: `Run.read_history` rejects the torn last line (with its
+Kill safety: the history is written through a `HistoryLines` (the runner's) or a
+`JsonlWriter` that flushes every line (or every ``flush_every`` lines) to the operating
+system, so a runner killed mid-run (SIGKILL, an OOM kill) leaves every flushed line on
+disk. A line cut in half by a crash mid-write is the one thing left to tolerate:
+`Run.read_history` rejects the torn last line (with its
 line number) and yields everything before it.
 """
 
@@ -30,7 +31,7 @@ import re
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import attrs
 import orjson
@@ -122,6 +123,34 @@ def _load_json(path: Path) -> Any:
         ) from exc
 
 
+class HistoryLines:
+    """``history.jsonl`` written one serialized line at a time, each handed to the
+    operating system as it is written (kill safety, as `JsonlWriter` with
+    ``flush_every=1``), the file forced to disk on ``close``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 - closed in close()
+
+    def write(self, line: bytes) -> None:
+        """Append one line (the op's JSON object and its newline)."""
+        self._handle.write(line)
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle.closed:
+            return
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+
+    def __enter__(self) -> HistoryLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @attrs.frozen
 class Run:
     """One run's directory in the store."""
@@ -170,6 +199,11 @@ class Run:
         if flush_every is not None and flush_every < 1:
             raise StoreError(f"flush_every={flush_every}: flush at least every line (>= 1)")
         return JsonlWriter(self.history_path, flush_every=flush_every, fsync=True)
+
+    def history_lines(self) -> HistoryLines:
+        """A writer of ``history.jsonl`` lines already serialized (truncates it): for the
+        runner, which serializes each op once, for its hash and for the file."""
+        return HistoryLines(self.history_path)
 
     def read_history(self, rejections: Rejections | None = None) -> Iterator[Op]:
         """Stream the history. With ``rejections``, malformed lines (a torn last line after

@@ -23,16 +23,16 @@ from typing import Any
 
 import attrs
 
-from impl.timeline import Crash, Election, Event, IsrChange, Recovery, SessionExpiry
+from impl.timeline import Crash, Election, IsrChange, Recovery, SessionExpiry
+from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ScheduleStep
 from jepsen_py.runner import (
     TestConfig,
     check_history,
     explain_run_losses,
     simulate_run,
+    verdict_name,
 )
-
-SECOND = 1_000_000_000
 
 
 class RunScenario:
@@ -70,13 +70,13 @@ class RunScenario:
 
     def run(self, seed: int) -> list[str]:
         config = self.config()
-        history, figures = simulate_run(config, seed)
-        events: list[Event] = figures["timeline"]
-        results = check_history(history)
+        simulation = simulate_run(config, seed)
+        history, events = simulation.history, simulation.events
+        check = check_history(history)
         acked = sum(1 for op in history if op.is_client and op.f == "send" and op.type == "ok")
         lines = [
-            f"verdict: {results['verdict']}",
-            f"acknowledged writes: {acked}, lost: {results['lost_acknowledged_writes']}",
+            f"verdict: {verdict_name(check.verdict)}",
+            f"acknowledged writes: {acked}, lost: {check.lost_acknowledged_writes}",
         ]
         expired = [f"{_t(e.time)} b{e.broker}" for e in events if isinstance(e, SessionExpiry)]
         lines.append(f"sessions expired: {', '.join(expired) or 'none'}")
@@ -99,7 +99,7 @@ class RunScenario:
             elif isinstance(e, Recovery):
                 logs = ", ".join(f"{t}-{p} log end {end}" for t, p, end, _ in e.logs)
                 lines.append(f"{_t(e.time)} b{e.broker} recovered: {logs}")
-        for explanation in explain_run_losses(config, history, events):
+        for explanation in explain_run_losses(config, history, events, check.lost_writes):
             lines.append(f"loss: {explanation.summary()}")
             lines.extend(f"  {line.strip()}" for line in explanation.story)
         return lines

@@ -24,14 +24,14 @@ def test_the_safe_configuration_loses_no_write_under_every_fault_over_50_seeds()
     bad = []
     for seed in SEEDS:
         outcome = run_test(SAFE_UNDER_ALL_FAULTS, seed, reports=False)
-        results = outcome.results
-        figures = results["run"]["controller"]
+        figures = outcome.figures.controller
         for key in totals:
             totals[key] += figures[key]
-        lost = results["lost_acknowledged_writes"]
-        print(f"seed {seed}: {outcome.verdict}, lost {lost}, {figures}")
-        if lost or "inconsistent-offsets" in results["violations"] or outcome.verdict != "valid":
-            bad.append((seed, outcome.verdict, lost, results["violations"]))
+        lost = outcome.check.lost_acknowledged_writes
+        verdict = outcome.verdict_name
+        print(f"seed {seed}: {verdict}, lost {lost}, {figures}")
+        if lost or "inconsistent-offsets" in outcome.violations or verdict != "valid":
+            bad.append((seed, verdict, lost, outcome.violations))
         assert figures["stale_controller_applied"] == 0, (seed, figures)
     print(f"totals over {len(SEEDS)} seeds: {totals}")
     assert not bad, bad

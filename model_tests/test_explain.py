@@ -26,19 +26,20 @@ from jepsen_py.scenarios import (
 
 
 def mechanisms(outcome: RunOutcome) -> set[str]:
-    assert outcome.results["lost_acknowledged_writes"] > 0, "the run lost nothing"
-    explained = outcome.results["loss_explanations"]
-    assert sum(e["writes"] for e in explained) == outcome.results["lost_acknowledged_writes"]
-    return {e["mechanism"] for e in explained}
+    check = outcome.check
+    assert check.lost_acknowledged_writes > 0, "the run lost nothing"
+    assert sum(e.writes for e in check.loss_explanations) == check.lost_acknowledged_writes
+    return set(check.loss_mechanisms)
 
 
 def test_the_last_replica_standing_is_explained_as_kip_966() -> None:
     outcome = run_test(LAST_REPLICA_STANDING, 1)
     assert mechanisms(outcome) == {"last-replica-standing"}
-    (explanation,) = outcome.results["loss_explanations"]
-    assert explanation["safe_configuration_exposed"]
-    assert "KIP-966" in explanation["reference"]
-    story = "\n".join(explanation["story"])
+    (explanation,) = outcome.check.loss_explanations
+    mechanism = MECHANISMS[explanation.mechanism]
+    assert mechanism.safe
+    assert "KIP-966" in mechanism.reference
+    story = "\n".join(explanation.story)
     assert "changes the ISR to [1]" in story, "the shrink that made b1 the last ISR member"
     assert "b1 loses power" in story and "truncates its log" in story
 

@@ -309,12 +309,12 @@ def test_a_runs_faults_read_back_from_its_history_replay_the_same_run() -> None:
         recovery_ns=8 * SECOND,
         partitions=1,
     )
-    history, _ = simulate_run(config, 21)
+    history = simulate_run(config, 21).history
     steps = realized_schedule(history, before=config.time_limit_ns)
     assert len(steps) >= 4
     assert all(s.value is not None for s in steps if fault_of_op(s.f)[1] == "start")  # type: ignore[index]
     scripted = TestConfig.from_json({**config.to_json(), "schedule": [s.to_json() for s in steps]})
-    replayed, _ = simulate_run(scripted, 21)
+    replayed = simulate_run(scripted, 21).history
     clients = [op for op in history if op.is_client]
     assert clients == [op for op in replayed if op.is_client]
 

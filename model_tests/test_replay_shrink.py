@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from jepsen_py.checker.result import Verdict
 from jepsen_py.cli import main
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ScheduleStep
@@ -62,10 +63,10 @@ writes, and the unclean election explains the loss."""
 @pytest.fixture(scope="module")
 def failing(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
     outcome = run_test(FAILING, 2, store_root=tmp_path_factory.mktemp("store"), reports=False)
-    assert outcome.results["lost_acknowledged_writes"] > 0
-    types = anomaly_types(outcome.results)
-    assert types[0] == LOSS, outcome.results["loss_explanations"]
-    assert types[1] == GRAVEST, outcome.results["violations"]
+    assert outcome.check.lost_acknowledged_writes > 0
+    types = anomaly_types(outcome.check)
+    assert types[0] == LOSS, outcome.check.loss_explanations
+    assert types[1] == GRAVEST, outcome.check.violations
     return outcome
 
 
@@ -74,7 +75,7 @@ def test_replaying_a_failing_run_reproduces_its_history_exactly(failing: RunOutc
     result = replay(failing.run_dir)
     assert result.identical and result.replayed_hash == failing.history_hash
     assert result.history == failing.history
-    assert result.exit_code == 1
+    assert result.verdict is Verdict.ILLEGAL
     assert result.anomaly is not None and result.anomaly.name == GRAVEST
     witnessed = [event for event in result.trace if event.witness]
     assert witnessed, "the trace shows the witnessing ops"
@@ -93,7 +94,7 @@ def test_replay_notices_a_history_that_differs(failing: RunOutcome, tmp_path: Pa
     lines[5] = lines[5].replace('"time":', '"time":1', 1)
     (copy / "history.jsonl").write_text("".join(lines))
     result = replay(copy)
-    assert not result.identical and result.exit_code == 2
+    assert not result.identical and result.verdict is Verdict.UNKNOWN
     assert result.first_difference is not None and result.first_difference.startswith("line 6:")
 
 
@@ -111,8 +112,8 @@ def test_shrinking_keeps_the_loss_and_its_mechanism_and_makes_the_run_smaller(
     assert result.after.history_ops < result.before.history_ops
     assert result.after.faults < result.before.faults
     assert result.factor > 2
-    assert result.outcome.results["lost_acknowledged_writes"] > 0
-    mechanisms = {e["mechanism"] for e in result.outcome.results["loss_explanations"]}
+    assert result.outcome.check.lost_acknowledged_writes > 0
+    mechanisms = set(result.outcome.check.loss_mechanisms)
     assert mechanisms == {"unclean-leader-election"}
     assert (
         result.outcome.run_dir is not None
@@ -127,7 +128,7 @@ def test_shrinking_keeps_the_loss_and_its_mechanism_and_makes_the_run_smaller(
 def test_shrinking_a_run_that_passed_is_refused(tmp_path: Path) -> None:
     config = TestConfig(nemesis=(), time_limit_ns=3 * SECOND, recovery_ns=2 * SECOND)
     outcome = run_test(config, 1, store_root=tmp_path, reports=False)
-    assert outcome.verdict == "valid" and outcome.run_dir is not None
+    assert outcome.verdict is Verdict.OK and outcome.run_dir is not None
     with pytest.raises(ShrinkError, match="nothing to shrink"):
         shrink(outcome.run_dir)
 

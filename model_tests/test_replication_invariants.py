@@ -51,7 +51,8 @@ def test_invariant_can_fail(name: str) -> None:
 
 
 def test_every_bug_flag_is_used() -> None:
-    used = set().union(*(p.bugs for p in FAILS_UNDER.values()))
+    # follower_stops_fetching breaks a liveness property (model_tests/test_liveness.py)
+    used = set().union(*(p.bugs for p in FAILS_UNDER.values())) | {"follower_stops_fetching"}
     assert used == set(BUGS)
 
 

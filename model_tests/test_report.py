@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from jepsen_py import generator as g
+from jepsen_py.checker.result import Verdict
 from jepsen_py.fault_verbs import EVERY_FAULT, fault_kind, fault_ops
 from jepsen_py.generator import MILLISECOND, NEMESIS, SECOND
 from jepsen_py.history import write_jsonl
@@ -19,6 +20,7 @@ from jepsen_py.history.op import Op
 from jepsen_py.report.plots import render_latency, render_plots, render_rate
 from jepsen_py.report.spans import collect
 from jepsen_py.report.timeline import render_timeline, write_timeline
+from jepsen_py.runner import check_history, verdict_banner
 
 KEYS = ["t-0", "t-1"]
 FAULTS = ["partition", "kill", "pause", "clock-skew", "loss", "bit-flip"]
@@ -238,9 +240,6 @@ def test_plots_read_a_file_and_survive_an_empty_history(tmp_path: Path) -> None:
 
 
 def test_the_timeline_opens_with_the_verdict_and_outlines_the_witnesses() -> None:
-    from jepsen_py.report.timeline import VerdictBanner
-    from jepsen_py.runner import check_history
-
     history = [
         Op(0, 0, 0, "invoke", "send", "k", 10),
         Op(1, 10, 0, "ok", "send", "k", {"offset": 0, "value": 10}),
@@ -249,10 +248,10 @@ def test_the_timeline_opens_with_the_verdict_and_outlines_the_witnesses() -> Non
         Op(4, 40, 1, "invoke", "poll", "k", {"from": 0}),
         Op(5, 50, 1, "ok", "poll", "k", {"records": [[1, 11]], "hw": 2}),
     ]
-    results = check_history(history)
-    assert results["verdict"] == "invalid" and results["violations"] == ["lost-write", "poll-skip"]
-    assert results["violation_lines"]["lost-write"] == [[1, 2, 6]]
-    page = render_timeline(history, verdict=VerdictBanner.from_results(results))
+    check = check_history(history)
+    assert check.verdict is Verdict.ILLEGAL and check.violations == ("lost-write", "poll-skip")
+    assert check.violation_lines["lost-write"] == [[1, 2, 6]]
+    page = render_timeline(history, verdict=verdict_banner(check))
     assert "Verdict: INVALID" in page and "violation <b>lost-write</b>: lines 1 2 6" in page
     # the witnessing ops' bars (by their history lines: the send of 10 and the poll) are
     # outlined; the send of 11 is not
@@ -262,7 +261,7 @@ def test_the_timeline_opens_with_the_verdict_and_outlines_the_witnesses() -> Non
         Op(2, 20, 1, "invoke", "poll", "k", {"from": 0}),
         Op(3, 30, 1, "ok", "poll", "k", {"records": [], "hw": 0}),
     ]
-    results = check_history(stale)
-    page = render_timeline(stale, verdict=VerdictBanner.from_results(results))
-    assert results["verdict"] == "valid" and "Verdict: VALID" in page
+    check = check_history(stale)
+    page = render_timeline(stale, verdict=verdict_banner(check))
+    assert check.verdict is Verdict.OK and "Verdict: VALID" in page
     assert "informational: stale-read (1)" in page and "linearizable: illegal" in page

@@ -25,6 +25,7 @@ from jepsen_py.checker.anomalies import find_anomalies
 from jepsen_py.checker.kafka_log import check_log
 from jepsen_py.checker.result import Verdict
 from jepsen_py.cli import main
+from jepsen_py.cli.common import verdict_exit_code
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ALL, ScheduleStep
@@ -51,16 +52,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def lost_or_inconsistent(outcome: RunOutcome) -> tuple[int, int]:
-    r = outcome.results
-    return r["lost_acknowledged_writes"], r["inconsistent_offsets"]
+    return outcome.check.lost_acknowledged_writes, outcome.check.inconsistent_offsets
 
 
 def assert_safe(outcome: RunOutcome) -> None:
-    r = outcome.results
-    assert r["final_reads"]["complete"], f"seed {outcome.seed}: final reads gave up"
-    assert lost_or_inconsistent(outcome) == (0, 0), (outcome.seed, r["lost_examples"])
+    check = outcome.check
+    assert check.final_reads.complete, f"seed {outcome.seed}: final reads gave up"
+    assert lost_or_inconsistent(outcome) == (0, 0), (outcome.seed, check.lost_examples)
     for name in ("lost-write", "unseen", "inconsistent-offsets", "aborted-read"):
-        assert name not in r["violations"], (outcome.seed, name, r["command"])
+        assert name not in check.violations, (outcome.seed, name, outcome.command)
 
 
 def stale_polls(history: list[Op]) -> list[tuple[Op, Op]]:
@@ -107,10 +107,10 @@ def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once(see
     # 3 seeds x 30 s here; 50 seeds x 60 s in the slow suite below. Idempotent producers:
     # no duplicates, so the whole verdict is valid (linearizable, no anomaly at all).
     outcome = run_test(attrs.evolve(KAFKA_TODAY, time_limit_ns=30 * SECOND), seed)
-    assert sum(outcome.results["faults"].values()) >= 2
+    assert sum(outcome.faults.values()) >= 2
     assert_safe(outcome)
-    assert outcome.results["anomaly_types"] == [], outcome.results["anomalies"]
-    assert outcome.verdict == "valid", outcome.results["linearizable"]
+    assert outcome.check.anomaly_types == [], outcome.check.anomaly_counts
+    assert outcome.verdict is Verdict.OK, outcome.check.linearizable
 
 
 @pytest.mark.slow
@@ -124,19 +124,19 @@ def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once_50_
     for seed in range(1, 51):
         outcome = run_test(KAFKA_TODAY, seed)
         assert_safe(outcome)
-        assert outcome.verdict == "valid", (seed, outcome.results["violations"])
-        assert set(outcome.results["anomaly_types"]) <= {"stale-read"}, (
+        assert outcome.verdict is Verdict.OK, (seed, outcome.check.violations)
+        assert set(outcome.check.anomaly_types) <= {"stale-read"}, (
             seed,
-            outcome.results["anomalies"],
+            outcome.check.anomaly_counts,
         )
-        if outcome.results["linearizable"]["verdict"] == "ok":
+        if outcome.check.linearizable.verdict is Verdict.OK:
             linearizable.append(seed)
         else:
-            assert stale_polls(outcome.history), (seed, outcome.results["linearizable"])
+            assert stale_polls(outcome.history), (seed, outcome.check.linearizable)
             assert linearizable_but_for_stale_reads(outcome.history), seed
-            assert "stale-read" in outcome.results["anomaly_types"], seed
+            assert "stale-read" in outcome.check.anomaly_types, seed
             stale_only.append(seed)
-        for name, n in outcome.results["faults"].items():
+        for name, n in outcome.faults.items():
             faults[name] = faults.get(name, 0) + n
     assert set(faults) == set(ALL), f"every fault ran at least once: {faults}"
     assert len(linearizable) >= 45, f"stale reads only in seeds {stale_only}"
@@ -176,19 +176,19 @@ def test_without_idempotence_retries_append_twice_and_the_check_says_so() -> Non
     )
     plain = run_test(attrs.evolve(config, idempotence=False), 1)
     assert_safe(plain)
-    assert plain.verdict == "invalid" and "duplicate" in plain.results["violations"]
-    assert plain.results["anomalies"]["counts"]["duplicate"] > 0
+    assert plain.verdict is Verdict.ILLEGAL and "duplicate" in plain.check.violations
+    assert plain.check.anomaly_counts["duplicate"] > 0
     idempotent = run_test(config, 1)
     assert_safe(idempotent)
-    assert idempotent.verdict == "valid", idempotent.results["violations"]
+    assert idempotent.verdict is Verdict.OK, idempotent.check.violations
 
 
 def test_a_fault_free_run_is_valid_and_linearizable() -> None:
     outcome = run_test(TestConfig(nemesis=(), time_limit_ns=10 * SECOND, recovery_ns=5 * SECOND), 3)
-    r = outcome.results
-    assert r["verdict"] == "valid" and outcome.exit_code == 0
-    assert r["linearizable"]["verdict"] == "ok"
-    assert r["completions"]["send ok"] > 100 and r["final_reads"]["complete"]
+    check = outcome.check
+    assert check.verdict is Verdict.OK
+    assert check.linearizable.verdict is Verdict.OK
+    assert check.acknowledged_sends > 100 and check.final_reads.complete
 
 
 # --- the known losses are found -------------------------------------------------------
@@ -197,9 +197,9 @@ def test_a_fault_free_run_is_valid_and_linearizable() -> None:
 def test_unclean_election_after_the_2013_partition_loses_acknowledged_writes() -> None:
     outcome = run_test(jepsen_2013(unclean=True), 1)
     lost, _ = lost_or_inconsistent(outcome)
-    assert lost > 10, outcome.results["lost_examples"]
-    assert outcome.verdict == "invalid" and outcome.exit_code == 1
-    assert "inconsistent-offsets" in outcome.results["violations"]
+    assert lost > 10, outcome.check.lost_examples
+    assert outcome.verdict is Verdict.ILLEGAL
+    assert "inconsistent-offsets" in outcome.check.violations
 
 
 def test_clean_election_after_the_same_partition_loses_nothing() -> None:
@@ -225,7 +225,7 @@ def test_the_same_kills_with_kip_320_lose_nothing_in_those_10_seeds() -> None:
     # KIP-101's fix (and KIP-279/320's): truncate by leader epoch, not to the HW.
     for seed in range(1, 11):
         outcome = run_test(attrs.evolve(PRE_KIP_101, truncation="kip320"), seed)
-        assert lost_or_inconsistent(outcome) == (0, 0), (seed, outcome.results["lost_examples"])
+        assert lost_or_inconsistent(outcome) == (0, 0), (seed, outcome.check.lost_examples)
 
 
 def test_whole_cluster_loss_of_unflushed_data_loses_acknowledged_writes() -> None:
@@ -235,7 +235,7 @@ def test_whole_cluster_loss_of_unflushed_data_loses_acknowledged_writes() -> Non
         KAFKA_TODAY, nemesis=("kill-all",), partitions=1, time_limit_ns=20 * SECOND
     )
     outcome = run_test(config, 1)
-    assert outcome.results["lost_acknowledged_writes"] > 0
+    assert outcome.check.lost_acknowledged_writes > 0
 
 
 # --- the client adapter ---------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_sends_refused_below_min_isr_fail_and_never_show_up() -> None:
     infos = [op for op in outcome.history if op.f == "send" and op.type == "info"]
     assert fails and all(op.value == {"error": "refused before append"} for op in fails)
     assert infos, "sends that timed out after the append are of unknown outcome"
-    assert outcome.results["anomalies"]["counts"]["aborted-read"] == 0
+    assert outcome.check.anomaly_counts["aborted-read"] == 0
     # The check is able to fail: call one of the unknown sends a failure, when it was read.
     read = {
         r[1]
@@ -350,19 +350,22 @@ def test_a_run_writes_the_store_directory(tmp_path: Path) -> None:
     assert loaded.test["seed"] == 2 and TestConfig.from_json(loaded.test["config"]) == config
     assert loaded.history == outcome.history
     assert history_file_hash(outcome.run_dir / "history.jsonl") == outcome.history_hash
-    assert loaded.results is not None and loaded.results["verdict"] == outcome.verdict
+    assert loaded.results is not None and loaded.results["verdict"] == outcome.verdict_name
+    # results.json is the returned outcome, reports' timing included, and nothing else
+    assert loaded.results == json.loads(json.dumps(outcome.to_json()))
+    assert outcome.seconds.reports is not None and "reports" in loaded.results["seconds"]
     assert "seed 2" in (outcome.run_dir / "timeline.html").read_text()
 
 
 def test_unfinished_final_reads_make_the_verdict_unknown_not_valid() -> None:
     outcome = run_test(TestConfig(nemesis=(), time_limit_ns=5 * SECOND, recovery_ns=2 * SECOND), 1)
-    assert outcome.verdict == "valid"
+    assert outcome.verdict is Verdict.OK
     # Drop the last final poll: the read-back of that key never reached its end.
     history = list(outcome.history)
     last = max(i for i, op in enumerate(history) if op.f == "poll" and op.type == "ok")
     cut = history[:last]
     result = check_history(cut)
-    assert result["verdict"] == "unknown" and not result["final_reads"]["complete"]
+    assert result.verdict is Verdict.UNKNOWN and not result.final_reads.complete
 
 
 def test_durations_and_the_reproduce_command() -> None:
@@ -475,10 +478,10 @@ def test_the_printed_command_reproduces_the_run(tmp_path: Path) -> None:
         concurrency=3,
     )
     outcome = run_test(config, 13)
-    args = shlex.split(outcome.results["command"])
+    args = shlex.split(outcome.command)
     assert args[:2] == ["kmodel", "test"]
     code, out = cli(*args[1:], "--no-reports", "--store", str(tmp_path), "--json")
-    assert code == outcome.exit_code, out
+    assert code == verdict_exit_code(outcome.verdict), out
     assert json.loads(out.strip().splitlines()[-1])["history_hash"] == outcome.history_hash
 
 

@@ -24,7 +24,6 @@ from jepsen_py.history import read_history, write_jsonl
 from jepsen_py.runner import TestConfig, check_history, simulate_run
 
 JEPSEN = Path(__file__).resolve().parent / "corpora" / "jepsen-kafka"
-RUNNER_VERDICTS = {"valid": "ok", "invalid": "illegal", "unknown": "unknown"}
 
 
 def histories(folder: Path) -> list[Path]:
@@ -39,7 +38,7 @@ def histories(folder: Path) -> list[Path]:
     ]  # fmt: skip
     for i, config in enumerate(configs):
         for seed in (1, 2):
-            ops, _ = simulate_run(config, seed)
+            ops = simulate_run(config, seed).history
             write_jsonl(folder / f"run-{i}-{seed}.jsonl", ops)
             paths.append(folder / f"run-{i}-{seed}.jsonl")
     for seed in range(8):
@@ -71,9 +70,9 @@ def summary(result: InputResult) -> tuple[str, dict[Any, str], dict[str, int]]:
 
 
 def runner_summary(path: Path) -> tuple[str, dict[Any, str], dict[str, int]]:
-    results = check_history(list(read_history(path)))
-    counts = {n: c for n, c in results["anomalies"]["counts"].items() if c}
-    return RUNNER_VERDICTS[results["verdict"]], results["keys"], counts
+    check = check_history(list(read_history(path)))
+    counts = {n: c for n, c in check.anomaly_counts.items() if c}
+    return check.verdict.value, {k: v.value for k, v in check.keys.items()}, counts
 
 
 @pytest.mark.spark

@@ -60,12 +60,14 @@ from typing import Any
 import attrs
 
 from spec.framework import (
+    Fair,
     Kind,
     Spec,
     SpecError,
     Step,
     action,
     all_permutations,
+    eventually,
     invariant,
     sometimes,
     sometimes_transition,
@@ -101,6 +103,10 @@ BUGS = {
     ),
     "epoch_not_persisted": (
         "the controller epoch is not persisted: every new controller starts the count again at 1"
+    ),
+    "zombie_never_resigns": (
+        "a controller may never process the loss of /controller (a stuck controller event "
+        "thread): no fairness for resigning, so a zombie may act for ever"
     ),
 }
 ZOOKEEPER_ONLY_BUGS = frozenset(
@@ -854,6 +860,25 @@ class Controller(Spec):
                         return False
                     seen.add(rep.leader_epoch)
         return True
+
+    # --- liveness ---------------------------------------------------------------------------
+
+    @eventually()
+    def zombie_steps_down(self, s: State) -> bool:
+        """A zombie controller eventually steps down: infinitely often, every broker that
+        believes it is the controller is the one ``/controller`` names. It holds because the
+        controller's event thread processes the ``ControllerChange`` watch or its own
+        session's ``Expire`` whenever one is pending (weak fairness of ``resign``); until
+        then a zombie may act, and only the fences stop it."""
+        return all(s.store.controller == b for b in self.ids if s.brokers[b - 1].active)
+
+    def fairness(self) -> tuple[Fair, ...]:
+        """A controller keeps processing its events: ``resign`` is weakly fair per broker
+        (unless ``zombie_never_resigns``). Elections, session expiries and reconnections
+        are the environment's and the bounds' to decide: not fair."""
+        if "zombie_never_resigns" in self.bugs:
+            return ()
+        return (Fair("resign"),)
 
     # --- "sometimes": the model is not vacuous --------------------------------------------
 

@@ -12,6 +12,9 @@ the decorators below:
   transition (for example "leader epochs only grow");
 - "sometimes" properties: states (or transitions) that must be reachable, so that a model
   cannot pass by being vacuous (a leader change does happen, an ISR does shrink);
+- liveness properties (``@eventually``): "whenever P, eventually Q" (TLA+'s ``P ~> Q``) or
+  "always eventually Q" (``[]<>Q``), checked under the fairness the spec declares for its
+  actions (``fairness()``: TLA+'s ``WF``/``SF``), by ``spec.liveness``;
 - ``within_bounds(state)``: the state constraint. It is a *bound* on exploration (TLC's
   CONSTRAINT), kept apart from the invariants: a state outside the bounds is still checked
   but not expanded.
@@ -91,6 +94,32 @@ class PredicateDecl:
     on_transition: bool = False
 
 
+@attrs.frozen
+class LivenessDecl:
+    """``premise ~> method``: whenever ``premise`` holds (every state when it is ``None``:
+    ``[]<>method``), ``method`` holds then or later, on every fair behavior."""
+
+    name: str
+    method: str
+    premise: str | None
+    doc: str
+
+
+@attrs.frozen
+class Fair:
+    """A fairness condition on an action (TLA+'s ``WF_vars(A)`` / ``SF_vars(A)``).
+
+    Weak fairness: an action that stays enabled is eventually taken. Strong fairness: an
+    action enabled infinitely often is eventually taken. With ``per_argument`` the condition
+    holds separately for every argument tuple (``\\A f : WF_vars(Fetch(f))``: each follower
+    keeps fetching), otherwise for the action as a whole (some argument is taken).
+    """
+
+    action: str
+    strong: bool = False
+    per_argument: bool = True
+
+
 def _first_paragraph(fn: Callable[..., Any]) -> str:
     doc = (fn.__doc__ or "").strip()
     return " ".join(doc.split("\n\n")[0].split())
@@ -137,6 +166,13 @@ def sometimes_transition(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _tag("sometimes", on_transition=True)(fn)
 
 
+def eventually(*, after: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a liveness property ``(state) -> bool`` that must eventually hold: after every
+    state where the method named ``after`` holds (``P ~> Q``), or, without ``after``,
+    infinitely often on every fair behavior (``[]<>Q``)."""
+    return _tag("eventually", after=after)
+
+
 def _spec_name(method: str) -> str:
     """``strong_isr`` -> ``StrongIsr``: the names invariants are known by (as in TLA+)."""
     return "".join(part.capitalize() if part.islower() else part for part in method.split("_"))
@@ -153,6 +189,7 @@ class Spec:
     _invariants: ClassVar[tuple[PredicateDecl, ...]] = ()
     _transition_properties: ClassVar[tuple[PredicateDecl, ...]] = ()
     _sometimes: ClassVar[tuple[PredicateDecl, ...]] = ()
+    _liveness: ClassVar[tuple[LivenessDecl, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -160,6 +197,7 @@ class Spec:
         invariants: list[PredicateDecl] = []
         transitions: list[PredicateDecl] = []
         sometimes_: list[PredicateDecl] = []
+        liveness: list[LivenessDecl] = []
         seen: set[str] = set()
         for klass in reversed(cls.__mro__):
             for attr, fn in vars(klass).items():
@@ -181,6 +219,8 @@ class Spec:
                     invariants.append(PredicateDecl(_spec_name(attr), attr, doc))
                 elif kind == "transition_property":
                     transitions.append(PredicateDecl(_spec_name(attr), attr, doc, True))
+                elif kind == "eventually":
+                    liveness.append(LivenessDecl(_spec_name(attr), attr, meta["after"], doc))
                 else:
                     sometimes_.append(
                         PredicateDecl(_spec_name(attr), attr, doc, meta["on_transition"])
@@ -189,6 +229,7 @@ class Spec:
         cls._invariants = tuple(invariants)
         cls._transition_properties = tuple(transitions)
         cls._sometimes = tuple(sometimes_)
+        cls._liveness = tuple(liveness)
 
     # What a subclass provides -------------------------------------------------------------
 
@@ -206,6 +247,30 @@ class Spec:
     def applicable_sometimes(self) -> tuple[PredicateDecl, ...]:
         """The "sometimes" properties that make sense for these parameters."""
         return self._sometimes
+
+    def applicable_liveness(self) -> tuple[LivenessDecl, ...]:
+        """The liveness properties that make sense for these parameters."""
+        return self._liveness
+
+    def fairness(self) -> tuple[Fair, ...]:
+        """The fairness conditions of this configuration: which actions, once enabled,
+        eventually happen. None by default: then a behavior may stop anywhere."""
+        return ()
+
+    def select_liveness(self, names: Iterable[str] | None) -> tuple[LivenessDecl, ...]:
+        """The liveness properties to check; all applicable ones by default."""
+        known = {decl.name: decl for decl in self.applicable_liveness()}
+        if names is None:
+            return tuple(known.values())
+        chosen: list[LivenessDecl] = []
+        for name in names:
+            if name not in known:
+                raise SpecError(
+                    f"unknown liveness property {name!r} for spec {self.name}; accepted: "
+                    + (", ".join(sorted(known)) or "none")
+                )
+            chosen.append(known[name])
+        return tuple(chosen)
 
     # Symmetry (optional): interchangeable replicas -----------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from spec.framework import Spec
+from spec.liveness import describe_fairness
 
 
 def _table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
@@ -48,5 +49,21 @@ def render_reference(title: str, intro: str, configurations: Sequence[tuple[str,
     out += ["", '## "Sometimes" properties (the model is not vacuous)', ""]
     rows = [(f"`{d.name}`", d.doc) for d in type(first)._sometimes]
     out += _table(rows, ("property", "what must be reachable"))
+    liveness = type(first)._liveness
+    if liveness:
+        out += ["", "## Liveness properties (checked under fairness)", ""]
+        rows = [
+            (
+                f"`{d.name}`",
+                "always eventually" if d.premise is None else f"after `{d.premise}`, eventually",
+                d.doc,
+            )
+            for d in liveness
+        ]
+        out += _table(rows, ("property", "form", "what must eventually hold"))
+        out += ["", "Fairness assumed, per configuration:", ""]
+        for name, spec in configurations:
+            fair = ", ".join(describe_fairness(f) for f in spec.fairness()) or "none"
+            out.append(f"- **{name}**: {fair}")
     out.append("")
     return "\n".join(out)

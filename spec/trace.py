@@ -12,6 +12,7 @@ from typing import Any
 
 from spec.explore import CheckResult, TraceStep
 from spec.framework import Spec
+from spec.liveness import Lasso
 
 
 def render_table(spec: Spec, trace: Sequence[TraceStep]) -> str:
@@ -51,6 +52,24 @@ def render_table(spec: Spec, trace: Sequence[TraceStep]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_lasso(spec: Spec, lasso: Lasso) -> str:
+    """A liveness counterexample: the table of the prefix and the cycle, then where the
+    behavior repeats forever."""
+    table = render_table(spec, lasso.prefix + lasso.cycle)
+    last = len(lasso.prefix)
+    if not lasso.cycle:
+        tail = (
+            f"then state {last} repeats forever (the system stutters there: no fair action "
+            "is enabled)"
+        )
+    else:
+        tail = (
+            f"state {last + len(lasso.cycle)} is state {last}: steps {last + 1}-"
+            f"{last + len(lasso.cycle)} repeat forever"
+        )
+    return table + tail + "\n"
+
+
 def trace_json(spec: Spec, trace: Sequence[TraceStep]) -> list[dict[str, Any]]:
     """The trace as JSON-ready data: one object per step with the action and the state."""
     out = []
@@ -77,7 +96,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def result_json(result: CheckResult) -> dict[str, Any]:
-    """The figures a script needs from a check (DESIGN.md, ``kmodel check --json``)."""
+    """The figures a script needs from a check (``kmodel check --json``)."""
     stats = result.stats
     violation = result.violation
     return {

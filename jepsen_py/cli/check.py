@@ -7,6 +7,7 @@ exhaustive run); 2 unknown (a budget was exhausted) or bad input.
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,33 +25,58 @@ from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
 from spec.framework import Spec, SpecError
+from spec.liveness import Lasso, LivenessResult, check_liveness
 from spec.replication import ACKS, MODELS, TRUNCATIONS
-from spec.trace import render_table, result_json, to_dot, trace_json
+from spec.trace import render_lasso, render_table, result_json, to_dot, trace_json
 
 SPECS = tuple(CHECK_SPECS)
 
 
+PROGRESS_SECONDS = 5.0
+"""How often a long run reports progress when stderr is not a terminal (or with --json)."""
+
+
+def _memory_mib() -> float:
+    """The process's peak resident memory (``ru_maxrss`` is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def describe_progress(stats: Stats) -> str:
+    rate = stats.states_per_second or 0.0
+    return (
+        f"{stats.distinct_states:,} distinct states, depth {stats.depth}, "
+        f"{rate:,.0f} states/s, {_memory_mib():,.0f} MiB"
+    )
+
+
 @contextmanager
 def progress_display(enabled: bool) -> Iterator[Callable[[Stats], None] | None]:
-    """A live progress line on stderr (rich), gone when the run ends; nothing when
-    disabled or when stderr is not a terminal."""
+    """Progress on stderr while a search runs: a live line (rich) on a terminal, gone when
+    the run ends; otherwise (a script, CI, ``--json``) a plain line every few seconds, so a
+    long run shows where it is. Nothing when disabled."""
     console = Console(stderr=True)
-    if not enabled or not console.is_terminal:
+    if not enabled:
         yield None
+        return
+    if not console.is_terminal:
+        started = time.monotonic()
+        next_line = started + PROGRESS_SECONDS
+
+        def report(stats: Stats) -> None:
+            nonlocal next_line
+            now = time.monotonic()
+            if now >= next_line:
+                next_line = now + PROGRESS_SECONDS
+                click.echo(f"progress: {describe_progress(stats)}", err=True)
+
+        yield report
         return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("exploring", total=None)
 
         def update(stats: Stats) -> None:
-            rate = stats.states_per_second or 0.0
-            progress.update(
-                task,
-                description=(
-                    f"{stats.distinct_states:,} distinct states, depth {stats.depth}, "
-                    f"{rate:,.0f} states/s"
-                ),
-            )
+            progress.update(task, description=describe_progress(stats))
 
         yield update
 
@@ -97,9 +123,50 @@ def print_result(spec: Spec, result: CheckResult) -> None:
         click.echo("No violation found by simulation (not a proof: the search was not exhaustive).")
 
 
-def exit_code(result: CheckResult) -> int:
+def print_liveness(spec: Spec, result: LivenessResult) -> None:
+    click.echo(
+        f"{spec.name}: liveness on the state graph ({result.states:,} states, "
+        f"{result.edges:,} transitions), checking {', '.join(result.checked)}"
+    )
+    click.echo(f"  fairness: {', '.join(result.fairness) or 'none'}")
+    violation = result.violation
+    if violation is not None:
+        click.echo("")
+        click.echo(
+            f"Liveness property {violation.name} is violated: a fair behavior along which it "
+            f"never holds ({len(violation.lasso.prefix)} states, then a cycle of "
+            f"{len(violation.lasso.cycle)} steps):"
+        )
+        click.echo(f"  {violation.doc}")
+        click.echo("")
+        click.echo(render_lasso(spec, violation.lasso))
+    elif result.complete:
+        click.echo("No liveness violation: every fair behavior within the bounds satisfies them.")
+    else:
+        click.echo("UNKNOWN: the state graph was cut by --max-states; liveness not checked.")
+
+
+def liveness_json(result: LivenessResult) -> dict[str, Any]:
+    violation = result.violation
+    return {
+        "checked": list(result.checked),
+        "fairness": list(result.fairness),
+        "states": result.states,
+        "transitions": result.edges,
+        "complete": result.complete,
+        "violated": None if violation is None else violation.name,
+        "prefix_length": None if violation is None else len(violation.lasso.prefix),
+        "cycle_length": None if violation is None else len(violation.lasso.cycle),
+    }
+
+
+def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> int:
     if result.violation is not None:
         return EXIT_VIOLATION
+    if liveness is not None and liveness.violation is not None:
+        return EXIT_VIOLATION
+    if liveness is not None and not liveness.complete:
+        return EXIT_UNKNOWN
     if result.mode == "exhaustive" and not result.complete:
         return EXIT_UNKNOWN
     if result.mode == "exhaustive" and result.missing_sometimes:
@@ -171,7 +238,19 @@ def exit_code(result: CheckResult) -> int:
     help="controller: zookeeper (default) or kraft (KIP-500).",
 )
 @click.option("--bug", "bugs", multiple=True, type=click.Choice(all_bugs()), help=bug_help())
-@click.option("--invariant", "invariants", multiple=True, help="Check only these (repeatable).")
+@click.option(
+    "--invariant",
+    "invariants",
+    multiple=True,
+    help="Check only these invariants or liveness properties (repeatable).",
+)
+@click.option(
+    "--liveness/--no-liveness",
+    default=True,
+    show_default=True,
+    help="After an exhaustive search that found no violation, check the spec's liveness "
+    "properties under its fairness on the whole state graph (not with --symmetry).",
+)
 @click.option("--symmetry", is_flag=True, help="Reduce by permutations of replicas/brokers.")
 @click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -185,6 +264,7 @@ def check_cmd(
     spec_name: str,
     bugs: tuple[str, ...],
     invariants: tuple[str, ...],
+    liveness: bool,
     symmetry: bool,
     simulate: bool,
     seed: int,
@@ -217,8 +297,15 @@ def check_cmd(
     try:
         check_bugs(spec_name, bugs)
         spec = entry.build(spec_flags, bugs)
-        chosen = list(invariants) or None
+        live_names = {decl.name for decl in spec.applicable_liveness()}
+        chosen = [name for name in invariants if name not in live_names] or None
+        chosen_live = [name for name in invariants if name in live_names] or None
+        if invariants and chosen is None:
+            chosen = []  # only liveness properties were asked for
+        elif invariants and chosen_live is None:
+            liveness = False  # only invariants were asked for
         spec.select_invariants(chosen)
+        live_decls = spec.select_liveness(chosen_live)
     except SpecError as err:
         fail_input(str(err))
     if symmetry and simulate:
@@ -239,12 +326,32 @@ def check_cmd(
     )
     if not json_mode:
         print_result(spec, result)
+    live_result = None
+    wants_liveness = liveness and bool(live_decls) and not simulate
+    if wants_liveness and symmetry and not json_mode:
+        click.echo("  liveness not checked: it needs the unreduced graph (run without --symmetry)")
+    elif wants_liveness and result.violation is None and result.complete:
+        live_result = run_liveness(spec, chosen_live, max_states)
+        if not json_mode:
+            click.echo("")
+            print_liveness(spec, live_result)
     params_json = entry.params_json(spec.p)  # type: ignore[attr-defined]
     if trace_json is not None and result.violation is not None:
         payload = {
             "violated": result.violation.name,
             "params": params_json,
             "trace": trace_json_of(spec, result),
+        }
+        trace_json.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        if not json_mode:
+            click.echo(f"trace written to {trace_json}")
+    if trace_json is not None and live_result is not None and live_result.violation is not None:
+        lasso = live_result.violation.lasso
+        payload = {
+            "violated": live_result.violation.name,
+            "params": params_json,
+            "trace": lasso_json_of(spec, lasso),
+            "cycle_starts_after": len(lasso.prefix),
         }
         trace_json.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
         if not json_mode:
@@ -256,8 +363,13 @@ def check_cmd(
     if json_mode:
         payload = result_json(result)
         payload["params"] = params_json
+        payload["liveness"] = None if live_result is None else liveness_json(live_result)
+        if live_result is not None and live_result.violation is not None:
+            payload["violated"] = live_result.violation.name
+            payload["violation_kind"] = "liveness"
+            payload["trace_length"] = live_result.violation.lasso.states
         emit_json(payload)
-    raise SystemExit(exit_code(result))
+    raise SystemExit(exit_code(result, live_result))
 
 
 check = check_cmd
@@ -266,6 +378,25 @@ check = check_cmd
 def trace_json_of(spec: Spec, result: CheckResult) -> list[dict[str, Any]]:
     assert result.violation is not None
     return trace_json(spec, result.violation.trace)
+
+
+def lasso_json_of(spec: Spec, lasso: Lasso) -> list[dict[str, Any]]:
+    return trace_json(spec, lasso.prefix + lasso.cycle)
+
+
+def run_liveness(
+    spec: Spec, properties: list[str] | None, max_states: int | None
+) -> LivenessResult:
+    """Build the state graph (with progress) and check the liveness properties on it."""
+    with progress_display(True) as progress:
+        started = time.perf_counter()
+
+        def report(states: int, edges: int) -> None:
+            if progress is not None:
+                seconds = time.perf_counter() - started
+                progress(Stats(distinct_states=states, states_generated=edges, seconds=seconds))
+
+        return check_liveness(spec, properties=properties, max_states=max_states, progress=report)
 
 
 def run_check(
@@ -281,7 +412,7 @@ def run_check(
     graph: bool = False,
     json_mode: bool = False,
 ) -> CheckResult:
-    with progress_display(not json_mode) as progress:
+    with progress_display(True) as progress:
         return _explore(
             spec,
             invariants,

@@ -1,4 +1,4 @@
-"""Conventions shared by every `kmodel` subcommand (DESIGN.md, "The kmodel command line").
+"""Conventions shared by every `kmodel` subcommand (README.md, "Exit codes").
 
 - exit code 0: everything checked holds / valid; 1: a violation, an invalid history, an
   anomaly; 2: unknown (timeout, budget exhausted) or bad input / usage error;
@@ -16,9 +16,22 @@ from typing import Any, NoReturn
 import click
 import orjson
 
+from jepsen_py.checker.result import Verdict
+
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_UNKNOWN = 2
+
+_VERDICT_EXIT_CODES = {
+    Verdict.OK: EXIT_OK,
+    Verdict.ILLEGAL: EXIT_VIOLATION,
+    Verdict.UNKNOWN: EXIT_UNKNOWN,
+}
+
+
+def verdict_exit_code(verdict: Verdict) -> int:
+    """The exit code of a verdict: 0 OK (valid), 1 ILLEGAL (invalid), 2 UNKNOWN."""
+    return _VERDICT_EXIT_CODES[verdict]
 
 
 class InputError(click.ClickException):

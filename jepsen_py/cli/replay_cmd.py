@@ -12,10 +12,11 @@ from __future__ import annotations
 import click
 
 from jepsen_py.checker.engine import line_of
-from jepsen_py.cli.common import EXIT_UNKNOWN, emit_json, fail_input
+from jepsen_py.cli.common import emit_json, fail_input, verdict_exit_code
 from jepsen_py.cli.test_cmd import violation_lines
 from jepsen_py.explain import explanation_lines
 from jepsen_py.replay import ReplayError, format_trace, replay
+from jepsen_py.runner.outcome import verdict_name
 
 
 @click.command(name="replay")
@@ -30,7 +31,7 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
         fail_input(str(exc))
     if json_mode:
         emit_json(result.to_json())
-        raise SystemExit(result.exit_code)
+        raise SystemExit(verdict_exit_code(result.verdict))
     click.echo(f"replay of {result.run_dir} (seed {result.seed})")
     if result.identical:
         click.echo(f"  history: identical (blake2b {result.replayed_hash})")
@@ -45,23 +46,22 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
                 f"  the run was made by code {result.version_stored}; this is "
                 f"{result.version_now}: check out that version to reproduce it"
             )
-    verdict = result.results["verdict"]
-    violations = ", ".join(result.results["violations"]) or "none"
-    decided = result.results.get("consistency", "kafka")
+    check = result.check
+    verdict = verdict_name(check.verdict)
+    violations = ", ".join(check.violations) or "none"
     click.echo(
-        f"  verdict: {verdict.upper()} under --consistency {decided} (violations: {violations})"
+        f"  verdict: {verdict.upper()} under --consistency {check.consistency} "
+        f"(violations: {violations})"
     )
-    for line in violation_lines(result.results):
+    for line in violation_lines(check):
         click.echo(f"    {line}")
-    informational = result.results.get("informational") or {}
-    if informational:
-        found = ", ".join(f"{n} ({c})" for n, c in informational.items())
+    if check.informational:
+        found = ", ".join(f"{n} ({c})" for n, c in check.informational.items())
         click.echo(f"  informational (allowed by Kafka's guarantees): {found}")
-    explanations = result.results.get("loss_explanations", [])
-    if explanations:
-        lost = result.results["lost_acknowledged_writes"]
+    if check.loss_explanations:
+        lost = check.lost_acknowledged_writes
         click.echo(f"  acknowledged writes lost: {lost}, explained:")
-        for line in explanation_lines(explanations):
+        for line in explanation_lines(check.loss_explanations):
             click.echo(line)
     anomaly = result.anomaly
     if anomaly is None:
@@ -73,4 +73,4 @@ def replay_cmd(store_dir: str, json_mode: bool) -> None:
         click.echo("")
         for line in format_trace(result.trace):
             click.echo(line)
-    raise SystemExit(result.exit_code if result.identical else EXIT_UNKNOWN)
+    raise SystemExit(verdict_exit_code(result.verdict))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import click
 
-from jepsen_py.cli.common import emit_json, fail_input
-from jepsen_py.runner import format_duration
+from jepsen_py.cli.common import emit_json, fail_input, verdict_exit_code
+from jepsen_py.runner.config import format_duration
 from jepsen_py.shrink import ShrinkError, shrink
 
 
@@ -52,7 +52,7 @@ def shrink_cmd(
         fail_input(str(exc))
     if json_mode:
         emit_json(result.to_json())
-        raise SystemExit(result.outcome.exit_code)
+        raise SystemExit(verdict_exit_code(result.outcome.verdict))
     b, a = result.before, result.after
     click.echo(f"shrunk {result.original} keeping {result.target} (seed {result.seed})")
     click.echo(f"  history ops: {b.history_ops} -> {a.history_ops} ({result.factor:.1f}x smaller)")
@@ -66,5 +66,5 @@ def shrink_cmd(
     for step in result.config.schedule or ():
         click.echo(f"    fault at {step.time / 1e9:.3f} s: {step.f} {step.value or ''}")
     click.echo(f"  store: {result.outcome.run_dir}")
-    click.echo(f"  reproduce: {result.outcome.results['command']}")
-    raise SystemExit(result.outcome.exit_code)
+    click.echo(f"  reproduce: {result.outcome.command}")
+    raise SystemExit(verdict_exit_code(result.outcome.verdict))

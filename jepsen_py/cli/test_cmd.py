@@ -20,6 +20,7 @@ or bad flags). Every run prints the one command that reproduces it.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -27,20 +28,20 @@ import click
 from impl.fetcher import TRUNCATIONS
 from impl.world import FENCE_BUGS
 from jepsen_py.checker.anomalies import DESCRIPTIONS
+from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
-from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.common import EXIT_OK, emit_json, fail_input, verdict_exit_code
 from jepsen_py.explain import explanation_lines
 from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
-from jepsen_py.runner import (
-    EXIT_CODES,
+from jepsen_py.runner.config import (
     ConfigError,
-    RunOutcome,
     TestConfig,
     format_duration,
     parse_duration,
-    run_test,
     swarm_config,
 )
+from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, verdict_name
+from jepsen_py.runner.run import run_test
 from jepsen_py.store import StoreError
 
 
@@ -68,70 +69,72 @@ def describe_workload(config: TestConfig) -> str:
     )
 
 
-def _counts(mapping: dict[str, int]) -> str:
+def _counts(mapping: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n}" for name, n in mapping.items()) or "none"
 
 
+_STYLES = {Verdict.OK: "green", Verdict.ILLEGAL: "red", Verdict.UNKNOWN: "yellow"}
+
+
 def print_outcome(outcome: RunOutcome) -> None:
-    r = outcome.results
+    check = outcome.check
     config = outcome.config
     click.echo(f"{config.name} seed {outcome.seed}: {describe_config(config)}")
     click.echo(f"  workload: {describe_workload(config)}")
-    click.echo(f"  history: {r['history']['ops']} ops ({_counts(r['completions'])})")
-    click.echo(f"  faults: {sum(r['faults'].values())} ({_counts(r['faults'])})")
-    lin = r["linearizable"]
-    if lin["verdict"] == "ok":
+    click.echo(f"  history: {len(outcome.history)} ops ({_counts(check.completions)})")
+    click.echo(f"  faults: {sum(outcome.faults.values())} ({_counts(outcome.faults)})")
+    lin = check.linearizable
+    if lin.verdict is Verdict.OK:
         click.echo("  linearizable: yes")
     else:
-        click.echo(f"  linearizable: {lin['verdict']}: {lin['explanation']}")
-    anomalies = r["anomalies"]["counts"]
-    found = {name: n for name, n in anomalies.items() if n}
+        click.echo(f"  linearizable: {lin.verdict.value}: {lin.explanation}")
+    found = {name: n for name, n in check.anomaly_counts.items() if n}
     click.echo(f"  anomalies: {_counts(found)}")
-    if r.get("informational"):
+    if check.informational:
         click.echo(
-            f"  informational (allowed by Kafka's guarantees): {_counts(r['informational'])}"
+            f"  informational (allowed by Kafka's guarantees): {_counts(check.informational)}"
         )
-    acked = r["completions"].get("send ok", 0)
+    examples = check.lost_examples
     click.echo(
-        f"  acknowledged writes lost: {r['lost_acknowledged_writes']} of {acked}"
-        + (f" (e.g. {r['lost_examples'][0]})" if r["lost_examples"] else "")
+        f"  acknowledged writes lost: {check.lost_acknowledged_writes} of "
+        f"{check.acknowledged_sends}" + (f" (e.g. {examples[0]})" if examples else "")
     )
-    for line in explanation_lines(r.get("loss_explanations", [])):
+    for line in explanation_lines(check.loss_explanations):
         click.echo(line)
-    reads = r["final_reads"]
-    status = "complete" if reads["complete"] else "INCOMPLETE"
+    reads = check.final_reads
+    status = "complete" if reads.complete else "INCOMPLETE"
+    click.echo(f"  final reads: {status} ({_counts({k: int(v) for k, v in reads.keys.items()})})")
+    why = f" ({', '.join(check.violations)})" if check.violations else ""
+    decided = f" under --consistency {check.consistency}"
     click.echo(
-        f"  final reads: {status} ({_counts({k: int(v) for k, v in reads['keys'].items()})})"
+        "  verdict: "
+        + click.style(outcome.verdict_name.upper(), fg=_STYLES[outcome.verdict], bold=True)
+        + why
+        + decided
     )
-    style = {"valid": "green", "invalid": "red", "unknown": "yellow"}[outcome.verdict]
-    why = f" ({', '.join(r['violations'])})" if r["violations"] else ""
-    decided = f" under --consistency {r.get('consistency', KAFKA)}"
-    click.echo(
-        "  verdict: " + click.style(outcome.verdict.upper(), fg=style, bold=True) + why + decided
-    )
-    for line in violation_lines(r):
+    for line in violation_lines(check):
         click.echo(f"    {line}")
-    if outcome.verdict == "unknown":
-        for key, text in sorted((r.get("explanations") or {}).items()):
+    if outcome.verdict is Verdict.UNKNOWN:
+        for key, text in sorted(check.explanations.items()):
             click.echo(f"    key {key}: {text}")
     if outcome.run_dir is not None:
         click.echo(f"  store: {outcome.run_dir}")
-    click.echo(f"  reproduce: {r['command']}")
-    seconds = r["seconds"]
-    parts = [f"simulation {seconds['simulation']:.1f} s", f"checker {r['checker_seconds']:.2f} s"]
-    logical = r["run"]["logical_end_ns"] / 1e9
+    click.echo(f"  reproduce: {outcome.command}")
+    seconds = outcome.seconds
+    parts = [f"simulation {seconds.simulation:.1f} s", f"checker {check.checker_seconds:.2f} s"]
+    logical = outcome.figures.logical_end_ns / 1e9
     click.echo(
-        f"  verdict in {seconds['wall']:.1f} s of wall time ({', '.join(parts)}) for "
+        f"  verdict in {seconds.wall:.1f} s of wall time ({', '.join(parts)}) for "
         f"{logical:.1f} s of logical time"
     )
 
 
-def violation_lines(results: dict[str, Any]) -> list[str]:
+def violation_lines(check: HistoryCheck) -> list[str]:
     """One line per violation that made a run invalid: its name, what it means, and the
     ``history.jsonl`` lines of its first witnesses."""
     out = []
-    for name in results["violations"]:
-        groups = (results.get("violation_lines") or {}).get(name) or []
+    for name in check.violations:
+        groups = check.violation_lines.get(name) or []
         where = "; ".join("lines " + " ".join(map(str, group)) for group in groups[:3])
         what = DESCRIPTIONS.get(name, "no linearization of the partition log")
         out.append(f"{name}: {what}" + (f" ({where})" if where else ""))
@@ -139,29 +142,29 @@ def violation_lines(results: dict[str, Any]) -> list[str]:
 
 
 def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
-    r = outcome.results
+    check = outcome.check
     return {
-        "verdict": outcome.verdict,
-        "exit_code": outcome.exit_code,
+        "verdict": outcome.verdict_name,
+        "exit_code": verdict_exit_code(outcome.verdict),
         "seed": outcome.seed,
         "store": str(outcome.run_dir) if outcome.run_dir is not None else None,
         "config": outcome.config.to_json(),
-        "history_ops": r["history"]["ops"],
+        "history_ops": len(outcome.history),
         "history_hash": outcome.history_hash,
-        "faults": r["faults"],
-        "completions": r["completions"],
-        "linearizable": r["linearizable"]["verdict"],
-        "anomalies": {k: v for k, v in r["anomalies"]["counts"].items() if v},
-        "violations": r["violations"],
-        "violation_lines": r.get("violation_lines", {}),
-        "informational": r.get("informational", {}),
-        "consistency": r.get("consistency", KAFKA),
-        "lost_acknowledged_writes": r["lost_acknowledged_writes"],
-        "loss_mechanisms": sorted({e["mechanism"] for e in r.get("loss_explanations", [])}),
-        "final_reads_complete": r["final_reads"]["complete"],
-        "command": r["command"],
-        "seconds": r["seconds"],
-        "checker_seconds": r["checker_seconds"],
+        "faults": dict(outcome.faults),
+        "completions": dict(check.completions),
+        "linearizable": check.linearizable.verdict.value,
+        "anomalies": {k: v for k, v in check.anomaly_counts.items() if v},
+        "violations": list(check.violations),
+        "violation_lines": dict(check.violation_lines),
+        "informational": check.informational,
+        "consistency": check.consistency,
+        "lost_acknowledged_writes": check.lost_acknowledged_writes,
+        "loss_mechanisms": check.loss_mechanisms,
+        "final_reads_complete": check.final_reads.complete,
+        "command": outcome.command,
+        "seconds": outcome.seconds.to_json(),
+        "checker_seconds": check.checker_seconds,
     }
 
 
@@ -347,14 +350,15 @@ def test_cmd(
         except StoreError as exc:
             fail_input(f"--store: {exc}")
         outcomes.append(outcome)
-        if not json_mode and runs == 1 and "reports" in outcome.results["seconds"]:
-            took = outcome.results["seconds"]["reports"]
+        took = outcome.seconds.reports
+        if not json_mode and runs == 1 and took is not None:
             click.echo(f"  reports: timeline.html, latency.png, rate.png ({took:.1f} s)")
         elif not json_mode and runs > 1:
             _print_swarm_row(i, outcome)
-        if stop_on_failure and outcome.verdict == "invalid":
+        if stop_on_failure and outcome.verdict is Verdict.ILLEGAL:
             break
-    code = _worst([o.exit_code for o in outcomes])
+    worst = Verdict.combine([o.verdict for o in outcomes])
+    code = verdict_exit_code(worst)
     if runs > 1 and not json_mode:
         _print_swarm_summary(outcomes, runs)
     if json_mode:
@@ -363,26 +367,18 @@ def test_cmd(
         else:
             emit_json(
                 {
-                    "verdict": {0: "valid", 1: "invalid", 2: "unknown"}[code],
+                    "verdict": verdict_name(worst),
                     "exit_code": code,
                     "runs": [outcome_json(o) for o in outcomes],
-                    "invalid": sum(o.verdict == "invalid" for o in outcomes),
-                    "unknown": sum(o.verdict == "unknown" for o in outcomes),
+                    "invalid": sum(o.verdict is Verdict.ILLEGAL for o in outcomes),
+                    "unknown": sum(o.verdict is Verdict.UNKNOWN for o in outcomes),
                 }
             )
     raise SystemExit(code)
 
 
-def _worst(codes: list[int]) -> int:
-    if EXIT_VIOLATION in codes:
-        return EXIT_VIOLATION
-    if EXIT_UNKNOWN in codes:
-        return EXIT_UNKNOWN
-    return EXIT_OK
-
-
 def _print_swarm_row(i: int, outcome: RunOutcome) -> None:
-    r = outcome.results
+    check = outcome.check
     c = outcome.config
     if i == 0:
         click.echo(
@@ -392,36 +388,33 @@ def _print_swarm_row(i: int, outcome: RunOutcome) -> None:
     faults = ",".join(c.nemesis) or "none"
     if len(faults) > 34:
         faults = faults[:33] + "…"
-    verdict = click.style(
-        f"{outcome.verdict:<8}",
-        fg={"valid": "green", "invalid": "red", "unknown": "yellow"}[outcome.verdict],
-    )
+    verdict = click.style(f"{outcome.verdict_name:<8}", fg=_STYLES[outcome.verdict])
     named = [
-        name + "@" + ",".join(map(str, ((r.get("violation_lines") or {}).get(name) or [[]])[0]))
-        for name in r["violations"]
+        name + "@" + ",".join(map(str, (check.violation_lines.get(name) or [[]])[0]))
+        for name in check.violations
     ]
-    informational = ",".join(f"{n}({c})" for n, c in (r.get("informational") or {}).items())
+    informational = ",".join(f"{n}({c})" for n, c in check.informational.items())
     note = f" [informational: {informational}]" if informational and not named else ""
     click.echo(
         f"{i:>4} {outcome.seed:>10} {faults:<34} {format_duration(c.interval_ns):>4} "
-        f"{c.rate:>5g} {c.concurrency:>3} {r['history']['ops']:>6} "
-        f"{r['lost_acknowledged_writes']:>5} {verdict} {' '.join(named) or '-'}{note}"
+        f"{c.rate:>5g} {c.concurrency:>3} {len(outcome.history):>6} "
+        f"{check.lost_acknowledged_writes:>5} {verdict} {' '.join(named) or '-'}{note}"
     )
 
 
 def _print_swarm_summary(outcomes: list[RunOutcome], planned: int) -> None:
-    counts = {v: sum(o.verdict == v for o in outcomes) for v in EXIT_CODES}
+    counts = {v: sum(o.verdict is v for o in outcomes) for v in Verdict}
     click.echo(
-        f"{len(outcomes)} of {planned} runs: {counts['valid']} valid, {counts['invalid']} "
-        f"invalid, {counts['unknown']} unknown"
+        f"{len(outcomes)} of {planned} runs: {counts[Verdict.OK]} valid, "
+        f"{counts[Verdict.ILLEGAL]} invalid, {counts[Verdict.UNKNOWN]} unknown"
     )
     for outcome in outcomes:
-        if outcome.verdict != "valid":
+        if outcome.verdict is not Verdict.OK:
             click.echo(
-                f"  seed {outcome.seed} ({outcome.verdict}): {outcome.results['command']}"
+                f"  seed {outcome.seed} ({outcome.verdict_name}): {outcome.command}"
                 f"   [{outcome.run_dir}]"
             )
-            for line in violation_lines(outcome.results):
+            for line in violation_lines(outcome.check):
                 click.echo(f"      {line}")
-            for line in explanation_lines(outcome.results.get("loss_explanations", []), False):
+            for line in explanation_lines(outcome.check.loss_explanations, False):
                 click.echo(f"  {line}")

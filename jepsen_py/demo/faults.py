@@ -29,7 +29,9 @@ from typing import Any
 import attrs
 
 from jepsen_py.generator import SECOND
-from jepsen_py.runner import RunOutcome, TestConfig, run_test
+from jepsen_py.runner.config import TestConfig
+from jepsen_py.runner.outcome import RunOutcome
+from jepsen_py.runner.run import run_test
 from jepsen_py.scenarios import KAFKA_TODAY, LAST_REPLICA_STANDING, jepsen_2013
 from jepsen_py.store import HISTORY_FILE, TIMELINE_FILE
 
@@ -74,10 +76,10 @@ def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
 def outcome_row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
     """The demo's table row for ``run``: what was lost, by which mechanism, and whether
     that is what the run expects."""
-    r = outcome.results
-    lost, inconsistent = r["lost_acknowledged_writes"], r["inconsistent_offsets"]
-    complete = bool(r["final_reads"]["complete"])
-    mechanisms = sorted({e["mechanism"] for e in r["loss_explanations"]})
+    check = outcome.check
+    lost, inconsistent = check.lost_acknowledged_writes, check.inconsistent_offsets
+    complete = check.final_reads.complete
+    mechanisms = check.loss_mechanisms
     if run.expect_loss:
         as_expected = lost > 0 and mechanisms == [run.mechanism]
         expected = f"acknowledged writes lost, explained as {run.mechanism}"
@@ -85,7 +87,7 @@ def outcome_row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
         # With the idempotent producer (KIP-98, on by default with acks=all) a retried
         # send must not be written twice either.
         idempotent = run.config.idempotence is not False and run.config.acks == "all"
-        duplicated = idempotent and "duplicate" in r["violations"]
+        duplicated = idempotent and "duplicate" in check.violations
         as_expected = lost == 0 and inconsistent == 0 and complete and not duplicated
         expected = "no acknowledged write lost, no offset with two values"
         if idempotent:
@@ -97,22 +99,22 @@ def outcome_row(run: DemoRun, outcome: RunOutcome) -> dict[str, Any]:
         "seed": run.seed,
         "expected": expected,
         "as_expected": as_expected,
-        "verdict": r["verdict"],
-        "violations": r["violations"],
-        "anomalies": r["anomalies"],
+        "verdict": outcome.verdict_name,
+        "violations": list(check.violations),
+        "anomalies": check.anomaly_summary,
         "lost_acknowledged_writes": lost,
         "loss_mechanisms": mechanisms,
         "inconsistent_offsets": inconsistent,
         "final_reads_complete": complete,
-        "ops": r["history"]["ops"],
-        "acknowledged_sends": r["completions"].get("send ok", 0),
-        "faults": r["faults"],
-        "logical_seconds": round(r["run"]["logical_end_ns"] / SECOND, 1),
-        "wall_seconds": r["seconds"]["wall"],
+        "ops": len(outcome.history),
+        "acknowledged_sends": check.acknowledged_sends,
+        "faults": dict(outcome.faults),
+        "logical_seconds": round(outcome.figures.logical_end_ns / SECOND, 1),
+        "wall_seconds": outcome.seconds.wall,
         "store": str(outcome.run_dir),
         "history": str(outcome.run_dir / HISTORY_FILE),
         "timeline": str(outcome.run_dir / TIMELINE_FILE),
-        "command": r["command"],
+        "command": outcome.command,
     }
 
 

@@ -59,7 +59,8 @@ FAULT_COLOURS = (
 
 @attrs.frozen
 class VerdictBanner:
-    """What the page says about the run's verdict (from its ``results.json``)."""
+    """What the page says about the run's verdict (`jepsen_py.runner.reports.verdict_banner`
+    builds it from a run's check)."""
 
     verdict: str
     consistency: str | None = None
@@ -69,22 +70,6 @@ class VerdictBanner:
     linearizable: str | None = None
     explanations: tuple[tuple[str, str], ...] = ()
     """Per key that is not OK, why (the verdict function's explanation)."""
-
-    @classmethod
-    def from_results(cls, results: dict[str, Any]) -> VerdictBanner:
-        """The banner of a ``kmodel test`` run's results (`runner.check_history`)."""
-        lines = results.get("violation_lines") or {}
-        return cls(
-            verdict=str(results.get("verdict")),
-            consistency=results.get("consistency"),
-            violations=tuple(
-                (name, tuple(tuple(w) for w in lines.get(name, ())))
-                for name in results.get("violations") or ()
-            ),
-            informational=tuple(sorted((results.get("informational") or {}).items())),
-            linearizable=(results.get("linearizable") or {}).get("verdict"),
-            explanations=tuple(sorted((results.get("explanations") or {}).items())),
-        )
 
     @property
     def witness_lines(self) -> frozenset[int]:

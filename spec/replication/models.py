@@ -11,7 +11,7 @@ several shortest counterexamples it reports: it is pinned by the scenario files.
 
 from __future__ import annotations
 
-from spec.framework import ActionDecl
+from spec.framework import ActionDecl, Fair
 from spec.replication.core import CONTROLLER, LEADERSHIP
 from spec.replication.extended import ENVIRONMENT, FAILOVER, UNCLEAN, ExtendedModel
 from spec.replication.fencing import EpochFencing, step_form
@@ -68,3 +68,23 @@ class Replication(
 
     def enabled_actions(self) -> tuple[ActionDecl, ...]:
         return self._enabled
+
+    def fairness(self) -> tuple[Fair, ...]:
+        """What the brokers keep doing: each replica acts on the LeaderAndIsr requests it
+        receives, each follower keeps fetching (``ReplicaFetcherThread``), and each leader
+        keeps advancing its HW as its followers catch up, or its handlers keep serving
+        fetches in the leader-view form. Weak fairness per replica (per request), the
+        ``WF_vars`` of a TLA+ spec. The controller's choices (elections, ISR shrinks) and
+        the environment's faults are not fair: they may or may not happen."""
+        fair = FAIR_STEPS - FETCHES if "follower_stops_fetching" in self.bugs else FAIR_STEPS
+        return tuple(
+            Fair(decl.name) for decl in self._enabled if decl.name.removesuffix("_fenced") in fair
+        )
+
+
+FETCHES = frozenset({"follower_fetch", "fetch"})
+"""A follower's fetch, in the published model's form and the leader view's."""
+
+FAIR_STEPS = frozenset({"become_leader", "become_follower", "leader_advance_hw"}) | FETCHES
+"""The replica steps that happen whenever they can (the others are the controller's and the
+environment's choices)."""

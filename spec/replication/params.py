@@ -22,6 +22,8 @@ BUGS = {
     "reuse_epoch": "the controller elects a new leader without bumping the leader epoch",
     "accept_stale_epoch": "a replica accepts a LeaderAndIsr with an epoch older than its own",
     "ack_before_hw": "acks=all writes are acknowledged on append, before the HW passes them",
+    "follower_stops_fetching": "a follower may stop fetching for good (no fairness for the "
+    "fetch step): the leader's HW, and acks=all producers, wait forever",
 }
 """The deliberately broken variants (``--bug``), each named after the mistake it makes, so
 that every invariant is shown able to fail."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from spec.framework import (
     PredicateDecl,
     Step,
+    eventually,
     invariant,
     sometimes,
     sometimes_transition,
@@ -139,6 +140,24 @@ class ReplicationProperties(ReplicationCore):
         if step.action == "crash":
             return True
         return all(a.epoch >= b.epoch for a, b in zip(after.replicas, before.replicas, strict=True))
+
+    # --- liveness --------------------------------------------------------------------------
+
+    @eventually()
+    def leader_commits_its_log(self, s: State) -> bool:
+        """Replication makes progress: infinitely often, the current leader (the replica the
+        quorum names, acting in the quorum's epoch) has committed every record of its log,
+        or there is no current leader. It holds because followers keep fetching and the
+        leader keeps advancing its HW (weak fairness of those steps, the periodic fetch loop
+        of ``ReplicaFetcherThread``): with acks=all, this is what lets a producer's request
+        complete at all."""
+        q = s.quorum
+        if q.leader == NONE:
+            return True
+        rep = s.rep(q.leader)
+        if rep.leader != q.leader or rep.epoch != q.epoch or not rep.alive:
+            return True
+        return rep.hw >= rep.leo
 
     # --- "sometimes": proofs the model is not vacuous ------------------------------------
 

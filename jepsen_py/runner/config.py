@@ -1,0 +1,313 @@
+"""What a run depends on besides its seed, and the one command that reruns it.
+
+`TestConfig` is the whole configuration of a ``kmodel test`` run (the cluster's Kafka
+settings, the workload's pace, the nemesis's faults or an explicit schedule), validated at
+construction and written to ``test.json``; `reproduce_command` turns it and the seed back
+into ``kmodel test`` flags (or ``kmodel replay`` of the store directory, when a flag cannot
+say it). `swarm_config` draws a configuration from a seed (swarm testing, ``--runs``).
+Durations are logical nanoseconds; `parse_duration`/`format_duration` read and write the
+``60s``/``500ms`` form the flags use.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import attrs
+
+from impl.cluster import ClusterConfig
+from impl.fetcher import TRUNCATIONS
+from impl.sim.rng import SimRandom
+from impl.world import FENCE_BUGS
+from jepsen_py.generator import MILLISECOND, SECOND
+from jepsen_py.nemesis import (
+    CATALOGUE,
+    NemesisError,
+    ScheduleStep,
+    fault_of_op,
+    network_for,
+)
+from jepsen_py.workload import partition_keys
+
+
+class ConfigError(ValueError):
+    """A test configuration that cannot run; the message names the field and the fix."""
+
+
+@attrs.frozen
+class TestConfig:
+    """Everything a run depends on besides its seed; written to ``test.json``."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str = "kafka"
+    brokers: int = 3
+    partitions: int = 2
+    acks: str = "all"
+    min_isr: int = 2
+    unclean: bool = False
+    truncation: str = "kip320"
+    nemesis: tuple[str, ...] = ("partition", "kill", "pause")
+    interval_ns: int = 5 * SECOND
+    """Mean time between nemesis ops (a fault's start, its stop, the next start...)."""
+    time_limit_ns: int = 60 * SECOND
+    rate: float = 100.0
+    """Client ops per second of logical time, over all threads."""
+    concurrency: int = 5
+    """Client threads (each owns a producer and a consumer per partition)."""
+    recovery_ns: int = 20 * SECOND
+    schedule: tuple[ScheduleStep, ...] | None = None
+    """An explicit fault schedule instead of the random one (replays, shrunk runs)."""
+    max_ops: int | None = None
+    """At most this many client ops in the main phase (shrinking)."""
+    final_strikes: int = 20
+    poll_timeout_ns: int = 5 * SECOND
+    request_timeout_ns: int = 3 * SECOND
+    delivery_timeout_ns: int = 10 * SECOND
+    session_timeout_ns: int = 6 * SECOND
+    replica_lag_time_max_ns: int = 10 * SECOND
+    idempotence: bool | None = None
+    """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default (on with
+    acks=all, off with 0 or 1); False: retries append again (``duplicate`` anomalies)."""
+    flush_messages: int | None = None
+    """``log.flush.interval.messages`` (None: Kafka's default, never)."""
+    flush_interval_ns: int | None = None
+    """``log.flush.interval.ms`` (None: Kafka's default, never)."""
+    dirty_expire_ns: int = 30 * SECOND
+    """``vm.dirty_expire_centisecs`` of every broker machine (Linux's default, 30 s)."""
+    dirty_writeback_ns: int | None = 5 * SECOND
+    """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
+    bugs: tuple[str, ...] = ()
+    """Controller fences turned off (``impl.world.FENCE_BUGS``; ``kmodel test --bug``)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.brokers < 1:
+            raise ConfigError(f"brokers={self.brokers}: a cluster needs at least 1 broker")
+        if self.partitions < 1:
+            raise ConfigError(f"partitions={self.partitions}: the topic needs at least one")
+        if self.acks not in ("0", "1", "all"):
+            raise ConfigError(f"acks={self.acks!r}: use 0, 1 or all")
+        if not 1 <= self.min_isr <= self.brokers:
+            raise ConfigError(
+                f"min_isr={self.min_isr}: min.insync.replicas must be in 1..{self.brokers} "
+                "(the number of brokers; every partition has a replica on each)"
+            )
+        if self.truncation not in TRUNCATIONS:
+            raise ConfigError(
+                f"truncation={self.truncation!r}: use one of {', '.join(TRUNCATIONS)}"
+            )
+        unknown = [f for f in self.nemesis if f not in CATALOGUE]
+        if unknown:
+            raise ConfigError(f"nemesis: unknown faults {unknown}; see jepsen_py.nemesis")
+        if self.interval_ns <= 0 or self.time_limit_ns < 0 or self.recovery_ns < 0:
+            raise ConfigError("interval must be > 0, time limit and recovery >= 0")
+        if not self.rate > 0:
+            raise ConfigError(f"rate={self.rate}: ops per second must be > 0")
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency={self.concurrency}: at least one client thread")
+        if self.max_ops is not None and self.max_ops < 0:
+            raise ConfigError(f"max_ops={self.max_ops} must be >= 0")
+        if self.flush_messages is not None and self.flush_messages < 1:
+            raise ConfigError(f"flush_messages={self.flush_messages}: at least 1 record")
+        unknown_bugs = sorted(set(self.bugs) - set(FENCE_BUGS))
+        if unknown_bugs:
+            raise ConfigError(
+                f"bugs: unknown {unknown_bugs}; the implementation's fences are "
+                f"{', '.join(sorted(FENCE_BUGS))}"
+            )
+        for field in ("flush_interval_ns", "dirty_writeback_ns"):
+            value = getattr(self, field)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{field}={value}: must be > 0 (or unset)")
+        if self.dirty_expire_ns < 0:
+            raise ConfigError(f"dirty_expire_ns={self.dirty_expire_ns}: must be >= 0")
+        if self.idempotence and self.acks != "all":
+            raise ConfigError(
+                f"idempotence with acks={self.acks}: the idempotent producer needs acks=all "
+                "(Kafka: 'Must set acks to all in order to use the idempotent producer'); "
+                "use --acks all or --no-idempotence"
+            )
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every fault this run may start (and heals at the end): the nemesis list and
+        the faults of the explicit schedule, in catalogue order."""
+        named = set(self.nemesis)
+        for step in self.schedule or ():
+            kind = fault_of_op(step.f)
+            assert kind is not None, step
+            named.add(kind[0])
+        return tuple(name for name in CATALOGUE if name in named)
+
+    @property
+    def keys(self) -> list[str]:
+        return partition_keys(self.partitions)
+
+    def cluster_config(self) -> ClusterConfig:
+        return ClusterConfig(
+            brokers=self.brokers,
+            partitions=self.partitions,
+            truncation=self.truncation,
+            acks=self.acks,
+            min_insync_replicas=self.min_isr,
+            unclean=self.unclean,
+            producers=self.concurrency,
+            consumers=self.concurrency * self.partitions,
+            request_timeout_ns=self.request_timeout_ns,
+            produce_timeout_ns=self.request_timeout_ns,
+            delivery_timeout_ns=self.delivery_timeout_ns,
+            session_timeout_ns=self.session_timeout_ns,
+            replica_lag_time_max_ns=self.replica_lag_time_max_ns,
+            network=network_for(self.faults),
+            enable_idempotence=self.idempotence,
+            log_flush_interval_messages=self.flush_messages,
+            log_flush_interval_ns=self.flush_interval_ns,
+            dirty_expire_ns=self.dirty_expire_ns,
+            dirty_writeback_ns=self.dirty_writeback_ns,
+            bugs=frozenset(self.bugs),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self, recurse=False)
+        data["nemesis"] = list(self.nemesis)
+        data["bugs"] = list(self.bugs)
+        data["schedule"] = None if self.schedule is None else [s.to_json() for s in self.schedule]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> TestConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"a test config is a JSON object, got {type(data).__name__}")
+        fields = {f.name for f in attrs.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ConfigError(f"test config: unknown fields {unknown}; known: {sorted(fields)}")
+        values = dict(data)
+        if "nemesis" in values:
+            values["nemesis"] = tuple(values["nemesis"])
+        if "bugs" in values:
+            values["bugs"] = tuple(values["bugs"])
+        if values.get("schedule") is not None:
+            try:
+                values["schedule"] = tuple(ScheduleStep.from_json(s) for s in values["schedule"])
+            except NemesisError as exc:
+                raise ConfigError(str(exc)) from exc
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(f"test config: {exc}") from exc
+
+
+def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = None) -> str:
+    """The one command that reruns this run: ``kmodel test`` with its flags, or, for an
+    explicit schedule (which has no flags), ``kmodel replay`` of its store directory."""
+    default = TestConfig()
+    expressible = attrs.evolve(
+        default,
+        name=config.name,
+        brokers=config.brokers,
+        partitions=config.partitions,
+        acks=config.acks,
+        min_isr=config.min_isr,
+        unclean=config.unclean,
+        truncation=config.truncation,
+        nemesis=config.nemesis,
+        interval_ns=config.interval_ns,
+        time_limit_ns=config.time_limit_ns,
+        recovery_ns=config.recovery_ns,
+        rate=config.rate,
+        concurrency=config.concurrency,
+        idempotence=config.idempotence,
+        flush_messages=config.flush_messages,
+        flush_interval_ns=config.flush_interval_ns,
+        dirty_expire_ns=config.dirty_expire_ns,
+        dirty_writeback_ns=config.dirty_writeback_ns,
+        bugs=config.bugs,
+    )
+    if config != expressible:
+        # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
+        target = store_dir if store_dir is not None else "<store dir>"
+        return f"kmodel replay {shlex.quote(target)}"
+    args = [
+        "kmodel test",
+        f"--brokers {config.brokers}",
+        f"--partitions {config.partitions}",
+        f"--acks {config.acks}",
+        f"--min-isr {config.min_isr}",
+        "--unclean" if config.unclean else "--clean",
+        f"--truncation {config.truncation}",
+        f"--nemesis {','.join(config.nemesis) or 'none'}",
+        f"--time-limit {format_duration(config.time_limit_ns)}",
+        f"--interval {format_duration(config.interval_ns)}",
+        f"--rate {config.rate:g}",
+        f"--concurrency {config.concurrency}",
+    ]
+    if config.recovery_ns != default.recovery_ns:
+        args.append(f"--recovery {format_duration(config.recovery_ns)}")
+    if config.idempotence is not None:
+        args.append("--idempotence" if config.idempotence else "--no-idempotence")
+    if config.flush_messages is not None:
+        args.append(f"--flush-messages {config.flush_messages}")
+    if config.flush_interval_ns is not None:
+        args.append(f"--flush-interval {format_duration(config.flush_interval_ns)}")
+    if config.dirty_expire_ns != default.dirty_expire_ns:
+        args.append(f"--dirty-expire {format_duration(config.dirty_expire_ns)}")
+    if config.dirty_writeback_ns != default.dirty_writeback_ns:
+        writeback = config.dirty_writeback_ns
+        args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
+    args += [f"--bug {bug}" for bug in config.bugs]
+    if config.name != default.name:
+        args.append(f"--name {shlex.quote(config.name)}")
+    args.append(f"--seed {seed}")
+    return " ".join(args)
+
+
+def format_duration(ns: int) -> str:
+    if ns % SECOND == 0:
+        return f"{ns // SECOND}s"
+    if ns % MILLISECOND == 0:
+        return f"{ns // MILLISECOND}ms"
+    return f"{ns}ns"
+
+
+def parse_duration(text: str) -> int:
+    """``60s``, ``500ms``, ``2m``, ``1.5s`` or a bare number of seconds, as nanoseconds."""
+    raw = text.strip().lower()
+    units = (("ms", MILLISECOND), ("m", 60 * SECOND), ("s", SECOND))
+    suffix, unit = next(((s, u) for s, u in units if raw.endswith(s)), ("", SECOND))
+    number = raw[: len(raw) - len(suffix)]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ConfigError(f"{text!r} is not a duration: use e.g. 60s, 500ms, 2m") from None
+    if value < 0:
+        raise ConfigError(f"{text!r}: a duration is >= 0")
+    return round(value * unit)
+
+
+def swarm_config(base: TestConfig, seed: int) -> TestConfig:
+    """A configuration drawn from ``seed`` (swarm testing: each run gets a random subset of
+    the faults and its own pace): the protocol settings (brokers, partitions, acks,
+    min.insync.replicas, election, truncation) and the time limit stay as given."""
+    rng = SimRandom(seed).split("config")
+    faults = [f for f in base.nemesis if rng.random() < 0.5]
+    if base.nemesis and not faults:
+        faults = [base.nemesis[rng.randrange(len(base.nemesis))]]
+    return attrs.evolve(
+        base,
+        nemesis=tuple(faults),
+        interval_ns=rng.choice((2, 3, 5, 8)) * SECOND,
+        rate=float(rng.choice((25, 50, 100, 200))),
+        concurrency=rng.randint(2, 8),
+    )
+
+
+__all__ = [
+    "ConfigError",
+    "TestConfig",
+    "format_duration",
+    "parse_duration",
+    "reproduce_command",
+    "swarm_config",
+]
