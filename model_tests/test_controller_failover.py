@@ -146,3 +146,18 @@ def test_the_store_is_neither_killed_nor_paused() -> None:
         cluster.crash(STORE)
     with pytest.raises(IllegalEvent, match="coordination store"):
         cluster.pause(STORE)
+
+
+def test_kmodel_test_offers_the_spec_bug_names_and_reproduces_them() -> None:
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+    from jepsen_py.runner.config import reproduce_command
+    from spec.controller import BUGS
+
+    help_text = CliRunner().invoke(main, ["test", "--help"]).output
+    for name in ("accept_stale_controller_epoch", "unconditional_write", "epoch_not_persisted"):
+        assert name in help_text and name in BUGS, name
+    config = TestConfig(bugs=("accept_stale_controller_epoch",))
+    assert "--bug accept_stale_controller_epoch" in reproduce_command(config, 31)
+    assert TestConfig.from_json(config.to_json()) == config
