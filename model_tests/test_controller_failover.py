@@ -161,3 +161,20 @@ def test_kmodel_test_offers_the_spec_bug_names_and_reproduces_them() -> None:
     config = TestConfig(bugs=("accept_stale_controller_epoch",))
     assert "--bug accept_stale_controller_epoch" in reproduce_command(config, 31)
     assert TestConfig.from_json(config.to_json()) == config
+
+
+def test_the_injector_finds_a_broker_applying_a_zombies_request_at_seed_31(tmp_path) -> None:
+    """Under every fault, seed 31 pauses the controller between a write and its send
+    threads: with both fences on the brokers reject the zombie's requests; with the broker
+    fence off one is applied. The history stays valid either way (docs/controller.md)."""
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+
+    base = ["test", "--nemesis", "all", "--seed", "31", "--no-reports", "--store", str(tmp_path)]
+    fenced = CliRunner().invoke(main, base)
+    assert fenced.exit_code == 0, fenced.output
+    assert "zombie requests rejected 3 / applied 0" in fenced.output
+    unfenced = CliRunner().invoke(main, [*base, "--bug", "accept_stale_controller_epoch"])
+    assert unfenced.exit_code == 0, unfenced.output
+    assert "zombie requests rejected 0 / applied 1" in unfenced.output

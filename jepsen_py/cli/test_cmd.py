@@ -101,6 +101,18 @@ def print_outcome(outcome: RunOutcome) -> None:
     )
     for line in explanation_lines(check.loss_explanations):
         click.echo(line)
+    controller = outcome.figures.controller
+    if config.bugs or controller["brain_splits"]:
+        # docs/controller.md: a zombie controller beside its successor, and what its
+        # requests met (rejected: STALE_CONTROLLER_EPOCH; applied: that fence was off).
+        click.echo(
+            f"  controller: {controller['controller_elections']} elections, "
+            f"{controller['brain_splits']} brain splits, zombie requests rejected "
+            f"{controller['stale_controller_rejected']} / applied "
+            f"{controller['stale_controller_applied']}, zombie writes "
+            f"{controller['zombie_writes']}"
+            + (f" (fences off: {', '.join(config.bugs)})" if config.bugs else "")
+        )
     reads = check.final_reads
     status = "complete" if reads.complete else "INCOMPLETE"
     click.echo(f"  final reads: {status} ({_counts({k: int(v) for k, v in reads.keys.items()})})")
