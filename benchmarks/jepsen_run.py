@@ -56,8 +56,8 @@ FAILING = TestConfig(
             24 * SECOND, "start-partition", {"shape": "leader-cut", "grudge": ISOLATE_LEADER}
         ),
         ScheduleStep(36 * SECOND, "stop-partition"),
-        ScheduleStep(40 * SECOND, "pause", {"node": "controller"}),
-        ScheduleStep(42 * SECOND, "resume"),
+        ScheduleStep(40 * SECOND, "start-pause-controller"),
+        ScheduleStep(42 * SECOND, "stop-pause-controller"),
         ScheduleStep(
             46 * SECOND,
             "start-delay",

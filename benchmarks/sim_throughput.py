@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl.cluster import Cluster, ClusterConfig
-from impl.controller import CONTROLLER
+from impl.controller import broker_node
 from impl.refinement_machine import STATS, make_machine, refinement_config
 from impl.sim.clock import ms, seconds
 
@@ -95,8 +95,11 @@ def run_cluster(
                 elif fault == "isolate":
                     cluster.network.isolate(target)
                 else:
-                    target = CONTROLLER
-                    cluster.crash(CONTROLLER)
+                    # The broker holding /controller crashes: failover by election.
+                    holder = cluster.store.controller
+                    target = broker_node(holder) if holder > 0 else target
+                    if cluster.nodes.state(target).alive:
+                        cluster.crash(target, rng=cluster.disk_rng)
                 active.append(fault)
                 counts[f"fault_{fault}"] += 1
                 cluster.schedule(now + duration, ("heal", fault, target))

@@ -5,9 +5,15 @@ A ``Broker`` object is one *process*: constructing it is starting the broker on 
 It opens every partition directory it finds (log recovery, ``impl.log.recovery``; the log is
 then flushed, so its recovery point is its log end), reads its high watermarks from
 ``replication-offset-checkpoint`` (each clamped to its log's end, as Kafka does) and knows no
-leader: every replica starts ``offline``. It then registers with the controller and gets a
-broker epoch (KIP-380); it accepts only LeaderAndIsr requests carrying that epoch, and none
-from a controller older than the newest it has seen (STALE_CONTROLLER_EPOCH).
+leader: every replica starts ``offline``. It then registers with the coordination store
+(``impl.coordination``: its session and ephemeral ``/brokers/ids/N``) and gets a broker epoch
+(KIP-380), keeping the session alive with heartbeats; it accepts only LeaderAndIsr requests
+carrying that epoch, and none from a controller older than the newest it has seen
+(STALE_CONTROLLER_EPOCH, ``ReplicaManager.becomeLeaderOrFollower``; the testing knob
+``BrokerConfig.fence_stale_controller_epoch`` turns this fence off). LeaderAndIsr requests
+that arrive while it is registering wait until it is (Kafka starts processing requests only
+once startup, registration included, is done). Whether this broker is also the controller
+is the world's business (``impl.controller``: a role any broker can take).
 
 A crash is the end of the object: the world drops it and its disk loses what was not
 flushed. Nothing of it survives but the disk.
@@ -32,7 +38,8 @@ from __future__ import annotations
 
 import attrs
 
-from impl.controller import CONTROLLER, broker_node
+from impl.controller import broker_node
+from impl.coordination import STORE
 from impl.fetcher import (
     ExchangeDone,
     ExchangeFailed,
@@ -69,6 +76,7 @@ from impl.protocol import (
     Produce,
     ProduceResponse,
     RequestFailed,
+    StaleControllerRequest,
 )
 from impl.replica import Replica, ReplicaConfig
 from impl.roles import Role
@@ -108,6 +116,14 @@ class BrokerConfig:
     ``log.flush.scheduler.interval.ms``). None: never, Kafka's default."""
     atomic: bool = False
     """Refinement mode, see the module docstring."""
+    fence_stale_controller_epoch: bool = True
+    """Testing knob (off: ``--bug accept_stale_controller_epoch``): reject a LeaderAndIsr
+    from a controller epoch older than the newest applied (STALE_CONTROLLER_EPOCH)."""
+
+
+PENDING_CONTROLLER_REQUESTS = 64
+"""At most this many LeaderAndIsr requests wait for the broker's registration (the oldest
+go first: a later one of the same controller supersedes it)."""
 
 
 class Broker:
@@ -133,6 +149,8 @@ class Broker:
         self.register_retry_at: int | None = None
         """While registering: when to try again if no answer came."""
         self.controller_epoch = 0
+        self.pending: list[tuple[str, LeaderAndIsr]] = []
+        """LeaderAndIsr requests that arrived while registering (see the module docstring)."""
         self.next_heartbeat_at = now
         self.next_checkpoint_at = now
         self.last_flush_wall: dict[tuple[str, int], int] = {}
@@ -178,14 +196,14 @@ class Broker:
             )
 
     def start(self, now: int) -> Effects:
-        """Register with the controller."""
+        """Register with the coordination store."""
         out = Effects()
         self._register(now, out)
         return out
 
     def _register(self, now: int, out: Effects) -> None:
         self.register_retry_at = now + self.config.heartbeat_interval_ns
-        out.send(CONTROLLER, BrokerRegistration(self.id, self.incarnation))
+        out.send(STORE, BrokerRegistration(self.id, self.incarnation))
 
     # ------------------------------------------------------------------ helpers
 
@@ -257,17 +275,24 @@ class Broker:
         ``replica.lag.time.max.ms`` reads, as in Kafka (``impl.sim.clock``)."""
         out = Effects()
         if isinstance(msg, LeaderAndIsr):
-            self._on_leader_and_isr(msg, now, out, wall)
+            if self.broker_epoch is None and self.register_retry_at is not None:
+                self.pending = [*self.pending, (src, msg)][-PENDING_CONTROLLER_REQUESTS:]
+            else:
+                self._on_leader_and_isr(msg, now, out, wall)
         elif isinstance(msg, PARTITION_MESSAGES):
             self._on_partition_message(src, msg, now, out, wall)
         elif isinstance(msg, OffsetsForLeaderEpochResponse):
             self._on_exchange_response(msg, now, out)
         elif isinstance(msg, BrokerRegistrationResponse):
             self._on_registration_response(msg, now)
+            if self.broker_epoch is not None and self.pending:
+                pending, self.pending = self.pending, []
+                for _, request in pending:
+                    self._on_leader_and_isr(request, now, out, wall)
         elif isinstance(msg, BrokerHeartbeatResponse):
             if msg.error is Errors.STALE_BROKER_EPOCH and msg.broker_epoch == self.broker_epoch:
-                # The controller let the session expire (we were paused or cut off):
-                # register again, as a broker whose ZooKeeper session expired does.
+                # The store let the session expire (we were paused or cut off): register
+                # again, as a broker whose ZooKeeper session expired does.
                 self.broker_epoch = None
                 self._register(now, out)
         elif isinstance(msg, RequestFailed):
@@ -352,10 +377,17 @@ class Broker:
     def _on_leader_and_isr(
         self, msg: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
     ) -> None:
-        if msg.controller_epoch < self.controller_epoch:
-            return  # STALE_CONTROLLER_EPOCH
         if self.broker_epoch is None or msg.broker_epoch != self.broker_epoch:
             return  # STALE_BROKER_EPOCH: meant for another incarnation (KIP-380)
+        if msg.controller_epoch < self.controller_epoch:
+            fenced = self.config.fence_stale_controller_epoch
+            out.note(
+                StaleControllerRequest(
+                    self.id, msg.controller_epoch, self.controller_epoch, applied=not fenced
+                )
+            )
+            if fenced:
+                return  # STALE_CONTROLLER_EPOCH
         self.controller_epoch = msg.controller_epoch
         if msg.leader == NO_LEADER or self.id not in msg.replicas:
             return  # an offline partition: nothing to lead or follow
@@ -463,7 +495,7 @@ class Broker:
                 self._register(now, out)
         elif now >= self.next_heartbeat_at:
             self.next_heartbeat_at = now + self.config.heartbeat_interval_ns
-            out.send(CONTROLLER, BrokerHeartbeat(self.id, self.broker_epoch))
+            out.send(STORE, BrokerHeartbeat(self.id, self.broker_epoch))
         for key in sorted(self.replicas):
             replica = self.replicas[key]
             replica.tick(now, out, self.config.request_timeout_ns)

@@ -1,20 +1,35 @@
-"""The controller and its metadata store (ZooKeeper-era ``KafkaController`` over a small
-linearizable store; the same decisions KRaft's ``QuorumController`` makes).
+"""The controller: a role any broker can take (ZooKeeper-era ``KafkaController``; the same
+decisions KRaft's ``QuorumController`` makes), over the coordination store
+(``impl.coordination``: ZooKeeper, which outlives every controller).
 
-``MetadataStore`` stands for ZooKeeper (or the KRaft metadata log): a linearizable store
-that outlives any controller process. It holds, per partition, the quorum state -- leader,
-leader epoch, ISR, partition epoch (the znode version) and the replica assignment -- the
-broker registrations (a broker epoch per registration, KIP-380) and the controller epoch.
+**Election.** Every registered broker whose link to the store is open races to create the
+ephemeral ``/controller`` on its ticks; the winner sets ``/controller_epoch`` to its value + 1
+in the same multi-op (``Controller.elect``), reads every partition state into its
+*controller context*, and tells every registered broker the published state with its new
+epoch (``onControllerFailover``). Failover is by election: when the controller's session
+ends (its broker died, was paused past the session timeout, or was cut off from the store),
+``/controller`` goes with it and another broker wins.
 
-``Controller`` is the process that acts on it. Its decisions are *atomic*: one store write,
-then the same LeaderAndIsr sent to every live replica. Each ``tick`` makes at most one
-write (Kafka's controller processes one event at a time):
+**The zombie.** Nobody tells the old controller. A paused controller wakes up, and a
+controller cut off from the store reconnects, still believing it is in charge: it decides
+from its *stale context* and writes. It learns otherwise only when its write is refused
+(BADVERSION on ``/controller_epoch``: ``ControllerMovedException``) or when its broker finds
+its session expired on reconnecting (a heartbeat answered ``STALE_BROKER_EPOCH``): it then
+resigns (``onControllerResignation``). Until then two controllers act at once, a brain
+split. Two fences make that harmless, each a testing knob (``ControllerConfig``):
 
-1. **failure detection**: a broker whose heartbeats stopped for ``session_timeout`` loses
-   its registration (false suspicion included: a paused or partitioned broker is taken for
-   dead, and so are brokers whose heartbeats are late by the controller's own clock when
-   it jumps ahead, ``impl.sim.clock``). A crashed broker may lose it at once
-   (``MetadataStore.close_session``).
+- the store's: every partition-state write is conditional on ``/controller_epoch``'s version
+  as this controller set it and on the partition znode's version it read (Kafka 2.2,
+  KAFKA-6082; ``--bug unconditional_write`` checks neither);
+- the brokers': they reject requests from a controller epoch older than the newest they have
+  seen (STALE_CONTROLLER_EPOCH, ``impl.broker``; ``--bug accept_stale_controller_epoch``).
+  That fence needs the epoch to grow: ``--bug epoch_not_persisted`` restarts the count at 1.
+
+**Decisions.** Each ``tick`` makes at most one write (Kafka's controller processes one event
+at a time), from its context and the live registrations (``/brokers/ids``):
+
+1. **registrations** (the ``/brokers/ids`` watch): a broker registered with a new broker
+   epoch gets the published LeaderAndIsr of its partitions (``onBrokerStartup``);
 2. **failure handling**, for an unregistered broker ``r`` still named by a partition:
    if ``r`` leads and a registered ISR member exists, that member leads in the next epoch
    and ``r`` leaves the ISR, in *one* write (``onBrokerFailure``); if no member is left,
@@ -32,11 +47,6 @@ The leader changes the ISR itself with ``AlterPartition`` (KIP-497), accepted on
 current leader in the current leader epoch and partition epoch, from its current
 registration, and only adding registered brokers (KIP-841); no LeaderAndIsr follows.
 
-Brokers register (``BrokerRegistration``) and heartbeat. A registration is refused while the
-controller still has to handle the broker's previous failure (so a restarted broker is never
-named by a partition state written for its previous incarnation). A new registration
-gets the partitions' last *published* LeaderAndIsr again, with its new broker epoch.
-
 Every write the controller makes is reported as a ``Published`` note: the world's record of
 the LeaderAndIsr requests ever sent (the replication spec's ``requests``).
 
@@ -46,21 +56,21 @@ producer asks any broker, whose ``ProducerIdManager`` hands out ids from a block
 from the controller (``AllocateProducerIds``, KIP-730; ``/latest_producer_id_block`` in
 ZooKeeper) -- but the point is the same: the counter lives in the metadata store, so no
 controller failover ever hands an id out twice. Here the controller also answers the
-clients' metadata requests, so it is the one broker clients talk to for both.
+clients' metadata requests (from its context), so it is the one broker clients talk to for
+both; the world routes requests addressed to ``CONTROLLER`` to the broker ``/controller``
+names (clients learn it from metadata; ``impl.world``).
 """
 
 from __future__ import annotations
 
 import attrs
 
+from impl.coordination import NIL_EPOCH, MetadataStore, PartitionState, WriteResult
 from impl.protocol import (
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
-    BrokerHeartbeat,
-    BrokerHeartbeatResponse,
-    BrokerRegistration,
-    BrokerRegistrationResponse,
+    ControllerResigned,
     Effects,
     Errors,
     InitProducerId,
@@ -71,11 +81,12 @@ from impl.protocol import (
     MetadataResponse,
     PartitionMetadata,
     Published,
-    SessionExpired,
 )
 
 __all__ = [
     "CONTROLLER",
+    "CONTROLLER_REQUESTS",
+    "NIL_EPOCH",
     "Controller",
     "ControllerConfig",
     "MetadataStore",
@@ -84,7 +95,10 @@ __all__ = [
 ]
 
 CONTROLLER = "controller"
-NIL_EPOCH = -1
+"""The address of whichever broker is the controller (the world resolves it)."""
+
+CONTROLLER_REQUESTS = (AlterPartition, MetadataRequest, InitProducerId)
+"""The requests a broker hands to its controller role."""
 
 
 def broker_node(broker_id: int) -> str:
@@ -92,108 +106,80 @@ def broker_node(broker_id: int) -> str:
 
 
 @attrs.frozen
-class PartitionState:
-    """One partition's record in the store."""
-
-    leader: int
-    leader_epoch: int
-    isr: frozenset[int]
-    partition_epoch: int
-    replicas: tuple[int, ...]
-
-    def __attrs_post_init__(self) -> None:
-        assert self.leader == NO_LEADER or self.leader in self.isr, self
-        assert self.isr <= frozenset(self.replicas), self
-
-
-@attrs.frozen
 class ControllerConfig:
-    session_timeout_ns: int = 18_000_000_000
-    """``broker.session.timeout.ms`` (KRaft; ZooKeeper's ``zookeeper.session.timeout.ms``)."""
     unclean_leader_election: bool = False
     """``unclean.leader.election.enable``."""
-
-
-class MetadataStore:
-    """The linearizable store; see the module docstring. Plain data, no process."""
-
-    def __init__(self) -> None:
-        self.partitions: dict[tuple[str, int], PartitionState] = {}
-        self.published: dict[tuple[str, int], PartitionState] = {}
-        """Per partition, the state the controller last wrote and sent as LeaderAndIsr (an
-        ISR change by the leader changes ``partitions`` but publishes nothing)."""
-        self.registrations: dict[int, int] = {}
-        self.failed: set[int] = set()
-        """Brokers whose registration ended (session expired, process died) and which have
-        not registered since: their failure may still need handling."""
-        self.next_broker_epoch = 1
-        self.controller_epoch = 0
-        self.next_producer_id = 0
-        """KIP-98: the next producer id InitProducerId hands out (never reused)."""
-
-    def create_partition(self, topic: str, partition: int, replicas: tuple[int, ...]) -> None:
-        """A new partition: no leader yet, every replica in the ISR."""
-        key = (topic, partition)
-        assert key not in self.partitions, key
-        self.partitions[key] = PartitionState(
-            NO_LEADER, NIL_EPOCH, frozenset(replicas), 0, replicas
-        )
-
-    def register(self, broker_id: int) -> int:
-        epoch = self.next_broker_epoch
-        self.next_broker_epoch += 1
-        self.registrations[broker_id] = epoch
-        self.failed.discard(broker_id)
-        return epoch
-
-    def close_session(self, broker_id: int) -> bool:
-        """The broker's session ends (expired, or its process died); returns whether it was
-        registered."""
-        if self.registrations.pop(broker_id, None) is None:
-            return False
-        self.failed.add(broker_id)
-        return True
-
-    def may_register(self, broker_id: int) -> bool:
-        """A broker may (re-)register once the controller handled its last failure."""
-        return broker_id not in self.failed or not self.needs_handling(broker_id)
-
-    def is_registered(self, broker_id: int) -> bool:
-        return broker_id in self.registrations
-
-    def needs_handling(self, broker_id: int) -> bool:
-        """Whether the store still names ``broker_id`` in a way its failure must undo: as a
-        leader, or as an ISR member beside others."""
-        for state in self.partitions.values():
-            if state.leader == broker_id:
-                return True
-            if broker_id in state.isr and len(state.isr) > 1:
-                return True
-        return False
-
-    def describe(self) -> str:
-        parts = []
-        for (topic, partition), p in sorted(self.partitions.items()):
-            parts.append(
-                f"{topic}-{partition}: leader={p.leader} epoch={p.leader_epoch} "
-                f"isr={sorted(p.isr)} version={p.partition_epoch}"
-            )
-        regs = ", ".join(f"{b}@{e}" for b, e in sorted(self.registrations.items()))
-        return "; ".join(parts) + f"; registered: {regs}; controller epoch {self.controller_epoch}"
+    conditional_writes: bool = True
+    """Testing knob (off: ``--bug unconditional_write``): every partition-state write checks
+    ``/controller_epoch``'s version and the partition znode's (KAFKA-6082, Kafka 2.2)."""
+    persist_epoch: bool = True
+    """Testing knob (off: ``--bug epoch_not_persisted``): the election increments the
+    persisted ``/controller_epoch``; off, every controller starts again at epoch 1."""
+    queued_sends: bool = False
+    """Requests to brokers wait in the controller's queues and go out on its next tick
+    (``ControllerChannelManager``'s per-broker ``RequestSendThread``s, threads of the
+    controller's process): a controller paused between a write and its next tick sends
+    them when it wakes, with its old epoch. Off: sent with the decision (the refinement
+    driver's atomic steps)."""
 
 
 class Controller:
-    """One controller process over ``store``. Starting one bumps the controller epoch."""
+    """The controller role on broker ``broker_id``, elected with controller epoch ``epoch``
+    while its session was ``session_epoch`` (build it with ``Controller.elect``)."""
 
-    def __init__(self, store: MetadataStore, config: ControllerConfig, now: int) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        config: ControllerConfig,
+        broker_id: int,
+        session_epoch: int,
+        epoch: int,
+    ) -> None:
         self.store = store
         self.config = config
-        store.controller_epoch += 1
-        self.epoch = store.controller_epoch
-        # A new controller gives every registered broker a full session from now.
-        self.deadlines: dict[int, int] = {
-            b: now + config.session_timeout_ns for b in sorted(store.registrations)
-        }
+        self.broker_id = broker_id
+        self.session_epoch = session_epoch
+        self.epoch = epoch
+        self.epoch_version = store.epoch_version
+        """The ``/controller_epoch`` version this controller's writes expect."""
+        self.context: dict[tuple[str, int], PartitionState] = dict(store.partitions)
+        """The controller context: the partition states it read when elected or wrote since."""
+        self.published: dict[tuple[str, int], PartitionState] = dict(store.published)
+        self.known: dict[int, int] = dict(store.registrations)
+        """The registrations it has told the published state (its ``/brokers/ids`` view)."""
+        self.resigned = False
+        self.outbox: list[tuple[str, LeaderAndIsr]] = []
+        """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
+
+    @classmethod
+    def elect(
+        cls, store: MetadataStore, config: ControllerConfig, broker_id: int, session_epoch: int
+    ) -> Controller | None:
+        """Broker ``broker_id`` tries to create ``/controller`` (``KafkaController.elect``);
+        the winner is returned, having read the store."""
+        epoch = store.elect(broker_id, session_epoch, persist_epoch=config.persist_epoch)
+        if epoch is None:
+            return None
+        return cls(store, config, broker_id, session_epoch, epoch)
+
+    @property
+    def active(self) -> bool:
+        return not self.resigned
+
+    def resign(self, reason: str) -> Effects:
+        """``onControllerResignation``: this broker learnt it no longer is the controller."""
+        out = Effects()
+        if not self.resigned:
+            self.resigned = True
+            self.outbox.clear()  # the channel manager shuts down with the controller
+            out.note(ControllerResigned(self.broker_id, self.epoch, reason))
+        return out
+
+    def _send(self, dst: str, msg: LeaderAndIsr, out: Effects) -> None:
+        if self.config.queued_sends:
+            self.outbox.append((dst, msg))
+        else:
+            out.send(dst, msg)
 
     # ------------------------------------------------------------------ sending decisions
 
@@ -212,76 +198,75 @@ class Controller:
             replicas=state.replicas,
         )
 
+    def _expected(self, key: tuple[str, int]) -> tuple[int | None, int | None]:
+        """The versions a write of ``key`` is conditional on (none with the knob off)."""
+        if not self.config.conditional_writes:
+            return None, None
+        return self.epoch_version, self.context[key].partition_epoch
+
     def _write(self, key: tuple[str, int], leader: int, isr: frozenset[int], out: Effects) -> None:
-        """One decision: next leader epoch, store write, LeaderAndIsr to live replicas."""
-        old = self.store.partitions[key]
+        """One decision: next leader epoch, conditional store write, LeaderAndIsr to the live
+        replicas. A refused write makes the controller resign (moved) or re-read the
+        partition (conflict)."""
+        old = self.context[key]
         new = PartitionState(
             leader, old.leader_epoch + 1, isr, old.partition_epoch + 1, old.replicas
         )
-        self.store.partitions[key] = new
-        self.store.published[key] = new
+        epoch_version, partition_epoch = self._expected(key)
+        result = self.store.write(
+            key, new, epoch_version=epoch_version, partition_epoch=partition_epoch, publish=True
+        )
+        if result is WriteResult.MOVED:
+            out.extend(self.resign("moved"))
+            return
+        if result is WriteResult.CONFLICT:
+            self.context[key] = self.store.partitions[key]
+            return
+        self.context[key] = new
+        self.published[key] = new
         out.note(Published(key[0], key[1], new.leader_epoch, new.leader, new.isr))
         for broker in new.replicas:
             if self.store.is_registered(broker):
-                out.send(broker_node(broker), self._leader_and_isr(key, new, broker))
+                self._send(broker_node(broker), self._leader_and_isr(key, new, broker), out)
 
     def resend_all(self) -> Effects:
-        """A new controller tells every live broker the published state (same epochs)."""
+        """A new controller tells every live broker the published state (same leader
+        epochs, its controller epoch): ``onControllerFailover``'s UpdateMetadata and
+        LeaderAndIsr."""
         out = Effects()
-        for key in sorted(self.store.published):
-            state = self.store.published[key]
+        for key in sorted(self.published):
+            state = self.published[key]
             for broker in state.replicas:
                 if self.store.is_registered(broker):
-                    out.send(broker_node(broker), self._leader_and_isr(key, state, broker))
+                    self._send(broker_node(broker), self._leader_and_isr(key, state, broker), out)
         return out
 
     # ------------------------------------------------------------------ requests
 
-    def step(self, src: str, msg: object, now: int) -> Effects:
+    def step(self, src: str, msg: object, now: int, connected: bool = True) -> Effects:
+        """A request for the controller (``CONTROLLER_REQUESTS``). Without a connection to
+        the store, nothing that reads or writes it is answered (the requester times out)."""
         out = Effects()
-        if isinstance(msg, BrokerHeartbeat):
-            self._on_heartbeat(src, msg, now, out)
-        elif isinstance(msg, BrokerRegistration):
-            self._on_registration(src, msg, now, out)
-        elif isinstance(msg, AlterPartition):
-            out.send(src, self._on_alter_partition(msg, out))
-        elif isinstance(msg, MetadataRequest):
+        if self.resigned:
+            return out
+        if isinstance(msg, MetadataRequest):
             out.send(src, self._metadata(msg))
+        elif not connected:
+            return out
+        elif isinstance(msg, AlterPartition):
+            response = self._on_alter_partition(msg, out)
+            if response is not None:
+                out.send(src, response)
         elif isinstance(msg, InitProducerId):
-            producer_id = self.store.next_producer_id
-            self.store.next_producer_id += 1
+            producer_id = self.store.next_id()
             out.send(src, InitProducerIdResponse(Errors.NONE, msg.request_id, producer_id, 0))
         return out
 
-    def _on_heartbeat(self, src: str, msg: BrokerHeartbeat, now: int, out: Effects) -> None:
-        if self.store.registrations.get(msg.broker_id) != msg.broker_epoch:
-            out.send(src, BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH, msg.broker_epoch))
-            return
-        self.deadlines[msg.broker_id] = now + self.config.session_timeout_ns
-        out.send(src, BrokerHeartbeatResponse(Errors.NONE, msg.broker_epoch))
-
-    def _on_registration(self, src: str, msg: BrokerRegistration, now: int, out: Effects) -> None:
-        broker = msg.broker_id
-        # A new registration ends the previous one: that incarnation is gone.
-        self.store.close_session(broker)
-        self.deadlines.pop(broker, None)
-        if not self.store.may_register(broker):
-            out.send(
-                src,
-                BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1, self.epoch),
-            )
-            return
-        epoch = self.store.register(broker)
-        self.deadlines[broker] = now + self.config.session_timeout_ns
-        out.send(src, BrokerRegistrationResponse(Errors.NONE, epoch, self.epoch))
-        for key in sorted(self.store.published):
-            state = self.store.published[key]
-            if broker in state.replicas:
-                out.send(src, self._leader_and_isr(key, state, broker))
-
-    def _on_alter_partition(self, msg: AlterPartition, out: Effects) -> AlterPartitionResponse:
+    def _on_alter_partition(
+        self, msg: AlterPartition, out: Effects
+    ) -> AlterPartitionResponse | None:
         key = (msg.topic, msg.partition)
-        state = self.store.partitions.get(key)
+        state = self.context.get(key)
 
         def answer(error: Errors, s: PartitionState | None = None) -> AlterPartitionResponse:
             s = s or state
@@ -314,13 +299,23 @@ class Controller:
         if any(not self.store.is_registered(b) for b in added):
             return answer(Errors.INELIGIBLE_REPLICA)
         new = attrs.evolve(state, isr=msg.new_isr, partition_epoch=state.partition_epoch + 1)
-        self.store.partitions[key] = new
+        epoch_version, partition_epoch = self._expected(key)
+        result = self.store.write(
+            key, new, epoch_version=epoch_version, partition_epoch=partition_epoch, publish=False
+        )
+        if result is WriteResult.MOVED:
+            out.extend(self.resign("moved"))
+            return answer(Errors.NOT_CONTROLLER)
+        if result is WriteResult.CONFLICT:
+            self.context[key] = self.store.partitions[key]
+            return answer(Errors.INVALID_UPDATE_VERSION, self.context[key])
+        self.context[key] = new
         out.note(IsrChanged(msg.topic, msg.partition, new.leader_epoch, new.leader, new.isr))
         return answer(Errors.NONE, new)
 
     def _metadata(self, msg: MetadataRequest) -> MetadataResponse:
         parts = []
-        for (topic, partition), state in sorted(self.store.partitions.items()):
+        for (topic, partition), state in sorted(self.context.items()):
             if topic == msg.topic:
                 parts.append(
                     PartitionMetadata(partition, state.leader, state.leader_epoch, state.isr)
@@ -329,28 +324,42 @@ class Controller:
 
     # ------------------------------------------------------------------ time
 
-    def expire_sessions(self, now: int) -> list[int]:
-        """Brokers whose heartbeats stopped for a session timeout lose their registration."""
-        expired = []
-        for broker in sorted(self.deadlines):
-            if self.deadlines[broker] < now:
-                del self.deadlines[broker]
-                if self.store.close_session(broker):
-                    expired.append(broker)
-        return expired
-
-    def tick(self, now: int) -> Effects:
-        """Failure detection, then at most one decision (one store write)."""
+    def tick(self, now: int, connected: bool = True) -> Effects:
+        """The queued requests go out; then the ``/brokers/ids`` watch and at most one
+        decision (one store write), if the store is reachable."""
         out = Effects()
-        for broker in self.expire_sessions(now):
-            out.note(SessionExpired(broker))
-        for key in sorted(self.store.partitions):
-            if self._decide(key, out):
+        if self.resigned:
+            return out
+        # The send threads deliver what was queued (they need no store connection).
+        for dst, msg in self.outbox:
+            out.send(dst, msg)
+        self.outbox.clear()
+        if not connected:
+            return out
+        self._watch_registrations(out)
+        for key in sorted(self.context):
+            if self._decide(key, out) or self.resigned:
                 break
         return out
 
+    def _watch_registrations(self, out: Effects) -> None:
+        """A broker registered with a new broker epoch gets the published LeaderAndIsr of
+        its partitions (``onBrokerStartup``); gone registrations are forgotten."""
+        registrations = self.store.registrations
+        for broker in sorted(self.known):
+            if broker not in registrations:
+                del self.known[broker]
+        for broker in sorted(registrations):
+            if self.known.get(broker) == registrations[broker]:
+                continue
+            self.known[broker] = registrations[broker]
+            for key in sorted(self.published):
+                state = self.published[key]
+                if broker in state.replicas:
+                    self._send(broker_node(broker), self._leader_and_isr(key, state, broker), out)
+
     def _decide(self, key: tuple[str, int], out: Effects) -> bool:
-        state = self.store.partitions[key]
+        state = self.context[key]
         registered = self.store.is_registered
         for r in state.replicas:
             if registered(r):
@@ -381,11 +390,13 @@ class Controller:
                     return True
         return False
 
-    def elect_preferred(self, now: int) -> Effects:
+    def elect_preferred(self, now: int, connected: bool = True) -> Effects:
         """Preferred-leader election: the first replica takes over from a live leader."""
         out = Effects()
-        for key in sorted(self.store.partitions):
-            state = self.store.partitions[key]
+        if self.resigned or not connected:
+            return out
+        for key in sorted(self.context):
+            state = self.context[key]
             preferred = state.replicas[0]
             if (
                 state.leader not in (NO_LEADER, preferred)

@@ -55,6 +55,8 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerRegistration",
     "BrokerRegistrationResponse",
+    "ControllerElected",
+    "ControllerResigned",
     "Effects",
     "Errors",
     "Fetch",
@@ -74,6 +76,7 @@ __all__ = [
     "Published",
     "RequestFailed",
     "SessionExpired",
+    "StaleControllerRequest",
     "Truncated",
 ]
 
@@ -92,6 +95,7 @@ class Errors(enum.Enum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     STALE_CONTROLLER_EPOCH = 11
+    NOT_CONTROLLER = 41
     NETWORK_EXCEPTION = 13
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
@@ -432,10 +436,44 @@ class IsrChanged(Message):
 
 @message
 class SessionExpired(Message):
-    """The controller let a broker's session expire (``broker.session.timeout.ms`` without a
-    heartbeat: a dead, paused or cut-off broker, or a false suspicion)."""
+    """The coordination store let a broker's session expire (``zookeeper.session.timeout.ms``
+    without a heartbeat, on the store's monotonic clock: a dead, paused or cut-off broker,
+    or a false suspicion). Its ephemeral ``/brokers/ids/N`` goes, and ``/controller`` with
+    it if the broker held it."""
 
     broker: int
+
+
+@message
+class ControllerElected(Message):
+    """Broker ``broker`` created ``/controller`` and set ``/controller_epoch`` to ``epoch``
+    (``KafkaZkClient.registerControllerAndIncrementControllerEpoch``)."""
+
+    broker: int
+    epoch: int
+
+
+@message
+class ControllerResigned(Message):
+    """A controller learnt it no longer is one (``onControllerResignation``): its write was
+    refused (``moved``: BADVERSION on ``/controller_epoch``, ``ControllerMovedException``)
+    or it found its session expired when it reconnected (``session``)."""
+
+    broker: int
+    epoch: int
+    reason: str
+
+
+@message
+class StaleControllerRequest(Message):
+    """Broker ``broker`` got a LeaderAndIsr from controller epoch ``controller_epoch``, older
+    than the ``seen`` one it had applied: rejected with STALE_CONTROLLER_EPOCH, or, with
+    the broker-side fence off (``accept_stale_controller_epoch``), ``applied``."""
+
+    broker: int
+    controller_epoch: int
+    seen: int
+    applied: bool
 
 
 @message

@@ -20,6 +20,13 @@ treats each as one atomic action. Everything else (LeaderAndIsr, produce request
 answers, consumer fetches) waits in the network for a ``deliver``. A crash ends the broker's
 session with the controller at once (``ClusterConfig.crash_closes_session``), because the
 spec's controller elects only live brokers.
+
+The controller is a broker's role (``impl.world``): ``tick`` of a broker runs the broker's
+own periodic work only, and ``tick_controller`` is the controller's event -- the store's
+session expiry, then the duties of the broker holding ``/controller`` (or, when none does,
+the election by the first registered broker in id order that can reach the store; with
+no broker registered at all, a stand-in, since the replication spec's controller outlives
+every broker).
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from __future__ import annotations
 import collections
 
 from impl.client import acks_value
-from impl.controller import CONTROLLER, broker_node
+from impl.controller import Controller, broker_node
+from impl.coordination import STORE
 from impl.messages import Message
 from impl.protocol import (
     AlterPartition,
@@ -67,6 +75,9 @@ SYNC_RESPONSES = (
 )
 """Their answers, handed back within the same round trip."""
 
+STANDBY = 0
+"""The broker id of the stand-in controller of ``tick_controller`` (no broker has id 0)."""
+
 RAW_REQUEST_IDS = 1_000_000
 """Request ids of ``raw_produce`` start above this, clear of the producers' own."""
 
@@ -81,8 +92,9 @@ class RefinementCluster(World):
                 "ClusterConfig(refinement=True), or use impl.cluster.Cluster to run by time"
             )
         self._sync: collections.deque[tuple[str, str, Message]] = collections.deque()
-        self.sent_leader_and_isr: list[tuple[str, LeaderAndIsr]] = []
-        """Every LeaderAndIsr ever sent, with its destination (``redeliver`` replays one)."""
+        self.sent_leader_and_isr: list[tuple[str, str, LeaderAndIsr]] = []
+        """Every LeaderAndIsr ever sent, with its sender and destination (``redeliver``
+        replays one)."""
         self._raw_request_id = 0
         super().__init__(config, seed)
 
@@ -91,11 +103,13 @@ class RefinementCluster(World):
     def _dispatch(self, src: str, effects: Effects) -> None:
         """Node ``src``'s effects: notes recorded; replication round trips queued and
         carried out at once (``_run_sync``), every other message into the network."""
-        for note in effects.notes:
-            self._observe(note)
-        for dst, msg in effects.sends:
+        self._record_notes(src, effects)
+        for to, msg in effects.sends:
+            dst = self._route(to)
+            if dst is None:
+                continue
             if isinstance(msg, LeaderAndIsr):
-                self.sent_leader_and_isr.append((dst, msg))
+                self.sent_leader_and_isr.append((src, dst, msg))
             if isinstance(msg, SYNC_REQUESTS + SYNC_RESPONSES) and not (
                 isinstance(msg, Fetch) and msg.replica_id < 0
             ):
@@ -145,11 +159,11 @@ class RefinementCluster(World):
     def redeliver(self, index: int) -> bool:
         """Deliver again the ``index``-th LeaderAndIsr ever sent (a duplicate that was in
         flight), if its destination is running and reachable from the controller."""
-        dst, msg = self.sent_leader_and_isr[index]
-        if not self.running(dst) or self.network.is_blocked(CONTROLLER, dst):
+        src, dst, msg = self.sent_leader_and_isr[index]
+        if not self.running(dst) or self.network.is_blocked(src, dst):
             return False
         self.stats["redelivered"] += 1
-        self._deliver(dst, CONTROLLER, msg)
+        self._deliver(dst, src, msg)
         return True
 
     def replica_fetch(self, broker_id: int, partition: int = 0) -> bool:
@@ -177,18 +191,51 @@ class RefinementCluster(World):
         self.clock.advance_by(delta_ns)
 
     def tick(self, name: str) -> bool:
-        """Run node ``name``'s periodic work now (if it is running)."""
+        """Run node ``name``'s periodic work now (if it is running); a broker's controller
+        duties are ``tick_controller``'s."""
         if not self.running(name):
             return False
-        self._tick(name)
+        self._dispatch(name, self._step_node(name))
         return True
+
+    def tick_controller(self) -> bool:
+        """The controller's event: the store expires sessions, then the broker holding
+        ``/controller`` does its duties, or the first broker able to wins the election."""
+        self._dispatch(STORE, self._step_node(STORE))
+        holder = self.store.controller
+        if holder in self.controllers:
+            return self._role_tick(holder)
+        if any(self._role_tick(b) for b in self.config.broker_ids):
+            return True
+        if self.store.registrations:
+            return False
+        # No broker is registered, so none can be elected. spec.replication's controller
+        # outlives every broker (as KRaft's dedicated controller quorum does): its failure
+        # handling goes on. A stand-in reads the store and makes the one decision, in the
+        # current controller epoch (conditional as any write); it tells nobody (no broker
+        # is registered) and is gone after this event.
+        standby = Controller(
+            self.store, self.controller_config, STANDBY, -1, self.store.controller_epoch
+        )
+        effects = standby.tick(self.clock.monotonic_now(STORE))
+        self._dispatch(STORE, effects)
+        return bool(effects)
+
+    def tick_role(self, broker_id: int) -> bool:
+        """Broker ``broker_id``'s controller duties alone (a zombie's too)."""
+        return self._role_tick(broker_id)
 
     def elect_preferred(self) -> bool:
         """The controller's preferred-leader election now; whether it changed a leader."""
-        if self.controller is None or not self.running(CONTROLLER):
+        controller = self.controller
+        if controller is None:
             return False
-        effects = self.controller.elect_preferred(self.clock.monotonic_now(CONTROLLER))
-        self._dispatch(CONTROLLER, effects)
+        name = broker_node(controller.broker_id)
+        if not self.running(name):
+            return False
+        effects = controller.elect_preferred(self.clock.monotonic_now(name), self.connected(name))
+        self._forget_resigned(controller.broker_id)
+        self._dispatch(name, effects)
         return bool(effects.notes)
 
     def raw_produce(self, broker_id: int, value: bytes | None = None, client: str = "p1") -> None:

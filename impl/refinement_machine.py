@@ -39,7 +39,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
-from impl.controller import CONTROLLER, broker_node
+from impl.controller import broker_node
+from impl.controller_abstraction import ControllerCheck
+from impl.coordination import STORE
 from impl.refinement import RefinementCluster
 from impl.sim.clock import ms
 from impl.sim.network import Envelope, NetworkConfig
@@ -57,6 +59,9 @@ STATS: collections.Counter[str] = collections.Counter()
 """``steps``: Hypothesis steps run (rules executed); ``events``: implementation events
 checked against the spec."""
 
+CONTROLLER_VIOLATIONS: collections.Counter[str] = collections.Counter()
+"""``spec.controller`` properties found broken (for the tests of broken variants)."""
+
 TOLERATED: collections.Counter[str] = collections.Counter()
 """Known disagreements with the spec met and tolerated (see ``make_machine``'s
 ``tolerate``), by finding name."""
@@ -72,7 +77,9 @@ OPTIONAL_RULES = (
     "partition",
     "consumer",
     "preferred",
-    "controller_crash",
+    "controller_move",
+    "controller_pause",
+    "controller_cut",
 )
 
 DELAYS = (0, 0, ms(1), ms(10), ms(50), ms(200))
@@ -110,8 +117,10 @@ def refinement_config(
     min_isr: int = 2,
     brokers: int = 3,
     unclean: bool = False,
+    bugs: frozenset[str] = frozenset(),
 ) -> ClusterConfig:
     return ClusterConfig(
+        bugs=bugs,
         brokers=brokers,
         truncation=truncation,
         acks=acks,
@@ -136,6 +145,7 @@ def make_machine(
     disabled: frozenset[str] = frozenset(),
     tolerate: Tolerate | None = None,
     name: str = "RefinementMachine",
+    controller_expect_violated: frozenset[str] | None = frozenset(),
 ) -> type[RuleBasedStateMachine]:
     """A machine for ``config``; ``expect_violated`` names spec invariants not checked;
     ``always_on``/``disabled`` force optional rules on or off in every test case.
@@ -143,12 +153,18 @@ def make_machine(
     ``tolerate(spec, before, after)`` may name a *known, documented* disagreement between
     the implementation and the spec (a finding): a step it names is counted in
     ``TOLERATED`` instead of failing, and checking goes on from the implementation's
-    state. Anything else that is no spec step fails."""
+    state. Anything else that is no spec step fails.
+
+    After every event the cluster is also abstracted to ``spec.controller``'s state
+    (``impl.controller_abstraction``) and that spec's invariants and transition properties
+    are checked, except ``controller_expect_violated`` (None: not checked)."""
     spec = Replication(spec_params(config))
     invariants = [d for d in spec.invariants() if d.name not in expect_violated]
     transitions = [d for d in spec.transition_properties() if d.name not in expect_violated]
     brokers = st.sampled_from(config.broker_ids)
-    nodes = st.sampled_from((CONTROLLER, *(broker_node(b) for b in config.broker_ids)))
+    servers = tuple(broker_node(b) for b in config.broker_ids)
+    nodes = st.sampled_from(servers)
+    linked = st.sampled_from((STORE, *servers))
 
     class Machine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -162,6 +178,7 @@ def make_machine(
             self.unclean_seen = 0
             self.acked_seen = 0
             self.max_divergence = 0
+            self.controller_check: ControllerCheck | None = None
 
         # ------------------------------------------------------------ plumbing
 
@@ -177,13 +194,15 @@ def make_machine(
             self.enabled = (frozenset(swarm) | always_on) - disabled
             self.cluster = cluster_class(config, seed)
             self.prev = abstract(self.cluster)
+            if controller_expect_violated is not None:
+                self.controller_check = ControllerCheck(self.cluster)
             initial = next(iter(spec.init()))
             assert self.prev == initial, (
                 "the initial world is not the spec's initial state:\n"
                 + describe_state(spec, self.prev)
             )
             if bootstrap:
-                self.c.tick(CONTROLLER)
+                self.c.tick_controller()
                 self._after("controller tick (bootstrap)")
                 self._settle()
 
@@ -236,6 +255,21 @@ def make_machine(
                         + describe_state(spec, now)
                     )
             self.prev = now
+            self._check_controller(described)
+
+        def _check_controller(self, described: Callable[[], str]) -> None:
+            """``spec.controller``'s properties on the abstraction of the cluster."""
+            if self.controller_check is None:
+                return
+            assert controller_expect_violated is not None
+            broken = set(self.controller_check.check(self.c)) - controller_expect_violated
+            if broken:
+                CONTROLLER_VIOLATIONS.update(broken)
+                raise InvariantViolation(
+                    f"controller spec: {', '.join(sorted(broken))} fails after "
+                    f"{described()!r}\n"
+                    + self.controller_check.spec.short(self.controller_check.prev)
+                )
 
         def _observe(self, step: Step, before: State, after: State) -> None:
             if step.action.startswith("become_follower"):
@@ -385,7 +419,7 @@ def make_machine(
         @counted
         def tick_controller(self, delay: int) -> None:
             self.c.advance(delay)
-            if self.c.tick(CONTROLLER):
+            if self.c.tick_controller():
                 self._after(f"controller tick after {delay}ns")
 
         @precondition(lambda self: self.on("fail_leader"))
@@ -397,7 +431,7 @@ def make_machine(
             decision is delivered, and (``resume``) the old leader wakes up."""
             leader = self.c.store.partitions[(config.topic, 0)].leader
             name = broker_node(leader)
-            if leader == NONE or not self.c.running(name) or not self.c.running(CONTROLLER):
+            if leader == NONE or not self.c.running(name):
                 return
             self.c.pause(name)
             self._after(f"pause {name}")
@@ -406,7 +440,7 @@ def make_machine(
                 for b in config.broker_ids:
                     if self.c.tick(broker_node(b)):
                         self._after(f"tick b{b} (+100ms)")
-                if self.c.tick(CONTROLLER):
+                if self.c.tick_controller():
                     self._after("controller tick (+100ms)")
                 if not self.c.store.is_registered(leader):
                     break
@@ -486,7 +520,7 @@ def make_machine(
                 self._after(f"resume {node}")
 
         @precondition(lambda self: self.on("partition"))
-        @rule(a=nodes, b=nodes)
+        @rule(a=linked, b=linked)
         @counted
         def partition(self, a: str, b: str) -> None:
             if a == b:
@@ -496,17 +530,70 @@ def make_machine(
             self.c.partition([(a, b), (b, a)])
             self._after(f"partition {a} | {b}")
 
-        @precondition(lambda self: self.on("controller_crash"))
+        @precondition(lambda self: self.on("controller_move"))
         @rule()
         @counted
-        def controller_crash_or_restart(self) -> None:
-            state = self.c.nodes.state(CONTROLLER)
-            if state.alive:
-                self.c.crash(CONTROLLER)
-                self._after("crash the controller")
-            else:
-                self.c.restart(CONTROLLER)
-                self._after("restart the controller")
+        def controller_moves(self) -> None:
+            """An operator deletes ``/controller`` (the usual way to force a re-election):
+            the next controller tick elects one; the old one is a zombie until its next
+            write is refused."""
+            if self.c.store.delete_controller():
+                self._after("delete /controller")
+
+        def _controller_node(self) -> str | None:
+            holder = self.c.store.controller
+            return broker_node(holder) if holder in self.c.controllers else None
+
+        @precondition(lambda self: self.on("controller_pause"))
+        @rule()
+        @counted
+        def controller_pause_or_resume(self) -> None:
+            """A long GC pause of the controller (it stays controller in its own mind), or
+            the end of one: a paused zombie wakes up."""
+            paused = [
+                broker_node(b)
+                for b in sorted(self.c.controllers)
+                if self.c.nodes.state(broker_node(b)) is NodeState.PAUSED
+            ]
+            if paused:
+                self.c.resume(paused[0])
+                self._after(f"resume {paused[0]} (a controller)")
+                return
+            node = self._controller_node()
+            if node is not None and self.c.running(node):
+                self.c.pause(node)
+                self._after(f"pause the controller {node}")
+
+        @precondition(lambda self: self.on("controller_cut"))
+        @rule()
+        @counted
+        def controller_cut_or_heal(self) -> None:
+            """The controller cut off from the store but not from the brokers, or healed."""
+            if self.c.network.blocked_links():
+                self.c.heal()
+                self._after("heal")
+                return
+            node = self._controller_node()
+            if node is not None:
+                self.c.partition([(node, STORE), (STORE, node)])
+                self._after(f"cut the controller {node} off from {STORE}")
+
+        @rule()
+        @counted
+        def expire_sessions(self) -> None:
+            """Session timeouts pass on the store's clock: every broker that did not
+            heartbeat meanwhile loses its session (a paused or cut-off one, or any)."""
+            self.c.advance(config.session_timeout_ns + ms(100))
+            if self.c.tick_controller():
+                self._after("session timeout, then controller tick")
+
+        @rule(b=brokers)
+        @counted
+        def zombie_tick(self, b: int) -> None:
+            """A controller the store no longer names acts on its stale context."""
+            zombie = b != self.c.store.controller and b in self.c.controllers
+            if zombie and self.c.tick_role(b):
+                self._after(f"zombie controller b{b} ticks")
 
     Machine.__name__ = Machine.__qualname__ = name
     return Machine

@@ -1,8 +1,8 @@
 """The simulated world: brokers, the controller, clients, the network, disks and the clock,
 all driven by one seed -- what both drivers of a cluster share.
 
-``World(config, seed)`` builds a cluster of ``config.brokers`` brokers (``b1``..), one
-controller (``controller``) over a metadata store, ``config.producers`` producers
+``World(config, seed)`` builds a cluster of ``config.brokers`` brokers (``b1``..), the
+coordination store (``zk``, ``impl.coordination``: ZooKeeper), ``config.producers`` producers
 (``p1``..) and ``config.consumers`` consumers (``c1``..), on a ``SimDisk`` per broker and
 one ``Network``. The seed is split per subsystem (``impl.sim.rng``): ``network``,
 ``disk``, ``workload``, ``faults``, ``node/<name>``. Every node is handed its own *local*
@@ -14,7 +14,20 @@ in flight, every disk's bytes, the store, client histories, the clock).
 
 The world hands a node a message or its periodic tick (one dispatch, ``_step_node``) and
 carries out the node's effects (``_dispatch``): its messages go to the network, its notes to
-the world's records (``impl.timeline``; the ghost state). Faults (``crash``, ``restart``,
+the world's records (``impl.timeline``; the ghost state).
+
+The controller is a role any broker can take (``impl.controller``): on each of its ticks a
+registered broker whose link to the store is open and which finds no ``/controller`` tries
+to create it (``_role_tick``); the winner's ``Controller`` lives on that broker's node --
+paused with it, killed with it, cut off with it -- in ``controllers``. A controller's store
+calls are made only while its broker's links to and from ``zk`` are open (``connected``).
+A message addressed to ``CONTROLLER`` goes to the broker ``/controller`` names when it is
+sent (clients and brokers learn the controller's id from metadata and from ZooKeeper; a
+message sent while there is none is lost, and the sender's timeout retries it); a
+controller request reaching a broker that is not (or no longer) the controller is dropped.
+A controller resigns when its write is refused or when its broker finds its session
+expired (the broker's epoch changed): until then, a paused or cut-off controller is a
+*zombie* that keeps acting (``controllers`` may hold two). Faults (``crash``, ``restart``,
 ``pause``, ``resume``, ``partition``, ``heal``, ``skew_clock``) and the clients' ops
 (``client_send``, ``client_poll``) are the same whoever drives. What a world lacks is a
 driver, which decides what happens next:
@@ -45,7 +58,14 @@ import attrs
 
 from impl.broker import Broker, BrokerConfig
 from impl.client import Consumer, ConsumerConfig, Producer, ProducerConfig, Send, acks_value
-from impl.controller import CONTROLLER, Controller, ControllerConfig, MetadataStore, broker_node
+from impl.controller import (
+    CONTROLLER,
+    CONTROLLER_REQUESTS,
+    Controller,
+    ControllerConfig,
+    broker_node,
+)
+from impl.coordination import STORE, MetadataStore
 from impl.log import (
     REPLICATION_OFFSET_CHECKPOINT,
     Log,
@@ -55,12 +75,16 @@ from impl.log import (
 )
 from impl.messages import Message
 from impl.protocol import (
+    NO_LEADER,
     Acked,
     Appended,
     BrokerRegistration,
+    ControllerElected,
     Effects,
     LeaderAndIsr,
     Published,
+    SessionExpired,
+    StaleControllerRequest,
 )
 from impl.replica import ReplicaConfig
 from impl.sim.clock import Clock, ms
@@ -70,7 +94,22 @@ from impl.sim.node import NodeLifecycles, NodeState
 from impl.sim.rng import SimRandom
 from impl.timeline import Crash, Recovery, Timeline
 
-__all__ = ["ClusterConfig", "Ghost", "IllegalEvent", "World"]
+__all__ = ["FENCE_BUGS", "ClusterConfig", "Ghost", "IllegalEvent", "World"]
+
+FENCE_BUGS: dict[str, str] = {
+    "accept_stale_controller_epoch": (
+        "brokers apply LeaderAndIsr from an older controller epoch (no STALE_CONTROLLER_EPOCH)"
+    ),
+    "unconditional_write": (
+        "the controller writes partition state blindly: neither /controller_epoch's version "
+        "nor the partition znode's is checked"
+    ),
+    "epoch_not_persisted": (
+        "the controller epoch is not persisted: every new controller starts again at 1"
+    ),
+}
+"""The implementation's controller fences that ``ClusterConfig.bugs`` turns off, named as
+``spec.controller``'s broken variants (``kmodel test --bug NAME``)."""
 
 
 class IllegalEvent(Exception):
@@ -128,10 +167,20 @@ class ClusterConfig:
     """A crash ends the broker's registration at once; default: in refinement mode."""
     track_ghosts: bool | None = None
     """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
+    bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    """Testing knobs, off by default: the controller fences turned off (``FENCE_BUGS``)."""
     enable_idempotence: bool | None = None
     """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default since 3.0 --
     on with acks=all, off with acks 0 or 1 (Kafka turns the default off rather than refuse
     those acks; asking for idempotence with them explicitly is an error)."""
+
+    def __attrs_post_init__(self) -> None:
+        unknown = sorted(set(self.bugs) - set(FENCE_BUGS))
+        if unknown:
+            raise ValueError(
+                f"unknown --bug {', '.join(unknown)}; the implementation's fences are "
+                f"{', '.join(sorted(FENCE_BUGS))}"
+            )
 
     @property
     def idempotence(self) -> bool:
@@ -173,11 +222,15 @@ class ClusterConfig:
             request_timeout_ns=self.request_timeout_ns,
             hw_checkpoint_interval_ns=None if atomic else self.hw_checkpoint_interval_ns,
             atomic=atomic,
+            fence_stale_controller_epoch="accept_stale_controller_epoch" not in self.bugs,
         )
 
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(
-            session_timeout_ns=self.session_timeout_ns, unclean_leader_election=self.unclean
+            unclean_leader_election=self.unclean,
+            conditional_writes="unconditional_write" not in self.bugs,
+            persist_epoch="epoch_not_persisted" not in self.bugs,
+            queued_sends=not self.refinement,
         )
 
 
@@ -196,6 +249,13 @@ class Ghost:
     fences: dict[int, int] = attrs.Factory(dict)
     """Broker -> the quorum leader epoch when it last restarted (absent: never restarted)."""
     down: dict[int, dict[tuple[str, int], tuple[list[tuple[int, int]], int]]] = attrs.Factory(dict)
+    controller_writes: set[tuple[int, int]] = attrs.Factory(set)
+    """(``/controller_epoch`` when the write landed, writer) of every partition-state write
+    a controller published (``spec.controller``'s ``writes``)."""
+    controller_epochs: set[int] = attrs.Factory(set)
+    """Every controller epoch a broker was elected with."""
+    expiries: int = 0
+    """Sessions the store expired (``spec.controller``'s ``expiries``)."""
     """Crashed broker -> per partition, what recovery will find: [(offset, epoch)] and HW."""
 
     def observe(self, note: Message) -> None:
@@ -240,26 +300,26 @@ class World:
         self.producer_names = [f"p{i}" for i in range(1, config.producers + 1)]
         self.consumer_names = [f"c{i}" for i in range(1, config.consumers + 1)]
         self.node_names: tuple[str, ...] = (
-            CONTROLLER,
+            STORE,
             *self.broker_names.values(),
             *self.producer_names,
             *self.consumer_names,
         )
-        """Every node: the controller, the brokers, the producers, the consumers."""
+        """Every node: the coordination store, the brokers, the producers, the consumers."""
         self.nodes = NodeLifecycles(self.node_names)
         self.network = Network(self.nodes, self.clock, self.rng.split("network"), config.network)
         self.ghost = Ghost()
         self.disks = {b: SimDisk(name, self.clock) for b, name in self.broker_names.items()}
-        self.store = MetadataStore()
+        self.store = MetadataStore(config.session_timeout_ns)
         self.timeline = Timeline()
         """What happened to each partition, for explaining a run (``impl.timeline``)."""
         for p in range(config.partitions):
             self.store.create_partition(config.topic, p, config.broker_ids)
             self.timeline.start(config.topic, p, config.broker_ids)
         self.broker_config = config.broker_config()
-        self.controller: Controller | None = Controller(
-            self.store, config.controller_config(), self.clock.monotonic_now(CONTROLLER)
-        )
+        self.controller_config = config.controller_config()
+        self.controllers: dict[int, Controller] = {}
+        """Broker -> the controller role it holds (believes it holds: a zombie too)."""
         self.brokers: dict[int, Broker | None] = {}
         self.stats: collections.Counter[str] = collections.Counter()
         acks = acks_value(config.acks)
@@ -292,6 +352,13 @@ class World:
         self._seen: dict[str, int] = {}
         for b in config.broker_ids:
             self._start_broker(b, incarnation=0, bootstrap=True)
+        if not config.refinement:
+            # The brokers are started in id order and race for /controller as they start:
+            # the first wins (later elections are won by whoever ticks first). Refinement
+            # runs start with no controller, as the spec does.
+            for b in config.broker_ids:
+                if self._role_tick(b):
+                    break
 
     # ------------------------------------------------------------------ nodes
 
@@ -325,13 +392,100 @@ class World:
             return
         # The cluster is created with every broker registered, as a real cluster is
         # started before its first topic: the registration is handled on the spot.
-        assert self.controller is not None
         for dst, msg in started.sends:
-            assert dst == CONTROLLER and isinstance(msg, BrokerRegistration), (dst, msg)
-            answer = self.controller.step(name, msg, now)
+            assert dst == STORE and isinstance(msg, BrokerRegistration), (dst, msg)
+            answer = self.store.step(name, msg, self.clock.monotonic_now(STORE))
             for reply_dst, reply in answer.sends:
                 assert reply_dst == name, (reply_dst, reply)
-                self._dispatch(name, broker.step(CONTROLLER, reply, now))
+                self._dispatch(name, broker.step(STORE, reply, now))
+
+    # ------------------------------------------------------------------ the controller role
+
+    @property
+    def controller(self) -> Controller | None:
+        """The controller ``/controller`` names, if it still acts (not a zombie)."""
+        role = self.controllers.get(self.store.controller)
+        return role if role is not None and role.epoch_version == self.store.epoch_version else None
+
+    def connected(self, name: str) -> bool:
+        """Whether node ``name`` reaches the coordination store and hears it back."""
+        network = self.network
+        return not network.is_blocked(name, STORE) and not network.is_blocked(STORE, name)
+
+    def _role_tick(self, b: int) -> bool:
+        """Broker ``b``'s controller duties, on its tick: its controller's tick, or else an
+        attempt to create ``/controller`` when none exists. Whether anything was done."""
+        name = self.broker_names[b]
+        broker = self.brokers.get(b)
+        if broker is None or not self.running(name):
+            return False
+        now, connected = self.clock.monotonic_now(name), self.connected(name)
+        role = self.controllers.get(b)
+        if role is not None:
+            effects = role.tick(now, connected)
+            self._forget_resigned(b)
+            self._dispatch(name, effects)
+            return bool(effects)
+        if broker.broker_epoch is None or not connected or self.store.controller != NO_LEADER:
+            return False
+        role = Controller.elect(self.store, self.controller_config, b, broker.broker_epoch)
+        if role is None:
+            return False
+        self.controllers[b] = role
+        self.stats["controller_elections"] += 1
+        if len(self.controllers) > 1:
+            # The old controller has not learnt yet that it no longer is one: 脑裂.
+            self.stats["brain_splits"] += 1
+        out = Effects()
+        out.note(ControllerElected(b, role.epoch))
+        # onControllerFailover: tell every broker the published state with the new epoch,
+        # then handle what is pending (offline partitions elect a leader at once).
+        out.extend(role.resend_all()).extend(role.tick(now, connected))
+        self._forget_resigned(b)
+        self._dispatch(name, out)
+        return True
+
+    def controller_figures(self) -> dict[str, int]:
+        """What the controllers did in this run: elections, brain splits (an election while
+        a zombie still acted), resignations, writes the store took from a zombie (only with
+        its fence off), and zombie LeaderAndIsr requests the brokers rejected
+        (STALE_CONTROLLER_EPOCH) or, with that fence off, applied."""
+        keys = (
+            "controller_elections",
+            "brain_splits",
+            "controller_resignations",
+            "zombie_writes",
+            "stale_controller_rejected",
+            "stale_controller_applied",
+        )
+        return {key: self.stats[key] for key in keys}
+
+    def _forget_resigned(self, b: int) -> None:
+        role = self.controllers.get(b)
+        if role is not None and role.resigned:
+            del self.controllers[b]
+            self.stats["controller_resignations"] += 1
+
+    def _check_session(self, b: int, broker: Broker) -> Effects:
+        """The controller on ``b`` resigns once its broker found its session expired (its
+        broker epoch is no longer the one the controller was elected with)."""
+        role = self.controllers.get(b)
+        if role is None or broker.broker_epoch == role.session_epoch:
+            return Effects()
+        effects = role.resign("session")
+        self._forget_resigned(b)
+        return effects
+
+    def _route(self, dst: str) -> str | None:
+        """Where a message to ``dst`` goes: ``CONTROLLER`` is the broker ``/controller``
+        names now (None: there is none, the message is lost)."""
+        if dst != CONTROLLER:
+            return dst
+        holder = self.store.controller
+        if holder == NO_LEADER:
+            self.stats["controller_unknown"] += 1
+            return None
+        return self.broker_names[holder]
 
     def _step_node(self, name: str, src: str | None = None, msg: Message | None = None) -> Effects:
         """One step of node ``name`` (which must be running): handle ``msg`` from ``src``,
@@ -347,16 +501,23 @@ class World:
             if msg is None:
                 return broker.tick(now, wall)
             assert src is not None
+            if isinstance(msg, CONTROLLER_REQUESTS):
+                role = self.controllers.get(b)
+                if role is None:
+                    self.stats["controller_requests_dropped"] += 1
+                    return Effects()
+                effects = role.step(src, msg, now, self.connected(name))
+                self._forget_resigned(b)
+                return effects
             if isinstance(msg, LeaderAndIsr):
                 self.stats["leader_and_isr_delivered"] += 1
-            return broker.step(src, msg, now, wall)
-        if name == CONTROLLER:
-            assert self.controller is not None
+            return broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+        if name == STORE:
             now = clock.monotonic_now(name)
             if msg is None:
-                return self.controller.tick(now)
+                return self.store.tick(now)
             assert src is not None
-            return self.controller.step(src, msg, now)
+            return self.store.step(src, msg, now)
         client: Producer | Consumer = self.producers.get(name) or self.consumers[name]
         now = clock.wall_now(name)
         if msg is None:
@@ -372,17 +533,40 @@ class World:
         self._dispatch(dst, self._step_node(dst, src, msg))
 
     def _tick(self, name: str) -> None:
-        """Run node ``name``'s periodic work (it must be running); carry out its effects."""
+        """Run node ``name``'s periodic work (it must be running); carry out its effects. A
+        broker's includes its controller duties (``_role_tick``)."""
         self._dispatch(name, self._step_node(name))
+        b = self._broker_of_node.get(name)
+        if b is not None:
+            self._role_tick(b)
 
     def _dispatch(self, src: str, effects: Effects) -> None:
         """Carry out node ``src``'s effects: record its notes, and send its messages through
         the network (a driver that carries some messages otherwise overrides this)."""
+        self._record_notes(src, effects)
+        send, route = self.network.send, self._route
+        for dst, msg in effects.sends:
+            to = route(dst)
+            if to is not None:
+                send(src, to, msg)
+
+    def _record_notes(self, src: str, effects: Effects) -> None:
+        """Record node ``src``'s notes (``_observe``), and what the controllers' notes tell
+        the world: a write by a zombie, and (ghost) who wrote in which controller epoch,
+        the epochs elected, the sessions expired."""
         for note in effects.notes:
             self._observe(note)
-        send = self.network.send
-        for dst, msg in effects.sends:
-            send(src, dst, msg)
+            if isinstance(note, Published) and src in self._broker_of_node:
+                b = self._broker_of_node[src]
+                writer = self.controllers.get(b)
+                if writer is not None and writer.epoch_version != self.store.epoch_version:
+                    self.stats["zombie_writes"] += 1
+                if self.config.ghosts:
+                    self.ghost.controller_writes.add((self.store.controller_epoch, b))
+            elif isinstance(note, ControllerElected) and self.config.ghosts:
+                self.ghost.controller_epochs.add(note.epoch)
+            elif isinstance(note, SessionExpired) and self.config.ghosts:
+                self.ghost.expiries += 1
 
     # ------------------------------------------------------------------ driver hooks
 
@@ -400,6 +584,8 @@ class World:
     def _observe(self, note: Message) -> None:
         """Record a node's note: in the timeline, and (if kept) in the ghost state."""
         self.timeline.observe(self.clock.now, note)
+        if isinstance(note, StaleControllerRequest):
+            self.stats["stale_controller_" + ("applied" if note.applied else "rejected")] += 1
         if self.config.ghosts:
             self.ghost.observe(note)
 
@@ -418,6 +604,12 @@ class World:
         ``torn[path]`` bytes of each listed file (or drawn from ``rng``): a torn write.
         Without it (SIGKILL of the process; the machine stays up) the page cache survives,
         dirty pages included, and the kernel goes on writing them back."""
+        if name == STORE:
+            raise IllegalEvent(
+                f"{STORE} is the coordination store, a replicated ZooKeeper ensemble that "
+                "outlives every broker: it is not crashed here; partition it from brokers "
+                "instead (partition-controller)"
+            )
         if not self.nodes.state(name).alive:
             raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot crash")
         if name in self.producers or name in self.consumers:
@@ -429,10 +621,8 @@ class World:
         self._node_stopped(name)
         self.stats["crashes"] += 1
         kept: dict[str, int] = {}
-        if name == CONTROLLER:
-            self.controller = None
-            return kept
         b = self.broker_id(name)
+        self.controllers.pop(b, None)  # the controller role dies with its process
         self.timeline.add(
             Crash(
                 self.clock.now,
@@ -496,12 +686,6 @@ class World:
             raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot restart")
         self.nodes.restart(name)
         self._node_started(name)
-        if name == CONTROLLER:
-            self.controller = Controller(
-                self.store, self.config.controller_config(), self.clock.monotonic_now(CONTROLLER)
-            )
-            self._dispatch(CONTROLLER, self.controller.resend_all())
-            return
         if name in self.producers or name in self.consumers:
             return
         b = self.broker_id(name)
@@ -514,6 +698,11 @@ class World:
         self.timeline.add(Recovery(self.clock.now, b, self._logs(b)))
 
     def pause(self, name: str) -> None:
+        if name == STORE:
+            raise IllegalEvent(
+                f"{STORE} is the coordination store (a ZooKeeper ensemble): it is not paused "
+                "here; pause a broker (pause-controller) or partition it from the store"
+            )
         self.nodes.pause(name)
 
     def resume(self, name: str) -> None:

@@ -11,8 +11,9 @@ schedule read back from it replays the same faults.
 
 The catalogue (`CATALOGUE`):
 
-Partitions, among the servers (brokers ``b1``.. and the ``controller``; clients always reach
-every server, as Jepsen's clients reach their node). The value is Jepsen's *grudge*: each
+Partitions, among the servers (brokers ``b1``.. and the coordination store ``zk``, the
+ZooKeeper ensemble; clients always reach every server, as Jepsen's clients reach their
+node). The value is Jepsen's *grudge*: each
 node -> the nodes whose messages it drops. Stopping any partition heals the network.
 
 - ``partition``: one of the shapes below, drawn at random;
@@ -22,11 +23,16 @@ node -> the nodes whose messages it drops. Stopping any partition heals the netw
 - ``partition-bridge``: two halves that only one server in the middle talks to;
 - ``partition-ring``: majorities ring (each server hears a majority, no two the same one);
 - ``partition-asymmetric``: one server (the leader, half of the time) hears nobody but is
-  heard by all, or the reverse.
+  heard by all, or the reverse;
+- ``partition-controller``: the controller (the broker ``/controller`` names) cut off from
+  the store but not from the brokers -- its session expires, another broker is elected, and
+  it keeps sending to the brokers as a zombie -- or, half of the time, the reverse: cut off
+  from every broker but not from the store (it stays controller, and nobody hears it).
 
 Processes:
 
-- ``kill`` / ``restart``: a server (a broker or the controller) loses power; a broker's
+- ``kill`` / ``restart``: a broker loses power (the store is never killed: it stands for a
+  replicated ZooKeeper ensemble); a broker's
   disk loses every byte neither fsynced nor written back by the kernel (Kafka leaves
   flushing to the page cache, so that is its last 30 to 35 seconds of log: the kernel
   writes back dirty pages older than ``vm.dirty_expire_centisecs``, see
@@ -39,10 +45,12 @@ Processes:
 - ``kill-all``: every broker crashes at once: whole-cluster loss of unflushed data, a loss
   Kafka's replication does not protect against (acks=all writes live in page caches). Not
   in ``all``;
-- ``pause`` / ``resume``: SIGSTOP and SIGCONT of a server (the leader or the controller
+- ``kill-controller``: the same, aimed at the controller: failover by election;
+- ``pause`` / ``resume``: SIGSTOP and SIGCONT of a broker (the leader or the controller
   half of the time): it keeps its state and wakes up acting on it, a zombie leader or
   controller that only epochs can fence;
-- ``pause-leader``: the same, aimed at the current leader of a partition.
+- ``pause-leader``, ``pause-controller``: the same, aimed at the current leader of a
+  partition, or at the controller (a long GC pause of the controller: the brain split).
 
 Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
@@ -95,7 +103,8 @@ import attrs
 import orjson
 
 from impl.cluster import Cluster, IllegalEvent
-from impl.controller import CONTROLLER, broker_node
+from impl.controller import broker_node
+from impl.coordination import STORE
 from impl.log.batch import read_header
 from impl.protocol import NO_LEADER
 from impl.sim.network import (
@@ -143,13 +152,20 @@ CATALOGUE: dict[str, Fault] = {
         Fault("partition-bridge", "partition", "two halves joined by one server"),
         Fault("partition-ring", "partition", "majorities ring"),
         Fault("partition-asymmetric", "partition", "one server deaf, or mute, to the others"),
+        Fault(
+            "partition-controller",
+            "partition",
+            "the controller cut off from the store but not the brokers, or the reverse",
+        ),
         Fault("kill", "process", "crash a server (unflushed data lost), restart it"),
         Fault("kill-leader", "process", "crash a partition's leader, restart it"),
+        Fault("kill-controller", "process", "crash the controller's broker, restart it"),
         Fault("kill-all", "process", "crash every broker at once: whole-cluster data loss"),
         Fault("sigkill", "process", "SIGKILL a server process (page cache kept), restart it"),
         Fault("sigkill-leader", "process", "SIGKILL a partition's leader, restart it"),
         Fault("pause", "process", "SIGSTOP a server (often the leader or controller)"),
         Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
+        Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
         Fault("delay", "network", "slow every message down (20..300 ms)"),
@@ -181,6 +197,7 @@ CLOCK_RATES = ((1, 4), (1, 2), (1, 1), (1, 1), (2, 1), (4, 1))
 """Clock rates a skewed node may run at (numerator, denominator of global time)."""
 
 _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
+"""The shapes ``partition`` draws from (``partition-controller`` is named on its own)."""
 
 _CRC_FIELD = 17
 """Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
@@ -280,7 +297,13 @@ class Nemesis:
 
     @property
     def servers(self) -> list[str]:
-        return [*(broker_node(b) for b in self.cluster.config.broker_ids), CONTROLLER]
+        """What partitions and clock faults act on: the brokers and the store."""
+        return [*(broker_node(b) for b in self.cluster.config.broker_ids), STORE]
+
+    def controller(self) -> str | None:
+        """The broker ``/controller`` names now (None: no controller)."""
+        holder = self.cluster.store.controller
+        return None if holder == NO_LEADER else broker_node(holder)
 
     @property
     def brokers(self) -> list[str]:
@@ -354,6 +377,14 @@ class Nemesis:
             return bridge_links(order), {"bridge": order[len(order) // 2]}
         if shape == "ring":
             return majorities_ring_links(order), {"ring": order}
+        if shape == "controller":
+            node = self.controller() or self.brokers[self.rng.randrange(len(self.brokers))]
+            if self.rng.random() < 0.5:
+                links = frozenset({(node, STORE), (STORE, node)})
+                return links, {"node": node, "cut_from": "store"}
+            others = [b for b in self.brokers if b != node]
+            links = frozenset((node, o) for o in others) | frozenset((o, node) for o in others)
+            return links, {"node": node, "cut_from": "brokers"}
         if shape == "asymmetric":
             if self.rng.random() < 0.5:
                 partition, leader = self.leader()
@@ -414,18 +445,26 @@ class Nemesis:
         return {"node": node, **out}
 
     def _process_target(self, fault: str) -> tuple[str | None, dict[str, Any]]:
+        if fault.endswith("-controller"):
+            node = self.controller()
+            if node is not None and self._state(node) is NodeState.RUNNING:
+                return node, {"controller": True}
+            return self._pick(self.brokers), {}
         if fault.endswith("-leader") or (fault == "pause" and self.rng.random() < 0.25):
             partition, leader = self.leader()
             if leader is not None and self._state(leader) is NodeState.RUNNING:
                 return leader, {"leader_of": partition}
-        controller_up = self._state(CONTROLLER) is NodeState.RUNNING
-        if fault == "pause" and self.rng.random() < 0.25 and controller_up:
-            return CONTROLLER, {}
-        return self._pick(self.servers), {}
+        controller = self.controller()
+        if (
+            fault == "pause"
+            and self.rng.random() < 0.25
+            and controller is not None
+            and self._state(controller) is NodeState.RUNNING
+        ):
+            return controller, {"controller": True}
+        return self._pick(self.brokers), {}
 
     def _unflushed(self, node: str) -> list[tuple[str, int]]:
-        if node == CONTROLLER:
-            return []
         return self.cluster.unflushed_files(self.cluster.broker_id(node))
 
     def _stop_process(self, fault: str) -> Any:

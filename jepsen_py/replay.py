@@ -25,7 +25,8 @@ import attrs
 import orjson
 
 from impl.cluster import Cluster
-from impl.controller import CONTROLLER, broker_node
+from impl.controller import broker_node
+from impl.coordination import STORE
 from jepsen_py.checker.anomalies import ANOMALIES, CLASSES
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, NONLINEARIZABLE, check_keys
@@ -70,7 +71,7 @@ class Tracer:
             return
         now = cluster.clock.now
         config = cluster.config
-        servers = [*(broker_node(b) for b in config.broker_ids), CONTROLLER]
+        servers = [*(broker_node(b) for b in config.broker_ids), STORE]
         for name in servers:
             node_state = cluster.nodes.state(name)
             life = (node_state.value, cluster.nodes.incarnation(name))

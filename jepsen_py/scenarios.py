@@ -7,6 +7,7 @@ They are shared by the regression tests (``model_tests/test_runner.py``) and the
 
 from __future__ import annotations
 
+from impl.coordination import STORE
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ALL, ScheduleStep
 from jepsen_py.runner.config import TestConfig
@@ -16,21 +17,21 @@ KAFKA_TODAY = TestConfig(acks="all", min_isr=2, unclean=False, truncation="kip32
 fault except whole-cluster loss of unflushed data (``kill-all``)."""
 
 CUT_FOLLOWERS = {"b1": ["b2", "b3"], "b2": ["b1"], "b3": ["b1"]}
-"""The leader b1 and its followers lose each other; everyone still reaches the controller."""
+"""The leader b1 and its followers lose each other; everyone still reaches the store (zk)."""
 
 ISOLATE_LEADER = {
-    "b1": ["b2", "b3", "controller"],
+    "b1": ["b2", "b3", STORE],
     "b2": ["b1"],
     "b3": ["b1"],
-    "controller": ["b1"],
+    STORE: ["b1"],
 }
 """b1 loses every other node (its clients still reach it)."""
 
 JEPSEN_2013 = (
-    # The followers lose the leader b1 (which still reaches the controller): after
+    # The followers lose the leader b1 (which is the controller and still reaches the store): after
     # replica.lag.time.max.ms the ISR shrinks to b1 alone, which goes on acknowledging.
     ScheduleStep(2 * SECOND, "start-partition", {"shape": "isr-shrink", "grudge": CUT_FOLLOWERS}),
-    # Then b1 loses the controller too; clients still reach it. Its session expires, no ISR
+    # Then b1 loses the store (zk) too; clients still reach it. Its session expires, no ISR
     # member is left, and an out-of-sync follower is elected.
     ScheduleStep(16 * SECOND, "start-partition", {"shape": "leader-cut", "grudge": ISOLATE_LEADER}),
     ScheduleStep(28 * SECOND, "stop-partition"),

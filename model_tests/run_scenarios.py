@@ -5,15 +5,15 @@ seed, then what the cluster did and what the run lost, in the datadriven format 
 Commands::
 
     config brokers=3 partitions=2 rate=1.0 time_limit_ns=5281475943 nemesis=["clock","kill"]
-    fault 823534814 start-clock {"skews": {"controller": -3719000000}}
+    fault 823534814 start-clock {"skews": {"zk": -3719000000}}
     run seed=517
 
 ``config`` sets `TestConfig` fields (values in JSON; names as in ``test.json``); ``fault``
 adds a step to the explicit schedule (time in ns, the nemesis op, its value in JSON);
 ``run`` simulates and checks the run and prints: the verdict, the acknowledged and lost
-writes, every session the controller let expire, every election and ISR change, every crash
-and recovery (``impl.timeline``), and each loss's mechanism and story
-(``jepsen_py.explain``).
+writes, every session the store let expire, the controller's figures when a brain split
+happened or a fence is off, every election and ISR change, every crash and recovery
+(``impl.timeline``), and each loss's mechanism and story (``jepsen_py.explain``).
 """
 
 from __future__ import annotations
@@ -80,6 +80,10 @@ class RunScenario:
         ]
         expired = [f"{_t(e.time)} b{e.broker}" for e in events if isinstance(e, SessionExpiry)]
         lines.append(f"sessions expired: {', '.join(expired) or 'none'}")
+        controller = simulation.figures.controller
+        if config.bugs or controller["brain_splits"]:
+            # Brain splits and what the zombie's requests met (impl.world.controller_figures).
+            lines.append("controller: " + ", ".join(f"{k} {v}" for k, v in controller.items()))
         for e in events:
             if isinstance(e, Election):
                 leader = "none" if e.leader < 0 else f"b{e.leader}"

@@ -184,7 +184,7 @@ def test_each_driver_refuses_the_other_ones_configuration():
 
 def test_refinement_mode_round_trips_fail_cleanly_across_a_partition():
     cluster = RefinementCluster(ClusterConfig(refinement=True), seed=1)
-    cluster.tick(CONTROLLER)
+    cluster.tick_controller()
     for envelope in cluster.deliverable():
         cluster.deliver(envelope.seq)
     cluster.partition([("b2", "b1")])
@@ -197,7 +197,7 @@ def test_refinement_mode_round_trips_fail_cleanly_across_a_partition():
 def test_a_crash_preview_is_what_the_restart_recovers():
     config = ClusterConfig(refinement=True, min_insync_replicas=1)
     cluster = RefinementCluster(config, seed=2)
-    cluster.tick(CONTROLLER)
+    cluster.tick_controller()
     for envelope in cluster.deliverable():
         cluster.deliver(envelope.seq)
     for _ in range(3):
@@ -206,7 +206,7 @@ def test_a_crash_preview_is_what_the_restart_recovers():
     files = dict(cluster.unflushed_files(1))
     cluster.crash("b1", torn={path: n // 2 for path, n in files.items()})
     preview = cluster.ghost.down[1]
-    cluster.tick(CONTROLLER)
+    cluster.tick_controller()
     cluster.restart("b1")
     replica = replica_of(cluster, 1)
     entries, hw = preview[("t", 0)]

@@ -1,10 +1,12 @@
-"""The controller and its metadata store (``impl.controller``): elections, failure
-handling by missed heartbeats on the logical clock, conditional ISR changes, registration
-fencing, controller epochs."""
+"""The controller role and the coordination store (``impl.controller``,
+``impl.coordination``): elections through ``/controller``, failure handling by sessions
+expired on the store's clock, conditional ISR changes, registration fencing, controller
+epochs, and the store's fence against a zombie controller's writes (KAFKA-6082)."""
 
 from __future__ import annotations
 
 from impl.controller import Controller, ControllerConfig, MetadataStore
+from impl.coordination import WriteResult
 from impl.protocol import (
     NO_LEADER,
     AlterPartition,
@@ -18,6 +20,7 @@ from impl.protocol import (
     MetadataRequest,
     MetadataResponse,
     Published,
+    SessionExpired,
 )
 from impl.sim.clock import ms
 
@@ -27,15 +30,25 @@ KEY = ("t", 0)
 TIMEOUT = ms(600)
 
 
-def setup(brokers=(1, 2, 3), unclean=False, timeout=TIMEOUT) -> tuple[MetadataStore, Controller]:
-    store = MetadataStore()
+def setup(
+    brokers=(1, 2, 3), unclean=False, timeout=TIMEOUT, **knobs
+) -> tuple[MetadataStore, Controller]:
+    """Every broker registered with the store; broker 1 wins the election."""
+    store = MetadataStore(timeout)
     store.create_partition("t", 0, tuple(brokers))
-    controller = Controller(
-        store, ControllerConfig(session_timeout_ns=timeout, unclean_leader_election=unclean), 0
-    )
     for b in brokers:
-        controller.step(f"b{b}", BrokerRegistration(b, 0), 0)
+        store.step(f"b{b}", BrokerRegistration(b, 0), 0)
+    config = ControllerConfig(unclean_leader_election=unclean, **knobs)
+    controller = Controller.elect(store, config, 1, store.registrations[1])
+    assert controller is not None
     return store, controller
+
+
+def elect(store, config, broker):
+    """``broker`` wins the next election (the store's ``/controller`` must be free)."""
+    controller = Controller.elect(store, config, broker, store.registrations[broker])
+    assert controller is not None, store.describe()
+    return controller
 
 
 def state(store):
@@ -64,8 +77,9 @@ def test_missed_heartbeats_end_a_session_and_a_failed_leader_is_replaced_in_one_
     controller.tick(0)
     for t in (ms(300), ms(600)):
         for b in (2, 3):
-            controller.step(f"b{b}", BrokerHeartbeat(b, store.registrations[b]), t)
+            store.step(f"b{b}", BrokerHeartbeat(b, store.registrations[b]), t)
     assert state(store)[1] == 1
+    assert store.tick(ms(650)).notes == [SessionExpired(1)], "the store's clock"
     controller.tick(ms(650))
     assert 1 not in store.registrations, "b1 sent no heartbeat for 600ms"
     assert state(store) == (1, 2, {2, 3}), "failover: new leader and shrunk ISR at once"
@@ -92,7 +106,7 @@ def test_a_sole_isr_leader_failing_leaves_the_partition_leaderless_until_unclean
         store.close_session(3)
         controller.tick(0)
         controller.tick(0)
-        controller.step("b2", BrokerRegistration(2, 1), 0)  # b2 back: out of the ISR
+        store.step("b2", BrokerRegistration(2, 1), 0)  # b2 back: out of the ISR
         store.close_session(1)
         controller.tick(0)
         assert state(store) == (3, NO_LEADER, {1})
@@ -107,20 +121,21 @@ def test_a_broker_may_register_again_only_once_its_failure_is_handled():
     store, controller = setup()
     controller.tick(0)
     store.close_session(1)
-    out = controller.step("b1", BrokerRegistration(1, 1), 0)
+    out = store.step("b1", BrokerRegistration(1, 1), 0)
     [(_, answer)] = [(d, m) for d, m in out.sends if isinstance(m, BrokerRegistrationResponse)]
     assert answer.error is Errors.DUPLICATE_BROKER_REGISTRATION
     controller.tick(0)  # failover
-    out = controller.step("b1", BrokerRegistration(1, 1), 0)
+    out = store.step("b1", BrokerRegistration(1, 1), 0)
     answers = [m for _, m in out.sends if isinstance(m, BrokerRegistrationResponse)]
     assert answers[0].error is Errors.NONE and answers[0].broker_epoch == 4
-    [(_, request)] = sent(out)
+    # The controller's /brokers/ids watch: the new registration gets the published state.
+    [(_, request)] = sent(controller.tick(0))
     assert (request.leader_epoch, request.leader, request.broker_epoch) == (1, 2, 4)
 
 
 def test_a_heartbeat_from_an_old_registration_is_answered_stale():
-    _, controller = setup()
-    out = controller.step("b1", BrokerHeartbeat(1, 99), 0)
+    store, _ = setup()
+    out = store.step("b1", BrokerHeartbeat(1, 99), 0)
     [(_, answer)] = [(d, m) for d, m in out.sends if isinstance(m, BrokerHeartbeatResponse)]
     assert answer.error is Errors.STALE_BROKER_EPOCH
 
@@ -166,7 +181,9 @@ def test_a_new_controller_has_a_newer_epoch_and_resends_what_was_published():
     store, controller = setup()
     controller.tick(0)
     answer(controller, alter(store, 1, {1, 2}))
-    successor = Controller(store, controller.config, ms(10))
+    assert not store.elect(2, store.registrations[2]), "/controller exists: NODE_EXISTS"
+    store.delete_controller()
+    successor = elect(store, controller.config, 2)
     assert successor.epoch == controller.epoch + 1
     resent = sent(successor.resend_all())
     assert {m.isr for _, m in resent} == {frozenset({1, 2, 3})}, "the published request"
@@ -179,7 +196,7 @@ def test_preferred_leader_election_moves_leadership_back_to_the_first_replica():
     store.close_session(1)
     controller.tick(0)
     assert state(store) == (1, 2, {2, 3})
-    controller.step("b1", BrokerRegistration(1, 1), 0)
+    store.step("b1", BrokerRegistration(1, 1), 0)
     assert not controller.elect_preferred(0).notes, "b1 is not in the ISR"
     answer(controller, alter(store, 2, {1, 2, 3}))
     controller.elect_preferred(0)
@@ -193,3 +210,61 @@ def test_metadata_names_the_leader_and_epoch():
     assert isinstance(response, MetadataResponse)
     [p] = response.partitions
     assert (p.partition, p.leader, p.leader_epoch) == (0, 1, 0)
+
+
+def test_the_election_needs_a_live_session_and_the_controller_goes_with_its_session():
+    store, controller = setup()
+    assert (store.controller, store.controller_epoch, controller.epoch) == (1, 1, 1)
+    assert store.close_session(1)
+    assert store.controller == NO_LEADER, "/controller is ephemeral"
+    assert store.elect(1, 1) is None, "a session that ended cannot win"
+    assert elect(store, controller.config, 3).epoch == 2, "first start 1, +1 on re-election"
+
+
+def test_a_zombie_controllers_write_is_refused_and_it_resigns():
+    store, zombie = setup()
+    zombie.tick(0)
+    store.delete_controller()
+    successor = elect(store, zombie.config, 2)
+    store.close_session(3)
+    out = zombie.tick(0)  # it decides from its context: shrink b3 out of the ISR
+    assert zombie.resigned and [n.reason for n in out.notes if hasattr(n, "reason")] == ["moved"]
+    assert not sent(out), "nothing was sent for the refused write"
+    assert state(store) == (0, 1, {1, 2, 3}), "the store refused it (BADVERSION)"
+    successor.tick(0)
+    assert state(store) == (1, 1, {1, 2})
+
+
+def test_without_the_store_fence_a_zombie_writes_over_the_new_controller():
+    store, zombie = setup(conditional_writes=False)
+    zombie.tick(0)
+    store.delete_controller()
+    successor = elect(store, zombie.config, 2)
+    store.close_session(3)
+    successor.tick(0)
+    assert state(store) == (1, 1, {1, 2})
+    store.close_session(2)
+    zombie.tick(0)  # its stale context: epoch 0, ISR {1,2,3}; b2 gone
+    assert not zombie.resigned
+    assert state(store) == (1, 1, {1, 3}), "leader epoch 1 written twice, by two controllers"
+    assert (
+        store.write(
+            KEY, store.partitions[KEY], epoch_version=0, partition_epoch=None, publish=False
+        )
+        is WriteResult.MOVED
+    )
+
+
+def test_an_unpersisted_epoch_starts_every_controller_at_one():
+    store, controller = setup(persist_epoch=False)
+    store.delete_controller()
+    successor = elect(store, controller.config, 2)
+    assert controller.epoch == successor.epoch == 1, "brokers cannot tell them apart"
+    assert controller.epoch_version == store.epoch_version, "the zombie passes the check"
+
+
+def test_a_controller_cut_off_from_the_store_does_nothing():
+    store, controller = setup()
+    assert not controller.tick(0, connected=False)
+    assert state(store)[1] == NO_LEADER
+    assert not controller.step("b1", alter(store, 1, {1}), 0, connected=False)

@@ -20,13 +20,15 @@ from jepsen_py.scenarios import jepsen_2013
 def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark: Any) -> None:
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--time-limit", "10"])
     assert result.exit_code == 0, result.output
-    for stage in ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples"):
+    stages = ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples")
+    for stage in (*stages, "brain split"):
         assert stage in result.stdout
     summary = orjson.loads((tmp_path / "summary.json").read_bytes())
     assert summary["runs_as_expected"] == summary["runs_total"] == 4
     assert summary["spark_agrees"] == summary["spark_total"] == 4
     assert summary["parity_matches"] == summary["parity_total"] == 5
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
+    assert summary["brain_split_as_expected"] == summary["brain_split_total"] == 3
     unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
     assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
     standing = next(r for r in summary["runs"] if r["name"] == "last-replica-standing")
@@ -54,3 +56,13 @@ def test_a_run_that_loses_writes_where_none_may_be_lost_is_unexpected(tmp_path: 
     assert not outcome_row(other, outcome)["as_expected"], (
         "a loss explained otherwise is unexpected"
     )
+
+
+def test_the_brain_split_stage_shows_each_fence_at_work() -> None:
+    from jepsen_py.demo.brain_split import brain_split_rows
+
+    rows = {row["title"]: row for row in brain_split_rows(lambda _: None)}
+    assert all(row["as_expected"] for row in rows.values()), rows
+    assert rows["both fences on"]["stale_controller_rejected"] > 0
+    assert rows["--bug accept_stale_controller_epoch"]["stale_controller_applied"] > 0
+    assert rows["--bug unconditional_write"]["zombie_writes"] > 0

@@ -31,7 +31,7 @@ from jepsen_py.nemesis import (
 from jepsen_py.report.spans import collect
 from jepsen_py.runner import TestConfig, run_test, simulate_run
 
-SERVERS = {"b1", "b2", "b3", "controller"}
+SERVERS = {"b1", "b2", "b3", "zk"}
 
 
 def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -> Cluster:
@@ -158,15 +158,15 @@ def test_a_fault_with_a_value_hits_exactly_those_targets() -> None:
 def test_a_clock_fault_with_a_value_sets_exactly_those_clocks_and_rates() -> None:
     cluster = busy_cluster()
     nemesis = Nemesis(cluster, random.Random(0))
-    given = {"skews": {"b2": 5 * SECOND, "controller": -SECOND}, "rates": {"b2": [2, 1]}}
+    given = {"skews": {"b2": 5 * SECOND, "zk": -SECOND}, "rates": {"b2": [2, 1]}}
     assert nemesis.perform("start-clock", given) == given
     start = cluster.clock.now
     assert cluster.clock.wall_now("b2") == start + 5 * SECOND
-    assert cluster.clock.wall_now("controller") == start - SECOND
+    assert cluster.clock.wall_now("zk") == start - SECOND
     cluster.run_until(start + SECOND)
     assert cluster.clock.wall_now("b2") == start + SECOND + 5 * SECOND + SECOND, "twice as fast"
     assert cluster.clock.wall_now("b1") == cluster.clock.now
-    assert nemesis.perform("stop-clock", None) == {"reset": ["b2", "controller"]}
+    assert nemesis.perform("stop-clock", None) == {"reset": ["b2", "zk"]}
     assert cluster.clock.wall_now("b2") == cluster.clock.now, "the heal steps it back"
 
 
@@ -213,7 +213,7 @@ def test_a_wall_clock_bump_expires_no_broker_session(skew: int) -> None:
     # time.nanoseconds(); ZooKeeper's session tracker is monotonic since ZOOKEEPER-1366),
     # and so are a broker's heartbeats: a bump of any wall clock, the controller's or the
     # brokers', forward or back, must not expire a session (the cause of issue 20's loss).
-    everyone = {"skews": {n: skew for n in ("controller", "b1", "b2", "b3")}}
+    everyone = {"skews": {n: skew for n in ("zk", "b1", "b2", "b3")}}
     cluster, before = _registrations_after_clock_fault(everyone)
     Nemesis(cluster, random.Random(0)).perform("stop-clock", None)
     cluster.run_until(cluster.clock.now + 20 * SECOND)
@@ -225,7 +225,7 @@ def test_a_fast_controller_clock_expires_broker_sessions() -> None:
     # fast sees heartbeats every 8 of its seconds against a 6 s session: false suspicion,
     # and the brokers register again with new broker epochs.
     _, unskewed = _registrations_after_clock_fault({"skews": {}, "rates": {}}, 3 * SECOND)
-    fast = {"skews": {"controller": 0}, "rates": {"controller": [8, 1]}}
+    fast = {"skews": {"zk": 0}, "rates": {"zk": [8, 1]}}
     cluster, skewed = _registrations_after_clock_fault(fast, 3 * SECOND)
     expired = sorted(b for b in (1, 2, 3) if skewed.get(b) != unskewed[b])
     assert expired, "no session expired"
@@ -293,8 +293,8 @@ def test_reorder_needs_a_network_without_per_link_order() -> None:
 
 
 def test_grudges_and_links_round_trip() -> None:
-    links = {("b1", "b2"), ("b3", "b2"), ("controller", "b1")}
-    assert grudge_of(links) == {"b1": ["controller"], "b2": ["b1", "b3"]}
+    links = {("b1", "b2"), ("b3", "b2"), ("zk", "b1")}
+    assert grudge_of(links) == {"b1": ["zk"], "b2": ["b1", "b3"]}
     assert set(links_of(grudge_of(links))) == links
 
 

@@ -62,7 +62,7 @@ writes, and the unclean election explains the loss."""
 
 @pytest.fixture(scope="module")
 def failing(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
-    outcome = run_test(FAILING, 7, store_root=tmp_path_factory.mktemp("store"), reports=False)
+    outcome = run_test(FAILING, 2, store_root=tmp_path_factory.mktemp("store"), reports=False)
     assert outcome.check.lost_acknowledged_writes > 0
     types = anomaly_types(outcome.check)
     assert types[0] == LOSS, outcome.check.loss_explanations

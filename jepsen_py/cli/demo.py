@@ -10,6 +10,9 @@
    (`jepsen_py.demo.modelcheck`).
 4. **Kafka's known replication bugs** as shortest counterexamples of the spec, and the
    fixed protocol holding.
+5. **The brain split** (`jepsen_py.demo.brain_split`): a paused controller wakes up a
+   zombie beside its elected successor; its requests refused with both fences on, and
+   what goes wrong with each fence off.
 
 Then a summary with where everything was written. Exit 0 when every stage showed what it
 is expected to show, 1 otherwise.
@@ -25,6 +28,7 @@ import click
 import orjson
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_VIOLATION, emit_json
+from jepsen_py.demo.brain_split import brain_split_rows
 from jepsen_py.demo.faults import fault_rows
 from jepsen_py.demo.modelcheck import outcome_rows, parity_rows
 from jepsen_py.demo.verify import verify_rows
@@ -122,6 +126,17 @@ def demo(
         say(f"  {_mark(row['as_expected'])} {row['name']:<34} {found:<36} [{row['reference']}]")
     if not full:
         say("  (3-replica min.insync.replicas=2 configurations: --full, about ten minutes)")
+    say("")
+
+    say("== 5. The brain split: a paused controller wakes up a zombie (docs/controller.md)")
+    splits = brain_split_rows(say)
+    for row in splits:
+        say(
+            f"  {_mark(row['as_expected'])} {row['title']:<36} zombie {row['zombie']}, "
+            f"successor {row['successor']} (epoch {row['controller_epoch']}): requests "
+            f"rejected {row['stale_controller_rejected']}, applied "
+            f"{row['stale_controller_applied']}; zombie writes {row['zombie_writes']}"
+        )
 
     summary: dict[str, Any] = {
         "runs_as_expected": sum(r["as_expected"] for r in runs),
@@ -132,12 +147,15 @@ def demo(
         "parity_total": len(parity),
         "outcomes_as_expected": sum(r["as_expected"] for r in outcomes),
         "outcomes_total": len(outcomes),
+        "brain_split_as_expected": sum(r["as_expected"] for r in splits),
+        "brain_split_total": len(splits),
         "seconds": round(time.perf_counter() - started, 2),
         "out": str(out),
         "runs": runs,
         "spark": {**spark, "inputs": verified},
         "parity": parity,
         "outcomes": outcomes,
+        "brain_split": splits,
     }
     (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
     ok = all(
@@ -147,6 +165,7 @@ def demo(
             ("spark_agrees", "spark_total"),
             ("parity_matches", "parity_total"),
             ("outcomes_as_expected", "outcomes_total"),
+            ("brain_split_as_expected", "brain_split_total"),
         )
     )
     say("")
@@ -156,7 +175,8 @@ def demo(
         f"{summary['runs_total']}; Spark agrees with the local checker: "
         f"{summary['spark_agrees']}/{summary['spark_total']}; parity with TLC: "
         f"{summary['parity_matches']}/{summary['parity_total']}; known bugs reproduced: "
-        f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; "
+        f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; brain split as "
+        f"expected: {summary['brain_split_as_expected']}/{summary['brain_split_total']}; "
         f"{summary['seconds']} s"
     )
     say("  written:")
@@ -168,6 +188,10 @@ def demo(
     say("  to reproduce: a run, the command in its results.json; a trace, its header's command")
     if json_mode:
         emit_json(
-            {k: v for k, v in summary.items() if k not in ("runs", "spark", "parity", "outcomes")}
+            {
+                k: v
+                for k, v in summary.items()
+                if k not in ("runs", "spark", "parity", "outcomes", "brain_split")
+            }
         )
     raise SystemExit(EXIT_OK if ok else EXIT_VIOLATION)

@@ -26,6 +26,7 @@ from typing import Any
 import click
 
 from impl.fetcher import TRUNCATIONS
+from impl.world import FENCE_BUGS
 from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
@@ -100,6 +101,18 @@ def print_outcome(outcome: RunOutcome) -> None:
     )
     for line in explanation_lines(check.loss_explanations):
         click.echo(line)
+    controller = outcome.figures.controller
+    if config.bugs or controller["brain_splits"]:
+        # docs/controller.md: a zombie controller beside its successor, and what its
+        # requests met (rejected: STALE_CONTROLLER_EPOCH; applied: that fence was off).
+        click.echo(
+            f"  controller: {controller['controller_elections']} elections, "
+            f"{controller['brain_splits']} brain splits, zombie requests rejected "
+            f"{controller['stale_controller_rejected']} / applied "
+            f"{controller['stale_controller_applied']}, zombie writes "
+            f"{controller['zombie_writes']}"
+            + (f" (fences off: {', '.join(config.bugs)})" if config.bugs else "")
+        )
     reads = check.final_reads
     status = "complete" if reads.complete else "INCOMPLETE"
     click.echo(f"  final reads: {status} ({_counts({k: int(v) for k, v in reads.keys.items()})})")
@@ -251,6 +264,16 @@ def _duration(flag: str, text: str) -> int:
     help="What decides: Kafka's guarantees (linearizability reported beside), or "
     "linearizability. docs/checking.md.",
 )
+@click.option(
+    "--bug",
+    "bugs",
+    type=click.Choice(sorted(FENCE_BUGS)),
+    multiple=True,
+    help="Turn a controller fence off (repeatable), as `kmodel check controller --bug` does "
+    "in the spec: "
+    + "; ".join(f"{name}: {text}" for name, text in sorted(FENCE_BUGS.items()))
+    + ". Default: every fence on.",
+)
 @click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
 def test_cmd(
@@ -278,6 +301,7 @@ def test_cmd(
     name: str,
     no_reports: bool,
     consistency: str,
+    bugs: tuple[str, ...],
     list_faults: bool,
     json_mode: bool,
 ) -> None:
@@ -316,6 +340,7 @@ def test_cmd(
             recovery_ns=_duration("--recovery", recovery),
             rate=rate,
             concurrency=concurrency,
+            bugs=tuple(sorted(set(bugs))),
         )
     except ConfigError as exc:
         fail_input(str(exc))

@@ -19,6 +19,7 @@ import attrs
 from impl.cluster import ClusterConfig
 from impl.fetcher import TRUNCATIONS
 from impl.sim.rng import SimRandom
+from impl.world import FENCE_BUGS
 from jepsen_py.generator import MILLISECOND, SECOND
 from jepsen_py.nemesis import (
     CATALOGUE,
@@ -77,6 +78,8 @@ class TestConfig:
     """``vm.dirty_expire_centisecs`` of every broker machine (Linux's default, 30 s)."""
     dirty_writeback_ns: int | None = 5 * SECOND
     """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
+    bugs: tuple[str, ...] = ()
+    """Controller fences turned off (``impl.world.FENCE_BUGS``; ``kmodel test --bug``)."""
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
@@ -107,6 +110,12 @@ class TestConfig:
             raise ConfigError(f"max_ops={self.max_ops} must be >= 0")
         if self.flush_messages is not None and self.flush_messages < 1:
             raise ConfigError(f"flush_messages={self.flush_messages}: at least 1 record")
+        unknown_bugs = sorted(set(self.bugs) - set(FENCE_BUGS))
+        if unknown_bugs:
+            raise ConfigError(
+                f"bugs: unknown {unknown_bugs}; the implementation's fences are "
+                f"{', '.join(sorted(FENCE_BUGS))}"
+            )
         for field in ("flush_interval_ns", "dirty_writeback_ns"):
             value = getattr(self, field)
             if value is not None and value <= 0:
@@ -156,11 +165,13 @@ class TestConfig:
             log_flush_interval_ns=self.flush_interval_ns,
             dirty_expire_ns=self.dirty_expire_ns,
             dirty_writeback_ns=self.dirty_writeback_ns,
+            bugs=frozenset(self.bugs),
         )
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
         data["nemesis"] = list(self.nemesis)
+        data["bugs"] = list(self.bugs)
         data["schedule"] = None if self.schedule is None else [s.to_json() for s in self.schedule]
         return data
 
@@ -175,6 +186,8 @@ class TestConfig:
         values = dict(data)
         if "nemesis" in values:
             values["nemesis"] = tuple(values["nemesis"])
+        if "bugs" in values:
+            values["bugs"] = tuple(values["bugs"])
         if values.get("schedule") is not None:
             try:
                 values["schedule"] = tuple(ScheduleStep.from_json(s) for s in values["schedule"])
@@ -210,6 +223,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         flush_interval_ns=config.flush_interval_ns,
         dirty_expire_ns=config.dirty_expire_ns,
         dirty_writeback_ns=config.dirty_writeback_ns,
+        bugs=config.bugs,
     )
     if config != expressible:
         # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
@@ -242,6 +256,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     if config.dirty_writeback_ns != default.dirty_writeback_ns:
         writeback = config.dirty_writeback_ns
         args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
+    args += [f"--bug {bug}" for bug in config.bugs]
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
     args.append(f"--seed {seed}")

@@ -154,6 +154,8 @@ class RunFigures:
     """False: the run ran out of its logical-time budget before the generator was done."""
     nemesis_ops: int
     network: NetworkStats
+    controller: dict[str, int]
+    """`impl.world.World.controller_figures`: elections, brain splits, zombie requests."""
     cluster_digest: str
     """`impl.cluster.Cluster.digest`: equal across processes for equal runs."""
 
@@ -166,6 +168,7 @@ class RunFigures:
             "finished": self.finished,
             "nemesis_ops": self.nemesis_ops,
             "network": network,
+            "controller": dict(self.controller),
             "cluster_digest": self.cluster_digest,
         }
 
@@ -265,6 +268,7 @@ def simulate_run(
         finished=finished,
         nemesis_ops=nemesis_.performed,
         network=cluster.network.stats(),
+        controller=cluster.controller_figures(),
         cluster_digest=cluster.digest(),
     )
     return Simulation(history, tuple(cluster.timeline.events), figures)
