@@ -1,4 +1,4 @@
-"""``kmodel demo``: the main job on the embedded default, the whole story in four stages.
+"""``kmodel demo``: the main job on the embedded default, the whole story in five stages.
 
 1. **Fault injection** on the simulated cluster (`jepsen_py.demo.faults`): Kafka as
    configured today under every fault, and the partition pattern of Jepsen's 2013 analysis
@@ -10,6 +10,8 @@
    (`jepsen_py.demo.modelcheck`).
 4. **Kafka's known replication bugs** as shortest counterexamples of the spec, and the
    fixed protocol holding.
+5. **Liveness** (`jepsen_py.demo.liveness`): what must eventually happen, under fairness;
+   the broken variants' lassos.
 
 Then a summary with where everything was written. Exit 0 when every stage showed what it
 is expected to show, 1 otherwise.
@@ -26,6 +28,7 @@ import orjson
 
 from jepsen_py.cli.common import EXIT_OK, EXIT_VIOLATION, emit_json
 from jepsen_py.demo.faults import fault_rows
+from jepsen_py.demo.liveness import liveness_rows
 from jepsen_py.demo.modelcheck import outcome_rows, parity_rows
 from jepsen_py.demo.verify import verify_rows
 
@@ -122,6 +125,15 @@ def demo(
         say(f"  {_mark(row['as_expected'])} {row['name']:<34} {found:<36} [{row['reference']}]")
     if not full:
         say("  (3-replica min.insync.replicas=2 configurations: --full, about ten minutes)")
+    say("")
+
+    say("== 5. Liveness: what must eventually happen, under fairness")
+    liveness = liveness_rows(out)
+    for row in liveness:
+        found = row["found"]
+        if "cycle_length" in row:
+            found += f" (lasso: {row['prefix_length']} states, cycle of {row['cycle_length']})"
+        say(f"  {_mark(row['as_expected'])} {row['title']:<50} {found}")
 
     summary: dict[str, Any] = {
         "runs_as_expected": sum(r["as_expected"] for r in runs),
@@ -132,12 +144,15 @@ def demo(
         "parity_total": len(parity),
         "outcomes_as_expected": sum(r["as_expected"] for r in outcomes),
         "outcomes_total": len(outcomes),
+        "liveness_as_expected": sum(r["as_expected"] for r in liveness),
+        "liveness_total": len(liveness),
         "seconds": round(time.perf_counter() - started, 2),
         "out": str(out),
         "runs": runs,
         "spark": {**spark, "inputs": verified},
         "parity": parity,
         "outcomes": outcomes,
+        "liveness": liveness,
     }
     (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
     ok = all(
@@ -147,6 +162,7 @@ def demo(
             ("spark_agrees", "spark_total"),
             ("parity_matches", "parity_total"),
             ("outcomes_as_expected", "outcomes_total"),
+            ("liveness_as_expected", "liveness_total"),
         )
     )
     say("")
@@ -156,18 +172,23 @@ def demo(
         f"{summary['runs_total']}; Spark agrees with the local checker: "
         f"{summary['spark_agrees']}/{summary['spark_total']}; parity with TLC: "
         f"{summary['parity_matches']}/{summary['parity_total']}; known bugs reproduced: "
-        f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; "
+        f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; liveness: "
+        f"{summary['liveness_as_expected']}/{summary['liveness_total']}; "
         f"{summary['seconds']} s"
     )
     say("  written:")
     for row in runs:
         say(f"    {row['timeline']}  (timeline; latency.png and rate.png beside it)")
     say(f"    {spark['verdicts']}  (Spark's verdict table; verdicts.json parts beside it)")
-    say(f"    {out / 'traces'}/*.txt  (counterexample traces as tables; .json beside them)")
+    say(f"    {out / 'traces'}/*.txt  (counterexample traces and lassos as tables)")
     say(f"    {out / 'summary.json'}  (everything above)")
     say("  to reproduce: a run, the command in its results.json; a trace, its header's command")
     if json_mode:
         emit_json(
-            {k: v for k, v in summary.items() if k not in ("runs", "spark", "parity", "outcomes")}
+            {
+                k: v
+                for k, v in summary.items()
+                if k not in ("runs", "spark", "parity", "outcomes", "liveness")
+            }
         )
     raise SystemExit(EXIT_OK if ok else EXIT_VIOLATION)
