@@ -24,6 +24,7 @@ from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, for
 from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
+from spec.fingerprints import check_fingerprints
 from spec.framework import Spec, SpecError
 from spec.liveness import Lasso, LivenessResult, check_liveness
 from spec.replication import ACKS, MODELS, TRUNCATIONS
@@ -96,6 +97,12 @@ def print_result(spec: Spec, result: CheckResult) -> None:
         click.echo(
             f"  symmetry reduction: {stats.unreduced_states:,} states without it, "
             f"factor {stats.symmetry_factor:.2f}"
+        )
+    if stats.seen_bytes is not None and stats.collision_probability is not None:
+        per_state = stats.seen_bytes / max(stats.distinct_states, 1)
+        click.echo(
+            f"  fingerprints: {stats.seen_bytes:,} bytes in the seen set ({per_state:.0f} a "
+            f"state); collision probability {stats.collision_probability:.1e} (TLC's estimate)"
         )
     click.echo("  coverage (transitions fired / new states found):")
     width = max(len(name) for name in stats.fired)
@@ -252,6 +259,12 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "properties under its fairness on the whole state graph (not with --symmetry).",
 )
 @click.option("--symmetry", is_flag=True, help="Reduce by permutations of replicas/brokers.")
+@click.option(
+    "--fingerprints",
+    is_flag=True,
+    help="Remember states by 64-bit fingerprint (16 bytes a state, as TLC does) for models "
+    "too big to hold in memory; reports the collision probability.",
+)
 @click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--depth", type=int, default=30, show_default=True, help="Simulation walk length.")
@@ -266,6 +279,7 @@ def check_cmd(
     invariants: tuple[str, ...],
     liveness: bool,
     symmetry: bool,
+    fingerprints: bool,
     simulate: bool,
     seed: int,
     depth: int,
@@ -310,6 +324,8 @@ def check_cmd(
         fail_input(str(err))
     if symmetry and simulate:
         fail_input("--symmetry applies to exhaustive search, not --simulate")
+    if fingerprints and (simulate or dot is not None):
+        fail_input("--fingerprints is for exhaustive search without --dot (it keeps no graph)")
     if dot is not None and simulate:
         fail_input("--dot draws the exhaustive state graph; it cannot be combined with --simulate")
     result = run_check(
@@ -323,6 +339,7 @@ def check_cmd(
         max_states=max_states,
         graph=dot is not None,
         json_mode=json_mode,
+        fingerprints=fingerprints,
     )
     if not json_mode:
         print_result(spec, result)
@@ -411,7 +428,18 @@ def run_check(
     max_states: int | None = None,
     graph: bool = False,
     json_mode: bool = False,
+    fingerprints: bool = False,
 ) -> CheckResult:
+    if fingerprints:
+        with progress_display(True) as progress:
+            return check_fingerprints(
+                spec,
+                invariants=invariants,
+                symmetry=symmetry,
+                max_states=max_states,
+                clock=time.perf_counter,
+                progress=progress,
+            )
     with progress_display(True) as progress:
         return _explore(
             spec,
