@@ -64,6 +64,14 @@ def test_budgets_stop_it_as_they_stop_check() -> None:
     same_search(check(spec, max_depth=6), check_fingerprints(spec, max_depth=6))
 
 
+def test_symmetry_without_the_unreduced_count() -> None:
+    spec = CONFIGS["kip320"]
+    fast = check_fingerprints(spec, symmetry=True, count_unreduced=False)
+    full = check_fingerprints(spec, symmetry=True)
+    assert fast.stats.unreduced_states is None and full.stats.unreduced_states == 5_973
+    assert fast.stats.distinct_states == full.stats.distinct_states == 2_987
+
+
 def test_seen_set_merges_levels_and_keeps_parents() -> None:
     seen = SeenSet()
     seen.add(50, 50)
