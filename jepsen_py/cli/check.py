@@ -7,6 +7,7 @@ exhaustive run); 2 unknown (a budget was exhausted) or bad input.
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ from spec.explore import check as explore
 from spec.fingerprints import check_fingerprints
 from spec.framework import Spec, SpecError
 from spec.liveness import Lasso, LivenessResult, check_liveness
+from spec.parallel import check_parallel
 from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_lasso, render_table, result_json, to_dot, trace_json
 
@@ -265,6 +267,13 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     help="Remember states by 64-bit fingerprint (16 bytes a state, as TLC does) for models "
     "too big to hold in memory; reports the collision probability.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes for the exhaustive search (default: every core; 1 is the sequential "
+    "search). Same counts and counterexamples whatever the number.",
+)
 @click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--depth", type=int, default=30, show_default=True, help="Simulation walk length.")
@@ -280,6 +289,7 @@ def check_cmd(
     liveness: bool,
     symmetry: bool,
     fingerprints: bool,
+    workers: int | None,
     simulate: bool,
     seed: int,
     depth: int,
@@ -340,6 +350,7 @@ def check_cmd(
         graph=dot is not None,
         json_mode=json_mode,
         fingerprints=fingerprints,
+        workers=(os.cpu_count() or 1) if workers is None else workers,
     )
     if not json_mode:
         print_result(spec, result)
@@ -429,7 +440,24 @@ def run_check(
     graph: bool = False,
     json_mode: bool = False,
     fingerprints: bool = False,
+    workers: int = 1,
 ) -> CheckResult:
+    """The search the flags ask for: random walks; the sequential search keeping states
+    (needed to draw the graph); or, by fingerprints, on ``workers`` processes."""
+    if workers > 1 and not simulate_mode and not graph:
+        with progress_display(True) as progress:
+            try:
+                return check_parallel(
+                    spec,
+                    workers=workers,
+                    invariants=invariants,
+                    symmetry=symmetry,
+                    max_states=max_states,
+                    clock=time.perf_counter,
+                    progress=progress,
+                )
+            except ValueError as err:
+                fail_input(str(err))
     if fingerprints:
         with progress_display(True) as progress:
             return check_fingerprints(
