@@ -11,9 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from jepsen_py.cli import main
+from jepsen_py.demo import liveness as demo_liveness
 from jepsen_py.demo.faults import DemoRun, outcome_row
 from jepsen_py.runner import run_test
 from jepsen_py.scenarios import jepsen_2013
+from spec.replication import Params, Replication
 
 
 @pytest.mark.spark
@@ -21,7 +23,7 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--time-limit", "10"])
     assert result.exit_code == 0, result.output
     stages = ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples")
-    for stage in (*stages, "brain split"):
+    for stage in (*stages, "brain split", "Liveness"):
         assert stage in result.stdout
     summary = orjson.loads((tmp_path / "summary.json").read_bytes())
     assert summary["runs_as_expected"] == summary["runs_total"] == 4
@@ -29,6 +31,8 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     assert summary["parity_matches"] == summary["parity_total"] == 5
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
     assert summary["brain_split_as_expected"] == summary["brain_split_total"] == 3
+    assert summary["liveness_as_expected"] == summary["liveness_total"] == 5
+    assert (tmp_path / "traces" / "follower-stops-fetching.txt").is_file()
     unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
     assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
     standing = next(r for r in summary["runs"] if r["name"] == "last-replica-standing")
@@ -66,3 +70,18 @@ def test_the_brain_split_stage_shows_each_fence_at_work() -> None:
     assert rows["both fences on"]["stale_controller_rejected"] > 0
     assert rows["--bug accept_stale_controller_epoch"]["stale_controller_applied"] > 0
     assert rows["--bug unconditional_write"]["zombie_writes"] > 0
+
+
+def test_a_liveness_case_that_does_not_fail_as_expected_is_unexpected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong = demo_liveness.LivenessCase(
+        "wrong",
+        "expects a lasso where none is",
+        Replication(Params()),
+        "LeaderCommitsItsLog",
+        "kmodel check replication",
+    )
+    monkeypatch.setattr(demo_liveness, "cases", lambda: (wrong,))
+    (row,) = demo_liveness.liveness_rows(tmp_path)
+    assert row["found"] == "holds" and not row["as_expected"]

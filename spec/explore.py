@@ -66,6 +66,10 @@ class Stats:
     """Per action: how many distinct states it found first."""
     unreduced_states: int | None = None
     """With symmetry: how many states the search without symmetry would have found."""
+    seen_bytes: int | None = None
+    """With fingerprints (``spec.fingerprints``): the seen set's size in bytes."""
+    collision_probability: float | None = None
+    """With fingerprints: TLC's estimate of the probability of a fingerprint collision."""
 
     @property
     def states_per_second(self) -> float | None:
@@ -102,7 +106,7 @@ class CheckResult:
 ProgressFn = Callable[[Stats], None]
 
 
-class _Canon:
+class Canonical:
     """Maps a state to the canonical member of its symmetry orbit (or to itself)."""
 
     def __init__(self, spec: Spec, symmetry: bool) -> None:
@@ -116,11 +120,11 @@ class _Canon:
         return state if self.canonical is None else self.canonical(state)
 
 
-def _predicates(spec: Spec, decls: Iterable[PredicateDecl]) -> list[tuple[PredicateDecl, Any]]:
+def predicates(spec: Spec, decls: Iterable[PredicateDecl]) -> list[tuple[PredicateDecl, Any]]:
     return [(d, getattr(spec, d.method)) for d in decls]
 
 
-def _trace_to(
+def trace_to(
     parents: dict[Any, tuple[Any, ActionDecl, tuple[Any, ...]] | None],
     spec: Spec,
     state: Any,
@@ -139,7 +143,7 @@ def _trace_to(
     return steps
 
 
-def _concretize(spec: Spec, canon: _Canon, trace: list[TraceStep]) -> tuple[TraceStep, ...]:
+def concretize(spec: Spec, canon: Canonical, trace: list[TraceStep]) -> tuple[TraceStep, ...]:
     """Turn a trace through canonical states into a real execution of the spec.
 
     Each canonical step ``c_i -> c_{i+1}`` is matched from the concrete state ``s_i`` by a
@@ -184,18 +188,18 @@ def check(
     CLI reports UNKNOWN), never a pass.
     """
     selected = spec.select_invariants(invariants)
-    state_invs = _predicates(spec, [d for d in selected if not d.on_transition])
-    trans_props = _predicates(spec, [d for d in selected if d.on_transition])
-    pending_state_sometimes = _predicates(
+    state_invs = predicates(spec, [d for d in selected if not d.on_transition])
+    trans_props = predicates(spec, [d for d in selected if d.on_transition])
+    pending_state_sometimes = predicates(
         spec, [d for d in spec.applicable_sometimes() if not d.on_transition]
     )
-    pending_trans_sometimes = _predicates(
+    pending_trans_sometimes = predicates(
         spec, [d for d in spec.applicable_sometimes() if d.on_transition]
     )
     witnessed: dict[str, tuple[TraceStep, ...] | None] = {
         d.name: None for d in spec.applicable_sometimes()
     }
-    canon = _Canon(spec, symmetry)
+    canon = Canonical(spec, symmetry)
     actions = [
         (i, decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
         for i, decl in enumerate(spec.actions())
@@ -236,12 +240,12 @@ def check(
     def found_state(state: Any) -> Violation | None:
         for decl, pred in state_invs:
             if not pred(state):
-                trace = _concretize(spec, canon, _trace_to(parents, spec, state))
+                trace = concretize(spec, canon, trace_to(parents, spec, state))
                 return Violation("invariant", decl.name, decl.doc, trace)
         for entry in list(pending_state_sometimes):
             decl, pred = entry
             if pred(state):
-                witnessed[decl.name] = _concretize(spec, canon, _trace_to(parents, spec, state))
+                witnessed[decl.name] = concretize(spec, canon, trace_to(parents, spec, state))
                 pending_state_sometimes.remove(entry)
         return None
 
@@ -294,22 +298,22 @@ def check(
                         step = step_of(decl, args)
                         for tdecl, prop in trans_props:
                             if not prop(s, step, t):
-                                trace = _trace_to(parents, spec, s)
+                                trace = trace_to(parents, spec, s)
                                 trace.append(TraceStep(step, t))
                                 violation = Violation(
                                     "transition",
                                     tdecl.name,
                                     tdecl.doc,
-                                    _concretize(spec, canon, trace),
+                                    concretize(spec, canon, trace),
                                 )
                                 stats.depth = depth + 1
                                 return finish(False)
                         for entry in list(pending_trans_sometimes):
                             sdecl, pred = entry
                             if pred(s, step, t):
-                                trace = _trace_to(parents, spec, s)
+                                trace = trace_to(parents, spec, s)
                                 trace.append(TraceStep(step, t))
-                                witnessed[sdecl.name] = _concretize(spec, canon, trace)
+                                witnessed[sdecl.name] = concretize(spec, canon, trace)
                                 pending_trans_sometimes.remove(entry)
                     c = canon(t)
                     if c in parents:
@@ -386,9 +390,9 @@ def simulate(
         raise ValueError("simulation needs depth >= 1 and runs >= 1")
     rng = random.Random(seed)
     selected = spec.select_invariants(invariants)
-    state_invs = _predicates(spec, [d for d in selected if not d.on_transition])
-    trans_props = _predicates(spec, [d for d in selected if d.on_transition])
-    sometimes_decls = _predicates(spec, spec.applicable_sometimes())
+    state_invs = predicates(spec, [d for d in selected if not d.on_transition])
+    trans_props = predicates(spec, [d for d in selected if d.on_transition])
+    sometimes_decls = predicates(spec, spec.applicable_sometimes())
     witnessed: dict[str, tuple[TraceStep, ...] | None] = {d.name: None for d, _ in sometimes_decls}
     stats = Stats(
         fired={d.name: 0 for d in spec.actions()},

@@ -118,6 +118,8 @@ def result_json(result: CheckResult) -> dict[str, Any]:
         if stats.symmetry_factor is None
         else round(stats.symmetry_factor, 3),
         "unreduced_states": stats.unreduced_states,
+        "seen_bytes": stats.seen_bytes,
+        "collision_probability": stats.collision_probability,
         "coverage": {
             name: {"fired": stats.fired[name], "new_states": stats.new_states[name]}
             for name in stats.fired

@@ -7,6 +7,7 @@ exhaustive run); 2 unknown (a budget was exhausted) or bad input.
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections.abc import Callable, Iterator
@@ -24,10 +25,12 @@ from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, for
 from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
+from spec.fingerprints import check_fingerprints
 from spec.framework import Spec, SpecError
 from spec.group import NETWORKS as GROUP_NETWORKS
 from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.liveness import Lasso, LivenessResult, check_liveness
+from spec.parallel import check_parallel
 from spec.rebalance import CHOICES as REBALANCE_CHOICES
 from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_lasso, render_table, result_json, to_dot, trace_json
@@ -99,6 +102,12 @@ def print_result(spec: Spec, result: CheckResult) -> None:
         click.echo(
             f"  symmetry reduction: {stats.unreduced_states:,} states without it, "
             f"factor {stats.symmetry_factor:.2f}"
+        )
+    if stats.seen_bytes is not None and stats.collision_probability is not None:
+        per_state = stats.seen_bytes / max(stats.distinct_states, 1)
+        click.echo(
+            f"  fingerprints: {stats.seen_bytes:,} bytes in the seen set ({per_state:.0f} a "
+            f"state); collision probability {stats.collision_probability:.1e} (TLC's estimate)"
         )
     click.echo("  coverage (transitions fired / new states found):")
     width = max(len(name) for name in stats.fired)
@@ -319,6 +328,19 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "properties under its fairness on the whole state graph (not with --symmetry).",
 )
 @click.option("--symmetry", is_flag=True, help="Reduce by permutations of replicas/brokers.")
+@click.option(
+    "--fingerprints",
+    is_flag=True,
+    help="Remember states by 64-bit fingerprint (16 bytes a state, as TLC does) for models "
+    "too big to hold in memory; reports the collision probability.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes for the exhaustive search (default: every core; 1 is the sequential "
+    "search). Same counts and counterexamples whatever the number.",
+)
 @click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--depth", type=int, default=30, show_default=True, help="Simulation walk length.")
@@ -333,6 +355,8 @@ def check_cmd(
     invariants: tuple[str, ...],
     liveness: bool,
     symmetry: bool,
+    fingerprints: bool,
+    workers: int | None,
     simulate: bool,
     seed: int,
     depth: int,
@@ -377,6 +401,8 @@ def check_cmd(
         fail_input(str(err))
     if symmetry and simulate:
         fail_input("--symmetry applies to exhaustive search, not --simulate")
+    if fingerprints and (simulate or dot is not None):
+        fail_input("--fingerprints is for exhaustive search without --dot (it keeps no graph)")
     if dot is not None and simulate:
         fail_input("--dot draws the exhaustive state graph; it cannot be combined with --simulate")
     result = run_check(
@@ -390,6 +416,8 @@ def check_cmd(
         max_states=max_states,
         graph=dot is not None,
         json_mode=json_mode,
+        fingerprints=fingerprints,
+        workers=(os.cpu_count() or 1) if workers is None else workers,
     )
     if not json_mode:
         print_result(spec, result)
@@ -478,7 +506,35 @@ def run_check(
     max_states: int | None = None,
     graph: bool = False,
     json_mode: bool = False,
+    fingerprints: bool = False,
+    workers: int = 1,
 ) -> CheckResult:
+    """The search the flags ask for: random walks; the sequential search keeping states
+    (needed to draw the graph); or, by fingerprints, on ``workers`` processes."""
+    if workers > 1 and not simulate_mode and not graph:
+        with progress_display(True) as progress:
+            try:
+                return check_parallel(
+                    spec,
+                    workers=workers,
+                    invariants=invariants,
+                    symmetry=symmetry,
+                    max_states=max_states,
+                    clock=time.perf_counter,
+                    progress=progress,
+                )
+            except ValueError as err:
+                fail_input(str(err))
+    if fingerprints:
+        with progress_display(True) as progress:
+            return check_fingerprints(
+                spec,
+                invariants=invariants,
+                symmetry=symmetry,
+                max_states=max_states,
+                clock=time.perf_counter,
+                progress=progress,
+            )
     with progress_display(True) as progress:
         return _explore(
             spec,

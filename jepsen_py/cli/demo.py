@@ -1,4 +1,4 @@
-"""``kmodel demo``: the main job on the embedded default, the whole story in four stages.
+"""``kmodel demo``: the main job on the embedded default, the whole story in six stages.
 
 1. **Fault injection** on the simulated cluster (`jepsen_py.demo.faults`): Kafka as
    configured today under every fault, and the partition pattern of Jepsen's 2013 analysis
@@ -13,6 +13,8 @@
 5. **The brain split** (`jepsen_py.demo.brain_split`): a paused controller wakes up a
    zombie beside its elected successor; its requests refused with both fences on, and
    what goes wrong with each fence off.
+6. **Liveness** (`jepsen_py.demo.liveness`): what must eventually happen, under fairness;
+   the broken variants' lassos.
 
 Then a summary with where everything was written. Exit 0 when every stage showed what it
 is expected to show, 1 otherwise.
@@ -30,6 +32,7 @@ import orjson
 from jepsen_py.cli.common import EXIT_OK, EXIT_VIOLATION, emit_json
 from jepsen_py.demo.brain_split import brain_split_rows
 from jepsen_py.demo.faults import fault_rows
+from jepsen_py.demo.liveness import liveness_rows
 from jepsen_py.demo.modelcheck import outcome_rows, parity_rows
 from jepsen_py.demo.verify import verify_rows
 
@@ -137,6 +140,15 @@ def demo(
             f"rejected {row['stale_controller_rejected']}, applied "
             f"{row['stale_controller_applied']}; zombie writes {row['zombie_writes']}"
         )
+    say("")
+
+    say("== 6. Liveness: what must eventually happen, under fairness")
+    liveness = liveness_rows(out)
+    for row in liveness:
+        found = row["found"]
+        if "cycle_length" in row:
+            found += f" (lasso: {row['prefix_length']} states, cycle of {row['cycle_length']})"
+        say(f"  {_mark(row['as_expected'])} {row['title']:<50} {found}")
 
     summary: dict[str, Any] = {
         "runs_as_expected": sum(r["as_expected"] for r in runs),
@@ -149,6 +161,8 @@ def demo(
         "outcomes_total": len(outcomes),
         "brain_split_as_expected": sum(r["as_expected"] for r in splits),
         "brain_split_total": len(splits),
+        "liveness_as_expected": sum(r["as_expected"] for r in liveness),
+        "liveness_total": len(liveness),
         "seconds": round(time.perf_counter() - started, 2),
         "out": str(out),
         "runs": runs,
@@ -156,6 +170,7 @@ def demo(
         "parity": parity,
         "outcomes": outcomes,
         "brain_split": splits,
+        "liveness": liveness,
     }
     (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
     ok = all(
@@ -166,6 +181,7 @@ def demo(
             ("parity_matches", "parity_total"),
             ("outcomes_as_expected", "outcomes_total"),
             ("brain_split_as_expected", "brain_split_total"),
+            ("liveness_as_expected", "liveness_total"),
         )
     )
     say("")
@@ -177,13 +193,15 @@ def demo(
         f"{summary['parity_matches']}/{summary['parity_total']}; known bugs reproduced: "
         f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; brain split as "
         f"expected: {summary['brain_split_as_expected']}/{summary['brain_split_total']}; "
+        f"liveness: "
+        f"{summary['liveness_as_expected']}/{summary['liveness_total']}; "
         f"{summary['seconds']} s"
     )
     say("  written:")
     for row in runs:
         say(f"    {row['timeline']}  (timeline; latency.png and rate.png beside it)")
     say(f"    {spark['verdicts']}  (Spark's verdict table; verdicts.json parts beside it)")
-    say(f"    {out / 'traces'}/*.txt  (counterexample traces as tables; .json beside them)")
+    say(f"    {out / 'traces'}/*.txt  (counterexample traces and lassos as tables)")
     say(f"    {out / 'summary.json'}  (everything above)")
     say("  to reproduce: a run, the command in its results.json; a trace, its header's command")
     if json_mode:
@@ -191,7 +209,7 @@ def demo(
             {
                 k: v
                 for k, v in summary.items()
-                if k not in ("runs", "spark", "parity", "outcomes", "brain_split")
+                if k not in ("runs", "spark", "parity", "outcomes", "brain_split", "liveness")
             }
         )
     raise SystemExit(EXIT_OK if ok else EXIT_VIOLATION)
