@@ -20,6 +20,7 @@ import orjson
 
 from spec.explore import Stats
 from spec.fingerprints import check_fingerprints
+from spec.parallel import check_parallel
 from spec.replication import Params, Replication
 
 
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--no-symmetry", action="store_true")
     parser.add_argument("--max-states", type=int, default=None)
     parser.add_argument("--unreduced", action="store_true", help="also count unreduced states")
+    parser.add_argument("--workers", type=int, default=1, help="processes (kmodel check --workers)")
     args = parser.parse_args()
     params = Params(
         replicas=args.replicas,
@@ -54,16 +56,28 @@ def main() -> None:
                 flush=True,
             )
 
-    result = check_fingerprints(
-        Replication(params),
-        invariants=["StrongIsr"],
-        symmetry=not args.no_symmetry,
-        max_states=args.max_states,
-        clock=time.perf_counter,
-        progress=progress,
-        progress_every=50_000,
-        count_unreduced=args.unreduced,
-    )
+    if args.workers > 1:
+        result = check_parallel(
+            Replication(params),
+            workers=args.workers,
+            invariants=["StrongIsr"],
+            symmetry=not args.no_symmetry,
+            max_states=args.max_states,
+            clock=time.perf_counter,
+            progress=progress,
+            progress_every=50_000,
+        )
+    else:
+        result = check_fingerprints(
+            Replication(params),
+            invariants=["StrongIsr"],
+            symmetry=not args.no_symmetry,
+            max_states=args.max_states,
+            clock=time.perf_counter,
+            progress=progress,
+            progress_every=50_000,
+            count_unreduced=args.unreduced,
+        )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     stats = result.stats
@@ -72,7 +86,8 @@ def main() -> None:
             {
                 "benchmark": "large_model",
                 "config": f"published-2018 {args.truncation}, {args.replicas} replicas, "
-                f"{args.bound}/{args.bound}/{args.bound}, symmetry {not args.no_symmetry}",
+                f"{args.bound}/{args.bound}/{args.bound}, symmetry {not args.no_symmetry}, "
+                f"{args.workers} worker(s)",
                 "complete": result.complete,
                 "violated": None if result.violation is None else result.violation.name,
                 "distinct_states": stats.distinct_states,

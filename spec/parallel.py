@@ -362,5 +362,8 @@ def check_parallel(
         for proc in procs:
             proc.join()
         if procs:
+            # Tasks may still sit in the queue's buffer with no worker left to read them:
+            # do not let the interpreter wait at exit for its feeder thread to send them.
+            tasks.cancel_join_thread()
             tasks.close()
             results.close()
