@@ -28,7 +28,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import pickle
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -72,10 +72,21 @@ class Chunk:
     "sometimes" properties, and its orbit size (0 without symmetry)."""
 
 
-class _Worker:
-    """Runs in a forked process: expands chunks of the frontier."""
+class Expander:
+    """Expands frontier states and judges their successors: what a worker process (or a
+    Spark task, ``jepsen_py.spark_search``) does. With ``remember`` (a worker that sees its
+    states in the search's order), a "sometimes" property it has already seen hold is not
+    evaluated again; without it, every property is evaluated on every state."""
 
-    def __init__(self, spec: Spec, invariants: Iterable[str] | None, symmetry: bool) -> None:
+    def __init__(
+        self,
+        spec: Spec,
+        invariants: Iterable[str] | None,
+        symmetry: bool,
+        *,
+        remember: bool = True,
+    ) -> None:
+        self.remember = remember
         selected = spec.select_invariants(invariants)
         self.spec = spec
         self.state_invs = [
@@ -106,53 +117,58 @@ class _Worker:
         self.state_done = 0  # bits of state "sometimes" already witnessed by this worker
         self.trans_done = 0
 
-    def expand(self, states: list[bytes]) -> Chunk:
+    def transitions(self, s: Any) -> Iterator[tuple[int, int, int, Any, int]]:
+        """Every transition of ``s`` (within the bounds) in the search's order: its action's
+        index, its first failing transition property (or NONE), its bit set of transition
+        "sometimes" properties, and the successor's canonical form and fingerprint."""
         spec, canon = self.spec, self.canon
+        if not spec.within_bounds(s):
+            return
+        for i, decl, fn, domain in self.actions:
+            for args in domain(s) if domain is not None else ((),):
+                t = fn(s, *args)
+                if t is None:
+                    continue
+                first_failed = NONE
+                bits = 0
+                if self.trans_props or self.trans_sometimes:
+                    step = spec.step_of(decl, args)
+                    for k, prop in enumerate(self.trans_props):
+                        if not prop(s, step, t):
+                            first_failed = k
+                            break
+                    done = self.trans_done if self.remember else 0
+                    for k, pred in enumerate(self.trans_sometimes):
+                        if not done >> k & 1 and pred(s, step, t):
+                            bits |= 1 << k
+                    self.trans_done |= bits
+                c = canon(t)
+                yield i, first_failed, bits, c, fingerprint(c)
+
+    def expand(self, states: list[bytes]) -> Chunk:
         counts, fps, acts = array("q"), array("q"), array("h")
         failed, witnesses = array("b"), array("q")
         bodies: dict[int, tuple[bytes, int, int, int]] = {}
-        within = spec.within_bounds
         for blob in states:
-            s = pickle.loads(blob)
-            if not within(s):
-                counts.append(0)
-                continue
             n = 0
-            for i, decl, fn, domain in self.actions:
-                for args in domain(s) if domain is not None else ((),):
-                    t = fn(s, *args)
-                    if t is None:
-                        continue
-                    n += 1
-                    first_failed = NONE
-                    bits = 0
-                    if self.trans_props or self.trans_sometimes:
-                        step = spec.step_of(decl, args)
-                        for k, prop in enumerate(self.trans_props):
-                            if not prop(s, step, t):
-                                first_failed = k
-                                break
-                        for k, pred in enumerate(self.trans_sometimes):
-                            if not self.trans_done >> k & 1 and pred(s, step, t):
-                                bits |= 1 << k
-                        self.trans_done |= bits
-                    c = canon(t)
-                    fp = fingerprint(c)
-                    fps.append(fp)
-                    acts.append(i)
-                    failed.append(first_failed)
-                    witnesses.append(bits)
-                    if fp not in self.produced:
-                        self.produced.add(fp)
-                        bodies[len(fps) - 1] = self.judge(c)
+            for i, first_failed, bits, c, fp in self.transitions(pickle.loads(blob)):
+                n += 1
+                fps.append(fp)
+                acts.append(i)
+                failed.append(first_failed)
+                witnesses.append(bits)
+                if fp not in self.produced:
+                    self.produced.add(fp)
+                    bodies[len(fps) - 1] = self.judge(c)
             counts.append(n)
         return Chunk(counts, fps, acts, failed, witnesses, bodies)
 
     def judge(self, c: Any) -> tuple[bytes, int, int, int]:
         bad = next((k for k, pred in enumerate(self.state_invs) if not pred(c)), NONE)
         bits = 0
+        done = self.state_done if self.remember else 0
         for k, pred in enumerate(self.state_sometimes):
-            if not self.state_done >> k & 1 and pred(c):
+            if not done >> k & 1 and pred(c):
                 bits |= 1 << k
         self.state_done |= bits
         orbit = self.canon.orbit_size(c) if self.symmetry else 0
@@ -167,7 +183,7 @@ class _Worker:
             results.put((index, self.expand(states)))
 
 
-def _serve(worker: _Worker, tasks: Any, results: Any) -> None:
+def _serve(worker: Expander, tasks: Any, results: Any) -> None:
     worker.serve(tasks, results)
 
 
@@ -240,7 +256,7 @@ def check_parallel(
         return trace
 
     # The initial states, here: few, and they seed the first level.
-    judge = _Worker(spec, invariants, symmetry)
+    judge = Expander(spec, invariants, symmetry)
     frontier: list[tuple[int, bytes]] = []
     for s0 in spec.init():
         c0 = canon(s0)
