@@ -21,7 +21,7 @@ process (the states hold ints, tuples, frozensets and short strings). No clock, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -93,9 +93,15 @@ def fingerprint(state: Any) -> int:
     return hash(state)
 
 
-def rebuild_trace(spec: Spec, canon: Canonical, seen: SeenSet, fp: int) -> list[TraceStep]:
-    """The path to the state with fingerprint ``fp``, through canonical states: the chain of
-    parent fingerprints back to an initial state, replayed forward through the spec."""
+class ParentLookup(Protocol):
+    """Where a search remembers each state's parent fingerprint (a ``SeenSet``, or the
+    Spark search's partitioned seen table)."""
+
+    def parent(self, fp: int) -> int: ...
+
+
+def parent_chain(seen: ParentLookup, fp: int) -> list[int]:
+    """The fingerprints from an initial state to ``fp``, by following parents."""
     chain = [fp]
     while True:
         parent = seen.parent(chain[-1])
@@ -103,6 +109,13 @@ def rebuild_trace(spec: Spec, canon: Canonical, seen: SeenSet, fp: int) -> list[
             break
         chain.append(parent)
     chain.reverse()
+    return chain
+
+
+def replay(spec: Spec, canon: Canonical, chain: list[int]) -> list[TraceStep]:
+    """The path through canonical states whose fingerprints are ``chain``, replayed forward
+    from an initial state through the spec (each step the first successor that fits).
+    Fingerprints depend on the process's hash seed: replay where they were computed."""
     state = next(c for c in map(canon, spec.init()) if fingerprint(c) == chain[0])
     steps = [TraceStep(None, state)]
     for want in chain[1:]:
@@ -115,6 +128,12 @@ def rebuild_trace(spec: Spec, canon: Canonical, seen: SeenSet, fp: int) -> list[
         else:  # pragma: no cover - would mean the spec is not deterministic
             raise AssertionError(f"{spec.name}: cannot replay the path to a state")
     return steps
+
+
+def rebuild_trace(spec: Spec, canon: Canonical, seen: ParentLookup, fp: int) -> list[TraceStep]:
+    """The path to the state with fingerprint ``fp``, through canonical states: the chain of
+    parent fingerprints back to an initial state, replayed forward through the spec."""
+    return replay(spec, canon, parent_chain(seen, fp))
 
 
 def check_fingerprints(

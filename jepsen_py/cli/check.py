@@ -20,8 +20,10 @@ import orjson
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from jepsen_py.checker.spark import session
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, foreign_flags
+from jepsen_py.spark_search import check_spark
 from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
@@ -341,6 +343,15 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     help="Processes for the exhaustive search (default: every core; 1 is the sequential "
     "search). Same counts and counterexamples whatever the number.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(("local", "spark")),
+    default="local",
+    show_default=True,
+    help="spark: the breadth-first levels as Spark jobs, the frontier and the seen table "
+    "partitioned across the executors (local[*] by default; --master for a cluster).",
+)
+@click.option("--master", default=None, help="Spark master URL for --engine spark.")
 @click.option("--simulate", is_flag=True, help="Seeded random walks instead of exhaustive BFS.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--depth", type=int, default=30, show_default=True, help="Simulation walk length.")
@@ -357,6 +368,8 @@ def check_cmd(
     symmetry: bool,
     fingerprints: bool,
     workers: int | None,
+    engine: str,
+    master: str | None,
     simulate: bool,
     seed: int,
     depth: int,
@@ -403,9 +416,19 @@ def check_cmd(
         fail_input("--symmetry applies to exhaustive search, not --simulate")
     if fingerprints and (simulate or dot is not None):
         fail_input("--fingerprints is for exhaustive search without --dot (it keeps no graph)")
+    if engine == "spark" and (simulate or dot is not None or max_states is not None):
+        fail_input(
+            "--engine spark runs the exhaustive search, without --simulate, --dot or --max-states"
+        )
+    if master is not None and engine != "spark":
+        fail_input("--master is for --engine spark")
+    if engine == "spark":
+        result = run_spark_check(spec, chosen, symmetry=symmetry, master=master)
+    else:
+        result = None
     if dot is not None and simulate:
         fail_input("--dot draws the exhaustive state graph; it cannot be combined with --simulate")
-    result = run_check(
+    result = result or run_check(
         spec,
         chosen,
         symmetry=symmetry,
@@ -473,6 +496,32 @@ check = check_cmd
 def trace_json_of(spec: Spec, result: CheckResult) -> list[dict[str, Any]]:
     assert result.violation is not None
     return trace_json(spec, result.violation.trace)
+
+
+def run_spark_check(
+    spec: Spec, invariants: list[str] | None, *, symmetry: bool, master: str | None
+) -> CheckResult:
+    """The search on Spark (``jepsen_py.spark_search``), with progress per level."""
+    # Fingerprints hash strings: every Python worker must use the same hash seed.
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    options = session.SessionOptions(
+        master=master,
+        app_name="kmodel-check",
+        extra_conf=(("spark.executorEnv.PYTHONHASHSEED", "0"),),
+    )
+    try:
+        spark = session.start(options)
+    except (session.SparkStartError, ValueError) as err:
+        fail_input(f"Spark did not start: {err}")
+    with progress_display(True) as progress:
+        return check_spark(
+            spec,
+            spark,
+            invariants=invariants,
+            symmetry=symmetry,
+            clock=time.perf_counter,
+            progress=progress,
+        )
 
 
 def lasso_json_of(spec: Spec, lasso: Lasso) -> list[dict[str, Any]]:
