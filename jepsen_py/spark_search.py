@@ -43,6 +43,9 @@ from spec.parallel import NONE, Expander
 Key = tuple[int, int]
 """(rank of the parent in its level, index of the transition among the parent's)."""
 
+Event = tuple[Key, int, int, int, int]
+"""(key, parent fingerprint, transition index, fingerprint, which property)."""
+
 
 def ship_spec(spark: Any) -> str | None:
     """Zip the ``spec`` package and add it to the job, so a cluster's executors import it
@@ -177,26 +180,21 @@ def check_spark(
         transitions = frontier.mapPartitions(
             _expander(spec, invariant_names, symmetry), preservesPartitioning=False
         ).persist()
-        by_action = transitions.map(lambda row: row[1][2]).countByValue()
-        broken = transitions.filter(lambda row: row[1][3] != NONE).map(_event).takeOrdered(1)
-        trans_hits = (
-            transitions.filter(lambda row, p=trans_pending: row[1][4] & p)
-            .flatMap(lambda row, n=n_trans: _bits_events(row, row[1][4], n))
-            .reduceByKey(min)
-            .collect()
+        # One pass over the level's transitions for what the driver needs of them, one
+        # over its new states: per-partition summaries, merged here.
+        by_action, broken, trans_hits = _merge(
+            transitions.mapPartitions(
+                lambda rows, p=trans_pending, n=n_trans: _summarize_transitions(rows, p, n)
+            ).collect()
         )
         first = transitions.map(_first_found).reduceByKey(min)
         new = first.subtractByKey(seen).map(_judged(spec, invariant_names, symmetry)).persist()
-        new_by_action = new.map(lambda row: row[1][0][2]).countByValue()
-        new_count = sum(new_by_action.values())
-        bad_new = new.filter(lambda row: row[1][2] != NONE).map(_new_event).takeOrdered(1)
-        state_hits = (
-            new.filter(lambda row, p=state_pending: row[1][3] & p)
-            .flatMap(lambda row, n=n_state: _bits_events(row, row[1][3], n, new=True))
-            .reduceByKey(min)
-            .collect()
+        new_by_action, bad_new, state_hits, orbits = _merge_new(
+            new.mapPartitions(
+                lambda rows, p=state_pending, n=n_state: _summarize_new(rows, p, n)
+            ).collect()
         )
-        orbits = new.map(lambda row: row[1][4]).sum() if symmetry else 0
+        new_count = sum(new_by_action.values())
 
         def table_with(extra: dict[int, int], rdd: Any = seen) -> SeenTable:
             return SeenTable(rdd, {**roots, **extra})
@@ -205,25 +203,25 @@ def check_spark(
         # property comes before the invariants of the state its transition found.
         stop_key: Key | None = None
         violation: Violation | None = None
-        if broken and (not bad_new or broken[0][0] <= bad_new[0][0]):
-            key, parent_fp, nth, _fp, which = broken[0]
+        if broken is not None and (bad_new is None or broken[0] <= bad_new[0]):
+            key, parent_fp, nth, _fp, which = broken
             stop_key = key
             d = trans_decls[which]
             trace = transition_trace(table_with({}), parent_fp, nth)
             violation = Violation("transition", d.name, d.doc, concretize(spec, canon, trace))
-        elif bad_new:
-            key, parent_fp, _nth, fp, which = bad_new[0]
+        elif bad_new is not None:
+            key, parent_fp, _nth, fp, which = bad_new
             stop_key = key
             d = inv_decls[which]
             trace = concretize(spec, canon, trace_to(table_with({fp: parent_fp}), fp))
             violation = Violation("invariant", d.name, d.doc, trace)
         # Witnesses found before the search stops.
-        for k, (key, parent_fp, nth, _fp) in sorted(trans_hits):
+        for k, (key, parent_fp, nth, _fp, _k) in sorted(trans_hits.items()):
             if trans_pending >> k & 1 and _before(key, stop_key, violation, transition=True):
                 trace = transition_trace(table_with({}), parent_fp, nth)
                 witnessed[trans_some[k].name] = concretize(spec, canon, trace)
                 trans_pending &= ~(1 << k)
-        for k, (key, parent_fp, _nth, fp) in sorted(state_hits):
+        for k, (key, parent_fp, _nth, fp, _k) in sorted(state_hits.items()):
             if state_pending >> k & 1 and _before(key, stop_key, violation, transition=False):
                 trace = trace_to(table_with({fp: parent_fp}), fp)
                 witnessed[state_some[k].name] = concretize(spec, canon, trace)
@@ -296,22 +294,75 @@ def _expander(
     return expand
 
 
-def _event(row: tuple[int, tuple[Any, ...]]) -> tuple[Key, int, int, int, int]:
-    fp, (rank, nth, _i, failed, _bits, parent_fp, _c) = row
-    return (rank, nth), parent_fp, nth, fp, failed
+def _summarize_transitions(
+    rows: Iterator[tuple[int, tuple[Any, ...]]], pending: int, n: int
+) -> Iterator[tuple[dict[int, int], Event | None, dict[int, Event]]]:
+    """A partition's transitions: how many per action, the first whose transition property
+    fails, and per pending transition "sometimes" property the first that shows it."""
+    counts: dict[int, int] = {}
+    broken: Event | None = None
+    hits: dict[int, Event] = {}
+    for fp, (rank, nth, i, failed, bits, parent_fp, _c) in rows:
+        counts[i] = counts.get(i, 0) + 1
+        key = (rank, nth)
+        if failed != NONE and (broken is None or key < broken[0]):
+            broken = (key, parent_fp, nth, fp, failed)
+        for k in range(n):
+            if (bits & pending) >> k & 1 and (k not in hits or key < hits[k][0]):
+                hits[k] = (key, parent_fp, nth, fp, k)
+    yield counts, broken, hits
 
 
-def _bits_events(
-    row: tuple[int, tuple[Any, ...]], bits: int, n: int, *, new: bool = False
-) -> Iterator[tuple[int, tuple[Key, int, int, int]]]:
-    fp, rec = row
-    if new:
-        (rank, nth, _i, parent_fp), _blob = rec[0], rec[1]
-    else:
-        rank, nth, _i, _failed, _bits, parent_fp, _c = rec
-    for k in range(n):
-        if bits >> k & 1:
-            yield k, ((rank, nth), parent_fp, nth, fp)
+def _summarize_new(
+    rows: Iterator[tuple[int, tuple[Any, ...]]], pending: int, n: int
+) -> Iterator[tuple[dict[int, int], Event | None, dict[int, Event], int]]:
+    """A partition's new states: how many per action that found them, the first that breaks
+    an invariant, per pending state "sometimes" property the first that shows it, and the
+    sum of their orbit sizes."""
+    counts: dict[int, int] = {}
+    bad: Event | None = None
+    hits: dict[int, Event] = {}
+    orbits = 0
+    for fp, ((rank, nth, i, parent_fp), _blob, which, bits, orbit) in rows:
+        counts[i] = counts.get(i, 0) + 1
+        orbits += orbit
+        key = (rank, nth)
+        if which != NONE and (bad is None or key < bad[0]):
+            bad = (key, parent_fp, nth, fp, which)
+        for k in range(n):
+            if (bits & pending) >> k & 1 and (k not in hits or key < hits[k][0]):
+                hits[k] = (key, parent_fp, nth, fp, k)
+    yield counts, bad, hits, orbits
+
+
+def _earliest(a: Event | None, b: Event | None) -> Event | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if a[0] <= b[0] else b
+
+
+def _merge(
+    parts: list[tuple[dict[int, int], Event | None, dict[int, Event]]],
+) -> tuple[dict[int, int], Event | None, dict[int, Event]]:
+    counts: dict[int, int] = {}
+    first: Event | None = None
+    hits: dict[int, Event] = {}
+    for part_counts, part_first, part_hits in parts:
+        for i, c in part_counts.items():
+            counts[i] = counts.get(i, 0) + c
+        first = _earliest(first, part_first)
+        for k, event in part_hits.items():
+            hits[k] = _earliest(hits.get(k), event) or event
+    return counts, first, hits
+
+
+def _merge_new(
+    parts: list[tuple[dict[int, int], Event | None, dict[int, Event], int]],
+) -> tuple[dict[int, int], Event | None, dict[int, Event], int]:
+    counts, first, hits = _merge([(c, f, h) for c, f, h, _ in parts])
+    return counts, first, hits, sum(o for *_, o in parts)
 
 
 def _first_found(row: tuple[int, tuple[Any, ...]]) -> tuple[int, tuple[Any, ...]]:
@@ -333,11 +384,6 @@ def _judged(
         return fp, ((rank, nth, i, parent_fp), blob, bad, bits, orbit)
 
     return judged
-
-
-def _new_event(row: tuple[int, tuple[Any, ...]]) -> tuple[Key, int, int, int, int]:
-    fp, ((rank, nth, _i, parent_fp), _blob, bad, _bits, _orbit) = row
-    return (rank, nth), parent_fp, nth, fp, bad
 
 
 def _before(key: Key, stop: Key | None, violation: Violation | None, *, transition: bool) -> bool:
