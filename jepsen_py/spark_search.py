@@ -35,7 +35,16 @@ from pathlib import Path
 from typing import Any
 
 import spec as spec_package
-from spec.explore import Canonical, CheckResult, ProgressFn, Stats, TraceStep, Violation, concretize
+from spec.explore import (
+    Canonical,
+    CheckResult,
+    ProgressFn,
+    Stats,
+    TraceStep,
+    Violation,
+    concretize,
+    exhaustive_result,
+)
 from spec.fingerprints import collision_probability, fingerprint, parent_chain, replay
 from spec.framework import Spec
 from spec.parallel import NONE, Expander
@@ -111,30 +120,19 @@ def check_spark(
 
     def finish(complete: bool, violation: Violation | None, seen_count: int) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
-        stats.fired = {d.name: fired[i] for i, d in enumerate(decls)}
-        stats.states_generated = sum(fired)
-        stats.new_states = {d.name: found_new[i] for i, d in enumerate(decls)}
         stats.seen_bytes = 16 * seen_count
-        stats.collision_probability = collision_probability(
-            stats.distinct_states, stats.states_generated
-        )
-        warnings = [
-            f"action {name} never fired"
-            for name, count in stats.fired.items()
-            if count == 0 and (complete or violation is None)
-        ]
-        return CheckResult(
-            spec=spec.name,
-            mode="exhaustive",
-            stats=stats,
-            violation=violation,
+        stats.collision_probability = collision_probability(stats.distinct_states, sum(fired))
+        return exhaustive_result(
+            spec,
+            stats,
+            names=[d.name for d in decls],
+            fired=fired,
+            found_new=found_new,
             complete=complete,
-            sometimes=witnessed,
-            warnings=tuple(warnings),
-            checked=tuple(d.name for d in selected),
+            violation=violation,
+            witnessed=witnessed,
+            checked=selected,
         )
-
-    _check_hash_seeds(sc, parts)
 
     def trace_to(table: SeenTable, fp: int) -> list[TraceStep]:
         chain = parent_chain(table, fp)

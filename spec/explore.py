@@ -106,6 +106,45 @@ class CheckResult:
 ProgressFn = Callable[[Stats], None]
 
 
+def exhaustive_result(
+    spec: Spec,
+    stats: Stats,
+    *,
+    names: list[str],
+    fired: list[int],
+    found_new: list[int],
+    complete: bool,
+    violation: Violation | None,
+    witnessed: dict[str, tuple[TraceStep, ...] | None],
+    checked: Iterable[PredicateDecl],
+    graph: tuple[tuple[int, int, str], ...] | None = None,
+    graph_states: tuple[Any, ...] | None = None,
+) -> CheckResult:
+    """The result of an exhaustive search (every engine's): ``stats`` completed with the
+    per-action counts (``names[i]`` fired ``fired[i]`` transitions and found ``found_new[i]``
+    states first), and a warning per action that never fired."""
+    stats.fired = dict(zip(names, fired, strict=True))
+    stats.states_generated = sum(fired)
+    stats.new_states = dict(zip(names, found_new, strict=True))
+    warnings = [
+        f"action {name} never fired"
+        for name, count in stats.fired.items()
+        if count == 0 and (complete or violation is None)
+    ]
+    return CheckResult(
+        spec=spec.name,
+        mode="exhaustive",
+        stats=stats,
+        violation=violation,
+        complete=complete,
+        sometimes=witnessed,
+        warnings=tuple(warnings),
+        checked=tuple(d.name for d in checked),
+        graph=graph,
+        graph_states=graph_states,
+    )
+
+
 class Canonical:
     """Maps a state to the canonical member of its symmetry orbit (or to itself)."""
 
@@ -216,23 +255,16 @@ def check(
 
     def finish(complete: bool) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
-        stats.fired = {decl.name: fired[i] for i, decl, _, _ in actions}
-        stats.states_generated = sum(fired)
-        stats.new_states = {decl.name: found_new[i] for i, decl, _, _ in actions}
-        warnings = [
-            f"action {name} never fired"
-            for name, count in stats.fired.items()
-            if count == 0 and (complete or violation is None)
-        ]
-        return CheckResult(
-            spec=spec.name,
-            mode="exhaustive",
-            stats=stats,
-            violation=violation,
+        return exhaustive_result(
+            spec,
+            stats,
+            names=[decl.name for _, decl, _, _ in actions],
+            fired=fired,
+            found_new=found_new,
             complete=complete,
-            sometimes=witnessed,
-            warnings=tuple(warnings),
-            checked=tuple(d.name for d in selected),
+            violation=violation,
+            witnessed=witnessed,
+            checked=selected,
             graph=tuple(edges) if graph else None,
             graph_states=tuple(ids) if graph else None,
         )

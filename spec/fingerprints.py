@@ -33,6 +33,7 @@ from spec.explore import (
     TraceStep,
     Violation,
     concretize,
+    exhaustive_result,
     predicates,
 )
 from spec.framework import ActionDecl, Spec, Step
@@ -177,27 +178,18 @@ def check_fingerprints(
 
     def finish(complete: bool) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
-        stats.fired = {decl.name: fired[i] for i, decl, _, _ in actions}
-        stats.states_generated = sum(fired)
-        stats.new_states = {decl.name: found_new[i] for i, decl, _, _ in actions}
         stats.seen_bytes = seen.nbytes + 16 * len(seen.level)
-        stats.collision_probability = collision_probability(
-            stats.distinct_states, stats.states_generated
-        )
-        warnings = [
-            f"action {name} never fired"
-            for name, count in stats.fired.items()
-            if count == 0 and (complete or violation is None)
-        ]
-        return CheckResult(
-            spec=spec.name,
-            mode="exhaustive",
-            stats=stats,
-            violation=violation,
+        stats.collision_probability = collision_probability(stats.distinct_states, sum(fired))
+        return exhaustive_result(
+            spec,
+            stats,
+            names=[decl.name for _, decl, _, _ in actions],
+            fired=fired,
+            found_new=found_new,
             complete=complete,
-            sometimes=witnessed,
-            warnings=tuple(warnings),
-            checked=tuple(d.name for d in selected),
+            violation=violation,
+            witnessed=witnessed,
+            checked=selected,
         )
 
     def path_to(fp: int) -> list[TraceStep]:

@@ -41,6 +41,7 @@ from spec.explore import (
     TraceStep,
     Violation,
     concretize,
+    exhaustive_result,
     predicates,
 )
 from spec.fingerprints import SeenSet, collision_probability, fingerprint, rebuild_trace
@@ -225,27 +226,18 @@ def check_parallel(
 
     def finish(complete: bool, violation: Violation | None) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
-        stats.fired = {d.name: fired[i] for i, d in enumerate(decls)}
-        stats.states_generated = sum(fired)
-        stats.new_states = {d.name: found_new[i] for i, d in enumerate(decls)}
         stats.seen_bytes = seen.nbytes + 16 * len(seen.level)
-        stats.collision_probability = collision_probability(
-            stats.distinct_states, stats.states_generated
-        )
-        warnings = [
-            f"action {name} never fired"
-            for name, count in stats.fired.items()
-            if count == 0 and (complete or violation is None)
-        ]
-        return CheckResult(
-            spec=spec.name,
-            mode="exhaustive",
-            stats=stats,
-            violation=violation,
+        stats.collision_probability = collision_probability(stats.distinct_states, sum(fired))
+        return exhaustive_result(
+            spec,
+            stats,
+            names=[d.name for d in decls],
+            fired=fired,
+            found_new=found_new,
             complete=complete,
-            sometimes=witnessed,
-            warnings=tuple(warnings),
-            checked=tuple(d.name for d in selected),
+            violation=violation,
+            witnessed=witnessed,
+            checked=selected,
         )
 
     def transition_trace(parent_fp: int, nth: int) -> list[TraceStep]:
