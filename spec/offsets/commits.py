@@ -277,14 +277,17 @@ class Offsets(Spec):
         """Consumer ``slot`` sends JoinGroup: unjoined, or told by a Heartbeat that a
         rebalance is under way (REBALANCE_IN_PROGRESS) or that it is no longer a member of
         the current generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: a zombie learns it
-        here, or in its next commit). The eager protocol revokes the partition first
-        (``onPartitionsRevoked``): position and unprocessed record are dropped. A consumer
+        here, or in its next commit). It rejoins inside ``poll()``, so never while it
+        holds a polled record. The eager protocol revokes the partition first
+        (``onPartitionsRevoked``): its position is dropped. A consumer
         that is not a member gets a new member id. The group goes to PreparingRebalance."""
         c = s.consumer(slot)
         group = s.group
         if group.loading or group.state == DEAD:
             return None
         member = c.member_id in group.members
+        if c.pending is not None:
+            return None  # it rejoins inside its next poll(), after processing this record
         if c.state == JOINING and member:
             return None  # parked: its JoinGroup is already in
         current = c.state != UNJOINED and member and c.generation == group.generation
@@ -558,6 +561,20 @@ class Offsets(Spec):
         the processing loses the record)."""
         held = {c.pending for c in s.consumers if c.pending is not None}
         return all(o in s.processed or o in held for o in range(_covered(s.stored.committed)))
+
+    @invariant
+    def committed_within_owner_progress(self, s: State) -> bool:
+        """The group's committed offset never runs ahead of the partition's current owner
+        (the member the current generation assigned it to, once it has fetched its
+        position): only the owner's own progress moves it. A commit past the owner's
+        position (a zombie's) would make the next owner skip records this one has not
+        processed."""
+        group = s.group
+        for c in s.consumers:
+            owner = c.owns and c.member_id == group.owner and c.member_id in group.members
+            if owner and c.generation == group.generation and c.position is not None:
+                return _covered(s.stored.committed) <= c.position
+        return True
 
     @transition_property
     def stale_generation_never_commits(self, before: State, step: Step, after: State) -> bool:
