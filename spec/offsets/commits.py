@@ -660,8 +660,6 @@ class Offsets(Spec):
             skip |= {"CommitDuringLoadRefused", "OffsetsSurviveFailover"}
         if self.p.max_expiries < 1 or "stale_generation_commit" in self.bugs:
             skip.add("ZombieCommitFenced")
-        if self.p.reset == "latest":
-            skip.add("EverythingCommitted")
         return tuple(d for d in self._sometimes if d.name not in skip)
 
     # --- rendering ---------------------------------------------------------------------------
