@@ -115,3 +115,22 @@ def test_rebalance_reference_is_current(rewrite: bool) -> None:
     )
     text = render_reference("Rebalance spec: reference", REBALANCE_INTRO, configurations)
     assert_matches_file(DOCS / "reference" / "rebalance.md", text, rewrite)
+
+
+OFFSETS_INTRO = """
+Generated from `spec/offsets/` by `model_tests/test_docs_reference.py` (run pytest with
+`--rewrite` after changing a docstring). The narrative is in `docs/offsets.md`.
+"""
+
+
+def test_offsets_reference_is_current(rewrite: bool) -> None:
+    from spec.offsets import Params as OffsetsParams
+    from spec.offsets import build
+
+    configurations = [
+        ("after-process (at least once)", build(OffsetsParams())),
+        ("before-process (at most once)", build(OffsetsParams(commit="before-process"))),
+        ("after-process, no failover", build(OffsetsParams(max_failovers=0))),
+    ]
+    text = render_reference("Offsets spec: reference", OFFSETS_INTRO, configurations)
+    assert_matches_file(DOCS / "reference" / "offsets.md", text, rewrite)

@@ -32,6 +32,8 @@ from spec.framework import Spec, SpecError
 from spec.group import NETWORKS as GROUP_NETWORKS
 from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.liveness import Lasso, LivenessResult, check_liveness
+from spec.offsets import COMMITS as OFFSETS_COMMITS
+from spec.offsets import RESETS as OFFSETS_RESETS
 from spec.parallel import check_parallel
 from spec.rebalance import CHOICES as REBALANCE_CHOICES
 from spec.replication import ACKS, MODELS, TRUNCATIONS
@@ -207,7 +209,8 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "--max-crashes",
     type=int,
     default=None,
-    help="replication: crash budget (extended model; default 1); rebalance.",
+    help="replication: crash budget (extended model; default 1); rebalance; offsets: "
+    "consumer crashes (default 1).",
 )
 @click.option(
     "--truncation",
@@ -262,7 +265,9 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     default=None,
     help="group: classic (eager, default), cooperative (KIP-429) or consumer (KIP-848).",
 )
-@click.option("--members", type=int, default=None, help="group: consumers, 1 to 3 (default 2).")
+@click.option(
+    "--members", type=int, default=None, help="group, offsets: consumers, 1 to 3 (default 2)."
+)
 @click.option(
     "--topic-partitions", type=int, default=None, help="group: partitions, 1 to 3 (default 2)."
 )
@@ -270,14 +275,14 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "--max-generation",
     type=int,
     default=None,
-    help="group: rebalances stop at this generation id or group epoch (default 2; 4 for "
-    "--protocol consumer).",
+    help="group, offsets: rebalances stop at this generation id or group epoch (default 2; 4 "
+    "for --protocol consumer).",
 )
 @click.option(
     "--max-member-expiries",
     type=int,
     default=None,
-    help="group: how many members may expire (default 1).",
+    help="group, offsets: how many members may expire (default 1).",
 )
 @click.option(
     "--max-timeouts",
@@ -286,7 +291,10 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     help="group: requests a consumer may give up on (default 1).",
 )
 @click.option(
-    "--max-failovers", type=int, default=None, help="group: coordinator moves (default 1)."
+    "--max-failovers",
+    type=int,
+    default=None,
+    help="group, offsets: coordinator moves (default 1).",
 )
 @click.option(
     "--network",
@@ -314,6 +322,22 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "--no-auto-rebalance",
     is_flag=True,
     help="rebalance: auto.leader.rebalance.enable=false.",
+)
+@click.option(
+    "--commit",
+    type=click.Choice(OFFSETS_COMMITS),
+    default=None,
+    help="offsets: the consumer commits after processing (default; at least once) or before "
+    "(at most once).",
+)
+@click.option(
+    "--offset-reset",
+    type=click.Choice(OFFSETS_RESETS),
+    default=None,
+    help="offsets: auto.offset.reset when the group has no committed offset (default earliest).",
+)
+@click.option(
+    "--records", type=int, default=None, help="offsets: records in the partition (default 2)."
 )
 @click.option("--bug", "bugs", multiple=True, type=click.Choice(all_bugs()), help=bug_help())
 @click.option(

@@ -37,8 +37,15 @@ from spec.proofs.report import render_run, run_json
 from spec.replication import ACKS, MODELS, TRUNCATIONS, Params, Replication
 from spec.trace import render_table
 
-SPECS = ("replication", "controller", "group", "rebalance")
+SPECS = ("replication", "controller", "group", "rebalance", "offsets")
 
+
+OFFSETS_NOT_ENCODED = (
+    "the offsets spec has no z3 encoding yet: none of its invariants (AtLeastOnce, "
+    "CommittedWithinOwnerProgress, StaleGenerationNeverCommits, CommittedNeverRegresses) is "
+    "proved inductive; check them within bounds with kmodel check offsets"
+)
+"""Why ``kmodel prove offsets`` refuses (exit 2), rather than report a proof it has not done."""
 
 GROUP_ENCODED_BUGS = tuple(
     sorted(bug for bug in GROUP_BUGS if bug in ("assign_before_revoked", "no_member_epoch_fencing"))
@@ -233,6 +240,8 @@ def prove_cmd(
             f"--bug {', '.join(wrong)} is not a bug of spec {spec_name}; its bugs: "
             + ", ".join(sorted(known_bugs))
         )
+    if spec_name == "offsets":
+        fail_input(OFFSETS_NOT_ENCODED)
     if spec_name == "rebalance":
         prove_rebalance(brokers, min_isr, bugs, timeout, json_mode)
     if spec_name == "controller":

@@ -15,7 +15,7 @@ import attrs
 import click
 
 from jepsen_py.cli.replication_flags import replication_params
-from spec import controller, group, rebalance, replication
+from spec import controller, group, offsets, rebalance, replication
 from spec.framework import Spec, SpecError
 
 
@@ -196,6 +196,45 @@ def rebalance_params_json(params: rebalance.Params) -> dict[str, Any]:
     }
 
 
+OFFSETS_FLAGS = {
+    "commit": "commit",
+    "offset_reset": "reset",
+    "members": "members",
+    "records": "records",
+    "max_generation": "max_generation",
+    "max_member_expiries": "max_expiries",
+    "max_crashes": "max_crashes",
+    "max_failovers": "max_failovers",
+}
+"""``kmodel check offsets``'s flags (click names) -> ``offsets.Params`` fields."""
+
+
+def build_offsets(flags: Mapping[str, Any], bugs: tuple[str, ...]) -> Spec:
+    """Parameters from flags: an unset flag takes the setting where a chosen bug shows
+    (``offsets.BUG_SETTINGS``), else ``offsets.Params``' default."""
+    given: dict[str, Any] = {}
+    for bug in bugs:
+        given.update(offsets.BUG_SETTINGS.get(bug, {}))
+    given.update(
+        {field: flags[name] for name, field in OFFSETS_FLAGS.items() if flags.get(name) is not None}
+    )
+    return offsets.build(offsets.Params(**given, bugs=frozenset(bugs)))
+
+
+def offsets_params_json(params: offsets.Params) -> dict[str, Any]:
+    return {
+        "commit": params.commit,
+        "reset": params.reset,
+        "members": params.members,
+        "records": params.records,
+        "max_generation": params.max_generation,
+        "max_expiries": params.max_expiries,
+        "max_crashes": params.max_crashes,
+        "max_failovers": params.max_failovers,
+        "bugs": sorted(params.bugs),
+    }
+
+
 CHECK_SPECS: dict[str, CheckEntry] = {
     "replication": CheckEntry(
         "replication",
@@ -235,6 +274,13 @@ CHECK_SPECS: dict[str, CheckEntry] = {
         rebalance.BUGS,
         build_rebalance,
         rebalance_params_json,
+    ),
+    "offsets": CheckEntry(
+        "offsets",
+        tuple(OFFSETS_FLAGS),
+        offsets.BUGS,
+        build_offsets,
+        offsets_params_json,
     ),
 }
 
@@ -295,6 +341,7 @@ PROVE_FLAGS: dict[str, tuple[str, ...]] = {
     "controller": ("brokers", "partitions", "mode"),
     "group": ("protocol", "members", "topic_partitions"),
     "rebalance": ("brokers", "min_isr"),
+    "offsets": (),
 }
 """The flags of ``kmodel prove`` each spec reads (the others are shared)."""
 
