@@ -132,6 +132,10 @@ class Coordinator:
         """Become ``group``'s coordinator, starting from its last stored state: the loaded
         members get a full session from ``now`` (Kafka schedules their expiry on load)."""
         self.hosted.add(group)
+        if stored is None:
+            self.stored.pop(group, None)
+        else:
+            self.stored[group] = stored
         g = GroupState()
         if stored is not None and stored.members:
             g.state, g.generation, g.leader = STABLE, stored.generation, stored.leader

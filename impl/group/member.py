@@ -123,15 +123,18 @@ class Member:
         self.listener: list[tuple[str, Partitions]] = []
         """The rebalance listener's calls, in order: ("revoked" | "assigned", partitions)."""
         self.rebalances = 0
+        self.connection = 0
+        """Bumped when a request times out: ``NetworkClient`` closes the connection, and the
+        next requests go on a new one (the old one's requests may still be handled later)."""
 
     # ------------------------------------------------------------------ application API
 
     def subscribe(self, topics: tuple[str, ...], now: int) -> None:
         self.topics = tuple(sorted(topics))
         self.last_poll = now
-        keys = [f"{t}-*" for t in self.topics]
-        self._op("invoke", "subscribe", keys, now)
-        self._op("ok", "subscribe", keys, now)
+        # No keys yet: the group decides which partitions it reads (the assign ops after).
+        self._op("invoke", "subscribe", None, now)
+        self._op("ok", "subscribe", None, now)
 
     def poll(self, now: int) -> Effects:
         """The application's ``poll``: resets the poll-interval clock and drives the join."""
@@ -188,9 +191,14 @@ class Member:
     def tick(self, now: int) -> Effects:
         effects = Effects()
         for kind in sorted(self.in_flight):
-            if now - self.in_flight[kind] >= self.config.request_timeout_ns:
-                # NetworkClient times the request out; the coordinator is marked unknown.
+            if (
+                kind in self.in_flight
+                and now - self.in_flight[kind] >= self.config.request_timeout_ns
+            ):
+                # NetworkClient times the request out and disconnects; for a group request
+                # the coordinator is marked unknown.
                 del self.in_flight[kind]
+                self.connection += 1
                 if kind in ("join", "sync", "heartbeat"):
                     self._coordinator_lost(now)
         if self.member_id and now - self.last_poll > self.config.max_poll_interval_ns:
@@ -319,6 +327,8 @@ class Member:
 
     def _op(self, type_: str, f: str, value: Any, now: int) -> None:
         op: dict[str, Any] = {"process": self.process, "type": type_, "f": f, "value": value}
+        if f == "subscribe":
+            op["topics"] = list(self.topics)
         if f == "assign":
             op["member"] = self.member_id
             op["generation"] = self.generation

@@ -77,6 +77,11 @@ class GroupRunConfig:
     commit_interval_ns: int = ms(1_000)
     tick_interval_ns: int = ms(100)
     max_delay_ns: int = ms(300)
+    slow_probability: float = 0.02
+    """The chance that a message is slow (a retransmission, a congested link): its delay
+    is drawn up to ``slow_delay_ns`` instead; later messages on the same connection wait
+    behind it, those on a new connection (after a request timeout) do not."""
+    slow_delay_ns: int = ms(10_000)
     fault_interval_ns: int = ms(4_000)
     faults: tuple[str, ...] = FAULTS
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
@@ -96,6 +101,7 @@ class Outcome:
     rebalance_durations_ns: list[int] = attrs.Factory(list)
     accepted_commits: int = 0
     fenced: dict[str, int] = attrs.Factory(dict)
+    errors: dict[str, int] = attrs.Factory(dict)
     faults: dict[str, int] = attrs.Factory(dict)
     violations: list[str] = attrs.Factory(list)
 
@@ -115,7 +121,8 @@ class Outcome:
                 "max": d[-1] // 1_000_000 if d else None,
             },
             "accepted_commits": self.accepted_commits,
-            "fenced": dict(sorted(self.fenced.items())),
+            "removed": dict(sorted(self.fenced.items())),
+            "errors": dict(sorted(self.errors.items())),
             "faults": dict(sorted(self.faults.items())),
             "violations": self.violations[:10],
         }
@@ -131,7 +138,7 @@ class GroupRun:
         self.now = 0
         self._queue: list[tuple[int, int, str, Any]] = []
         self._seq = 0
-        self._link_free: dict[tuple[str, str], int] = {}
+        self._link_free: dict[tuple[str, str, int], int] = {}
         self.brokers = [f"b{i}" for i in range(1, config.brokers + 1)]
         check = "no_generation_check" not in config.bugs
         self.coordinators = {
@@ -153,7 +160,8 @@ class GroupRun:
             self._start_member(f"c{i}")
         for b in self.brokers:
             self._at(0, "tick", b)
-        self._at(config.fault_interval_ns, "fault", "")
+        if config.faults:
+            self._at(config.fault_interval_ns, "fault", "")
 
     # ------------------------------------------------------------------ plumbing
 
@@ -187,15 +195,22 @@ class GroupRun:
         member.subscribe((self.config.topic,), self.now)
         self._collect(member)
         self._at(self.now, "poll", (name, incarnation))
-        self._at(self.now, "tick", name)
+        self._at(self.now, "tick", (name, incarnation))
 
     def _send(self, src: str, effects: Effects) -> None:
         for note in effects.notes:
             self._observe(note)
+        conn = self.members[src].connection if src in self.members else 0
         for dst, msg in effects.sends:
-            delay = 1 + int(self.net_rng.random() * self.config.max_delay_ns)
-            at = max(self.now + delay, self._link_free.get((src, dst), 0))
-            self._link_free[(src, dst)] = at
+            error = getattr(msg, "error", NONE)
+            if error != NONE:
+                self.outcome.errors[error] = self.outcome.errors.get(error, 0) + 1
+            rng, c = self.net_rng, self.config
+            slow = rng.chance(c.slow_probability)
+            delay = 1 + int(rng.random() * (c.slow_delay_ns if slow else c.max_delay_ns))
+            link = (src, dst, conn)
+            at = max(self.now + delay, self._link_free.get(link, 0))
+            self._link_free[link] = at
             self._at(at, "deliver", (src, dst, msg))
 
     def _collect(self, member: Member) -> None:
@@ -222,12 +237,15 @@ class GroupRun:
                     continue
                 self._deliver(src, dst, msg)
             elif kind == "tick":
-                if arg in self.dead:
+                name = arg if isinstance(arg, str) else arg[0]
+                if name in self.dead or (
+                    isinstance(arg, tuple) and self._incarnation[name] != arg[1] + 1
+                ):
+                    continue  # a dead process's timers are gone
+                if name in self.paused:
+                    self._at(self.paused[name], "tick", arg)
                     continue
-                if arg in self.paused:
-                    self._at(self.paused[arg], "tick", arg)
-                    continue
-                self._tick(arg)
+                self._tick(name)
                 self._at(at + self.config.tick_interval_ns, "tick", arg)
             elif kind == "poll":
                 self._poll(*arg)
