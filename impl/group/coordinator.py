@@ -71,7 +71,17 @@ from spec.group.lifecycle import (
     group_transition,
 )
 
-__all__ = ["Coordinator", "CoordinatorConfig", "GroupState", "MemberState", "StoredGroup"]
+__all__ = [
+    "GROUP_BUGS",
+    "Coordinator",
+    "CoordinatorConfig",
+    "GroupState",
+    "MemberState",
+    "StoredGroup",
+]
+
+GROUP_BUGS = frozenset({"no_generation_check"})
+"""The group fences ``kmodel test --bug`` can turn off (``spec/group``'s names)."""
 
 
 @attrs.frozen

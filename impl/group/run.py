@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from impl.group.coordinator import Coordinator, CoordinatorConfig, StoredGroup
+from impl.group.coordinator import GROUP_BUGS, Coordinator, CoordinatorConfig, StoredGroup
 from impl.group.member import Member, MemberConfig
 from impl.group.messages import (
     NONE,
@@ -55,8 +55,6 @@ from spec.group.lifecycle import MEMBER_STABLE, STABLE
 __all__ = ["FAULTS", "GROUP_BUGS", "GroupRun", "GroupRunConfig", "Outcome"]
 
 FAULTS = ("pause-consumer", "kill-consumer", "leave", "join", "coordinator-failover")
-GROUP_BUGS = frozenset({"no_generation_check"})
-"""``kmodel test --bug`` choices this run understands (``spec/group``'s names)."""
 
 
 @attrs.frozen
