@@ -71,3 +71,28 @@ def test_the_group_bug_is_a_known_knob() -> None:
     ClusterConfig(bugs={"no_generation_check"})
     with pytest.raises(ValueError, match="unknown --bug"):
         ClusterConfig(bugs={"no_such_fence"})
+
+
+def test_a_paused_consumer_is_a_zombie_until_it_is_fenced() -> None:
+    cluster = Cluster(CONFIG, 2)
+    assert cluster.groups is not None
+    poll_until(cluster, 0, ms(20_000))
+    generation, _ = stable_assignment(cluster)
+    zombie = cluster.groups.members["c1"]
+    believed = zombie.owned
+    assert believed
+    cluster.pause("c1")
+    poll_until(cluster, ms(20_000), ms(45_000))
+    others = [cluster.groups.members[n] for n in ("c2", "c3")]
+    assert {m.state for m in others} == {"stable"}
+    (later,) = {m.generation for m in others}
+    assert later > generation
+    assert sorted(tp for m in others for tp in m.owned) == [("t", p) for p in range(6)]
+    # the zombie still believes it owns its partitions, in its old generation
+    assert zombie.owned == believed and zombie.generation == generation
+    assert any(getattr(n, "why", None) == "session" for n in cluster.groups.notes)
+    cluster.resume("c1")
+    poll_until(cluster, ms(45_000), ms(75_000))
+    final, owned = stable_assignment(cluster)
+    assert final > later and owned == [("t", p) for p in range(6)]
+    assert zombie.member_id != "" and zombie.generation == final
