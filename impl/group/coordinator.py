@@ -101,6 +101,8 @@ class MemberState:
     awaiting_join: bool = False
     awaiting_sync: bool = False
     partitions: Partitions = ()
+    reported: Partitions = ()
+    """What its last JoinGroup said it owns (``JoinGroup.owned``)."""
 
 
 @attrs.define
@@ -232,6 +234,7 @@ class Coordinator:
             msg.rebalance_timeout_ns,
         )
         m.awaiting_join, m.awaiting_sync = True, False
+        m.reported = msg.owned
         if g.state != PREPARING:
             self._prepare(g, msg.group, now, effects)
         self._try_complete_join(g, msg.group, now, effects)
@@ -270,14 +273,24 @@ class Coordinator:
             g.leader = min(g.members)
         g.state = group_transition(g.state, COMPLETING)
         subscriptions = tuple((mid, g.members[mid].topics) for mid in sorted(g.members))
+        reported = tuple((mid, g.members[mid].reported) for mid in sorted(g.members))
         for mid in sorted(g.members):
             m = g.members[mid]
             m.awaiting_join = False
             m.partitions = ()
             m.last_heartbeat = now
-            members = subscriptions if mid == g.leader else ()
+            lead = mid == g.leader
             effects.send(
-                m.client, JoinGroupResponse(group, NONE, g.generation, mid, g.leader, members)
+                m.client,
+                JoinGroupResponse(
+                    group,
+                    NONE,
+                    g.generation,
+                    mid,
+                    g.leader,
+                    subscriptions if lead else (),
+                    reported if lead else (),
+                ),
             )
 
     def _sync(self, g: GroupState, src: str, msg: SyncGroup, now: int, effects: Effects) -> None:

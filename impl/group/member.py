@@ -50,6 +50,7 @@ from impl.group.messages import (
     SyncGroup,
     SyncGroupResponse,
 )
+from impl.group.sticky import cooperative_assign, sticky_assign
 from impl.messages import Message
 from impl.protocol import Effects
 from impl.sim.clock import ms
@@ -68,6 +69,9 @@ ASSIGNORS: dict[str, Callable[[Mapping[str, int], Mapping[str, Any]], Any]] = {
     "roundrobin": round_robin_assign,
 }
 """``partition.assignment.strategy``: ``impl.assignors``' classic assignors."""
+STICKY_ASSIGNORS = {"sticky": sticky_assign, "cooperative-sticky": cooperative_assign}
+"""The sticky ones (``impl.group.sticky``), which read what each member reported owning;
+``cooperative-sticky`` also makes the member follow KIP-429's incremental protocol."""
 
 
 @attrs.frozen
@@ -82,10 +86,10 @@ class MemberConfig:
     assignor: str = "range"
 
     def __attrs_post_init__(self) -> None:
-        if self.assignor not in ASSIGNORS:
+        if self.assignor not in ASSIGNORS and self.assignor not in STICKY_ASSIGNORS:
             raise ValueError(
                 f"unknown partition.assignment.strategy {self.assignor!r}; choose one of "
-                f"{', '.join(sorted(ASSIGNORS))}"
+                f"{', '.join(sorted([*ASSIGNORS, *STICKY_ASSIGNORS]))}"
             )
         if self.heartbeat_interval_ns >= self.session_timeout_ns:
             raise ValueError("heartbeat.interval.ms must be lower than session.timeout.ms")
@@ -123,6 +127,9 @@ class Member:
         self.listener: list[tuple[str, Partitions]] = []
         """The rebalance listener's calls, in order: ("revoked" | "assigned", partitions)."""
         self.rebalances = 0
+        self.cooperative = config.assignor == "cooperative-sticky"
+        self.previous: Partitions = ()
+        """The last assignment received (the eager sticky assignor's user data)."""
         self.connection = 0
         """Bumped when a request times out: ``NetworkClient`` closes the connection, and the
         next requests go on a new one (the old one's requests may still be handled later)."""
@@ -148,7 +155,11 @@ class Member:
                 effects.send(self._bootstrap(), FindCoordinator(self.config.group))
             return effects
         if self.state == UNJOINED and "join" not in self.in_flight:
-            self._revoke(now)
+            if not self.cooperative:
+                self._revoke(now)  # eager: onPartitionsRevoked in onJoinPrepare
+            reported = self.owned if self.cooperative else ()
+            if self.config.assignor == "sticky":
+                reported = self.previous
             self.state = member_transition(self.state, JOINING)
             self.in_flight["join"] = now
             effects.send(
@@ -160,6 +171,7 @@ class Member:
                     self.topics,
                     self.config.session_timeout_ns,
                     self.config.max_poll_interval_ns,
+                    reported,
                 ),
             )
         return effects
@@ -243,7 +255,7 @@ class Member:
             self.state = member_transition(self.state, AWAITING_SYNC)
             assignment: tuple[tuple[str, Partitions], ...] = ()
             if msg.leader == msg.member_id:
-                assignment = self._assign(dict(msg.members))
+                assignment = self._assign(dict(msg.members), dict(msg.owned))
             self.in_flight["sync"] = now
             effects.send(
                 self.coordinator,
@@ -256,11 +268,18 @@ class Member:
                 self._error(msg.error, now)
                 return effects
             self.state = member_transition(self.state, MEMBER_STABLE)
-            self.owned = msg.partitions
             self.rebalances += 1
-            self.listener.append(("assigned", self.owned))
+            revoked = tuple(tp for tp in self.owned if tp not in msg.partitions)
+            added = tuple(tp for tp in msg.partitions if tp not in self.owned)
+            if revoked:  # cooperative only: the eager member owns nothing here
+                self.listener.append(("revoked", revoked))
+            self.owned = self.previous = msg.partitions
+            self.listener.append(("assigned", added if self.cooperative else self.owned))
             self._op("invoke", "assign", self._keys(), now)
             self._op("ok", "assign", self._keys(), now)
+            if revoked:
+                # KIP-429: what was revoked is handed over by the next rebalance.
+                self._reset(now, keep_member_id=True)
         elif isinstance(msg, HeartbeatResponse):
             self.in_flight.pop("heartbeat", None)
             if msg.error != NONE and self.state != UNJOINED:
@@ -278,11 +297,15 @@ class Member:
     # ------------------------------------------------------------------ internals
 
     def _assign(
-        self, subscriptions: dict[str, tuple[str, ...]]
+        self, subscriptions: dict[str, tuple[str, ...]], owned: dict[str, Partitions]
     ) -> tuple[tuple[str, Partitions], ...]:
         """The leader runs ``partition.assignment.strategy`` on every member's subscription
-        with its own metadata."""
+        (and for the sticky ones on what each reported owning) with its own metadata."""
         metadata = self._metadata()
+        sticky = STICKY_ASSIGNORS.get(self.config.assignor)
+        if sticky is not None:
+            chosen = sticky(metadata, subscriptions, owned)
+            return tuple((mid, tuple(sorted(chosen[mid]))) for mid in sorted(chosen))
         result = ASSIGNORS[self.config.assignor](metadata, subscriptions)
         return tuple(
             (mid, tuple(sorted((tp.topic, tp.partition) for tp in result[mid])))
@@ -293,7 +316,7 @@ class Member:
         if error == REBALANCE_IN_PROGRESS:
             self._reset(now, keep_member_id=True)
         elif error == ILLEGAL_GENERATION:
-            self._reset(now, keep_member_id=True)
+            self._reset(now, keep_member_id=True, lost=True)
             self.generation = -1
         elif error == "NOT_COORDINATOR":
             self._coordinator_lost(now)
@@ -304,9 +327,12 @@ class Member:
         self.coordinator = ""
         self._reset(now, keep_member_id=True)
 
-    def _reset(self, now: int, keep_member_id: bool) -> None:
-        """Back to unjoined: revoke (eager), forget the generation (and the member id)."""
-        self._revoke(now)
+    def _reset(self, now: int, keep_member_id: bool, lost: bool = False) -> None:
+        """Back to unjoined: revoke (eager; cooperatively only when the partitions are
+        ``lost``: fenced or gone, KIP-429's ``onPartitionsLost``), forget the generation
+        (and the member id)."""
+        if not self.cooperative or lost or not keep_member_id:
+            self._revoke(now)
         if self.state != UNJOINED:
             self.state = member_transition(self.state, UNJOINED)
         for kind in ("join", "sync", "heartbeat", "commit"):

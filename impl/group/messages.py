@@ -92,6 +92,9 @@ class JoinGroup(Message):
     topics: tuple[str, ...]
     session_timeout_ns: int = attrs.field(validator=int_at_least(1))
     rebalance_timeout_ns: int = attrs.field(validator=int_at_least(1))
+    owned: Partitions = ()
+    """What the member owns (cooperative, KIP-429's ``ownedPartitions``) or owned before it
+    revoked (the eager ``StickyAssignor``'s user data); empty for the other assignors."""
 
 
 @message
@@ -105,6 +108,8 @@ class JoinGroupResponse(Message):
     member_id: str = ""
     leader: str = ""
     members: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    owned: tuple[tuple[str, Partitions], ...] = ()
+    """For the leader: what each member reported owning in its JoinGroup."""
 
 
 @message

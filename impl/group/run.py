@@ -100,6 +100,8 @@ class Outcome:
     accepted_commits: int = 0
     fenced: dict[str, int] = attrs.Factory(dict)
     errors: dict[str, int] = attrs.Factory(dict)
+    withheld: int = 0
+    """Cooperative: partitions left out of a generation's assignment (moving)."""
     faults: dict[str, int] = attrs.Factory(dict)
     violations: list[str] = attrs.Factory(list)
 
@@ -119,6 +121,7 @@ class Outcome:
                 "max": d[-1] // 1_000_000 if d else None,
             },
             "accepted_commits": self.accepted_commits,
+            "withheld": self.withheld,
             "removed": dict(sorted(self.fenced.items())),
             "errors": dict(sorted(self.errors.items())),
             "faults": dict(sorted(self.faults.items())),
@@ -375,8 +378,13 @@ class GroupRun:
             for mid, parts in note.assignment:
                 for tp in parts:
                     owners.setdefault(tp, []).append(mid)
+            cooperative = self.config.assignor == "cooperative-sticky"
             for p in range(self.config.partitions):
                 tp = (self.config.topic, p)
+                if cooperative and not owners.get(tp):
+                    # KIP-429: withheld while its old owner revokes it; the next one moves it.
+                    out.withheld += 1
+                    continue
                 if len(owners.get(tp, [])) != 1:
                     out.violations.append(
                         f"generation {note.generation}: {tp} owned by {owners.get(tp, [])} "
