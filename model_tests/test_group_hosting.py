@@ -96,3 +96,52 @@ def test_a_paused_consumer_is_a_zombie_until_it_is_fenced() -> None:
     final, owned = stable_assignment(cluster)
     assert final > later and owned == [("t", p) for p in range(6)]
     assert zombie.member_id != "" and zombie.generation == final
+
+
+def faulted_run(seed: int) -> Cluster:
+    """A minute of the group on the cluster under broker crashes and pauses (the
+    coordinator's broker among them, chosen by the seed) and consumer pauses, then a quiet
+    half-minute."""
+    import random
+
+    rng = random.Random(seed)
+    cluster = Cluster(CONFIG, seed)
+    t = 0
+    down: list[tuple[str, str]] = []
+    for _ in range(6):
+        poll_until(cluster, t, t + ms(10_000))
+        t += ms(10_000)
+        for kind, node in down:
+            (cluster.restart if kind == "crash" else cluster.resume)(node)
+        down = []
+        kind = rng.choice(["crash", "pause-broker", "pause-consumer"])
+        if kind == "pause-consumer":
+            node = rng.choice(cluster.consumer_names)
+            cluster.pause(node)
+            down.append(("pause", node))
+        else:
+            node = cluster.broker_names[rng.choice(list(cluster.broker_names))]
+            (cluster.crash if kind == "crash" else cluster.pause)(node)
+            down.append(("crash" if kind == "crash" else "pause", node))
+    for kind, node in down:
+        (cluster.restart if kind == "crash" else cluster.resume)(node)
+    poll_until(cluster, t, t + ms(30_000))
+    return cluster
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_under_broker_and_consumer_faults_each_generation_has_one_owner_per_partition(
+    seed: int,
+) -> None:
+    from impl.group.messages import GenerationCompleted
+
+    cluster = faulted_run(seed)
+    assert cluster.groups is not None
+    completed = [n for n in cluster.groups.notes if isinstance(n, GenerationCompleted)]
+    assert len(completed) >= 2
+    for note in completed:
+        owned = sorted(tp for _, ps in note.assignment for tp in ps)
+        assert owned == [("t", p) for p in range(6)], note
+    generation, owned = stable_assignment(cluster)
+    assert owned == [("t", p) for p in range(6)]
+    assert generation == max(n.generation for n in completed)
