@@ -63,6 +63,7 @@ def run_group_test(
     bugs: tuple[str, ...],
     store_root: str | None,
     name: str,
+    assignor: str = "range",
 ) -> dict[str, Any]:
     """Run one group test; store it unless ``store_root`` is None; return the outcome."""
     unknown = sorted(set(bugs) - GROUP_BUGS)
@@ -79,6 +80,7 @@ def run_group_test(
         fault_interval_ns=interval_ns,
         faults=faults,
         bugs=frozenset(bugs),
+        assignor=assignor,
     )
     run = GroupRun(config, seed)
     outcome = run.run()
@@ -89,6 +91,7 @@ def run_group_test(
         "offsets_partition": run.offsets_partition,
         "time_limit_ms": time_limit_ns // NS_PER_MS,
         "bugs": sorted(bugs),
+        "assignor": assignor,
         **outcome.to_json(),
     }
     if store_root is not None:
@@ -104,6 +107,7 @@ def run_group_test(
                 "time_limit_ns": time_limit_ns,
                 "interval_ns": interval_ns,
                 "bugs": sorted(bugs),
+                "assignor": assignor,
             },
             root=store_root,
         )

@@ -99,6 +99,9 @@ def test_kmodel_test_workload_group(tmp_path: Path) -> None:
     args = ["test", "--workload", "group", "--seed", "5", "--bug", "no_generation_check"]
     bad = CliRunner().invoke(main, [*args, "--store", store])
     assert bad.exit_code == 1 and "zombie commit accepted" in bad.output, bad.output
+    coop = ["test", "--workload", "group", "--seed", "1", "--assignor", "cooperative-sticky"]
+    cooperative = CliRunner().invoke(main, [*coop, "--store", store])
+    assert cooperative.exit_code == 0 and "--assignor cooperative-sticky" in cooperative.output
     refused = CliRunner().invoke(main, ["test", "--bug", "no_generation_check"])
     assert refused.exit_code == 2 and "needs --workload group" in refused.output
     unknown = CliRunner().invoke(main, ["test", "--workload", "group", "--nemesis", "kill"])

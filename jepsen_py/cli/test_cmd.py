@@ -286,6 +286,13 @@ def _duration(flag: str, text: str) -> int:
     "subscribe as one consumer group, join and leave (docs/groups.md); its faults are "
     "pause-consumer, kill-consumer, leave, join, coordinator-failover (--nemesis all).",
 )
+@click.option(
+    "--assignor",
+    type=click.Choice(["range", "roundrobin", "sticky", "cooperative-sticky"]),
+    default="range",
+    show_default=True,
+    help="With --workload group: partition.assignment.strategy (cooperative-sticky: KIP-429).",
+)
 @click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
 def test_cmd(
@@ -315,6 +322,7 @@ def test_cmd(
     consistency: str,
     bugs: tuple[str, ...],
     workload: str,
+    assignor: str,
     list_faults: bool,
     json_mode: bool,
 ) -> None:
@@ -336,6 +344,7 @@ def test_cmd(
             store_root,
             name,
             json_mode,
+            assignor,
         )
     if set(bugs) & GROUP_BUGS:
         fail_input(f"--bug {', '.join(sorted(set(bugs) & GROUP_BUGS))} needs --workload group")
@@ -430,6 +439,7 @@ def _group_test(
     store_root: str,
     name: str,
     json_mode: bool,
+    assignor: str,
 ) -> None:
     """``--workload group``: one run of ``jepsen_py.group_workload``; flags left at their
     defaults take the group workload's (all group faults, 6 partitions, 3 consumers, 120 s,
@@ -457,6 +467,7 @@ def _group_test(
             bugs=tuple(sorted(set(bugs))),
             store_root=store_root,
             name=name if given("name") else "group",
+            assignor=assignor,
         )
     except GroupTestError as exc:
         fail_input(str(exc))
@@ -471,13 +482,19 @@ def _group_test(
             f"  generations: {result['generations']}, rebalance durations (ms, logical): "
             f"{result['rebalance_ms']}"
         )
-        click.echo(f"  accepted commits: {result['accepted_commits']}; errors: {result['errors']}")
+        click.echo(
+            f"  accepted commits: {result['accepted_commits']}; errors: {result['errors']}; "
+            f"partitions withheld (cooperative): {result['withheld']}"
+        )
         click.echo(f"  members removed: {result['removed']}; faults: {result['faults']}")
         for line in result["violations"]:
             click.echo(f"  violation: {line}")
         click.echo(f"  store: {result.get('store')}")
-        again = " ".join(f"--bug {b}" for b in result["bugs"])
-        click.echo(f"  reproduce: kmodel test --workload group --seed {run_seed} {again}".rstrip())
+        flags = [f"--bug {b}" for b in result["bugs"]]
+        if assignor != "range":
+            flags.append(f"--assignor {assignor}")
+        command = " ".join(["kmodel test --workload group --seed", str(run_seed), *flags])
+        click.echo(f"  reproduce: {command}")
     raise SystemExit(verdict_exit_code(verdict))
 
 
