@@ -25,7 +25,8 @@ the member owns in it, and no partition is committed by two members in one gener
 
 This harness stands for the coordinator's broker without the replication of
 ``__consumer_offsets`` itself (the stored group is kept by the run, as if the partition's
-log were never lost): the broker-hosted coordinator in ``impl.world`` is not built yet.
+log were never lost). On the simulated cluster the same coordinator and members run in
+``impl.world`` (``impl.group.hosting``); ``kmodel test --workload group`` runs this harness.
 """
 
 from __future__ import annotations
