@@ -66,6 +66,8 @@ from impl.controller import (
     broker_node,
 )
 from impl.coordination import STORE, MetadataStore
+from impl.group.hosting import GROUP_BUGS, GROUP_REQUESTS, GROUP_RESPONSES, GroupHost
+from impl.group.placement import CONSUMER_OFFSETS
 from impl.log import (
     REPLICATION_OFFSET_CHECKPOINT,
     Log,
@@ -169,13 +171,20 @@ class ClusterConfig:
     """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     """Testing knobs, off by default: the controller fences turned off (``FENCE_BUGS``)."""
+    offsets_partitions: int = 0
+    """``offsets.topic.num.partitions``: with N > 0 the cluster is created with the internal
+    topic ``__consumer_offsets`` of N partitions (Kafka's default is 50), and the consumers
+    form the consumer group ``group``, coordinated by the leader of the group's partition
+    (``impl.group.hosting``). 0, the default: no such topic, consumers statically mapped."""
+    group: str = "group"
+    """The consumers' ``group.id`` when ``offsets_partitions`` is set."""
     enable_idempotence: bool | None = None
     """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default since 3.0 --
     on with acks=all, off with acks 0 or 1 (Kafka turns the default off rather than refuse
     those acks; asking for idempotence with them explicitly is an error)."""
 
     def __attrs_post_init__(self) -> None:
-        unknown = sorted(set(self.bugs) - set(FENCE_BUGS))
+        unknown = sorted(set(self.bugs) - set(FENCE_BUGS) - GROUP_BUGS)
         if unknown:
             raise ValueError(
                 f"unknown --bug {', '.join(unknown)}; the implementation's fences are "
@@ -316,6 +325,8 @@ class World:
         for p in range(config.partitions):
             self.store.create_partition(config.topic, p, config.broker_ids)
             self.timeline.start(config.topic, p, config.broker_ids)
+        for p in range(config.offsets_partitions):
+            self.store.create_partition(CONSUMER_OFFSETS, p, config.broker_ids)
         self.broker_config = config.broker_config()
         self.controller_config = config.controller_config()
         self.controllers: dict[int, Controller] = {}
@@ -350,6 +361,21 @@ class World:
         }
         self._history: list[dict[str, Any]] = []
         self._seen: dict[str, int] = {}
+        self.groups: GroupHost | None = None
+        """The consumer group's coordinators and members (``offsets_partitions`` > 0)."""
+        if config.offsets_partitions:
+            self.groups = GroupHost(
+                config.group,
+                config.offsets_partitions,
+                self.broker_names,
+                self.consumer_names,
+                {config.topic: config.partitions},
+                self._offsets_leader,
+                check_generation="no_generation_check" not in config.bugs,
+            )
+            for name in self.consumer_names:
+                self.groups.subscribe(name, self.clock.now)
+                self._collect(name)
         for b in config.broker_ids:
             self._start_broker(b, incarnation=0, bootstrap=True)
         if not config.refinement:
@@ -381,8 +407,14 @@ class World:
             )
         return b
 
+    def _offsets_leader(self, partition: int) -> int | None:
+        leader = self.store.partitions[(CONSUMER_OFFSETS, partition)].leader
+        return None if leader == NO_LEADER else leader
+
     def _start_broker(self, b: int, incarnation: int, bootstrap: bool = False) -> None:
         name = self.broker_names[b]
+        if self.groups is not None:
+            self.groups.broker_started(b)
         now = self.clock.monotonic_now(name)
         broker = self.broker_class(b, self.disks[b], self.broker_config, now, incarnation)
         self.brokers[b] = broker
@@ -499,8 +531,12 @@ class World:
             assert broker is not None, name
             now, wall = clock.monotonic_now(name), clock.wall_now(name)
             if msg is None:
+                if self.groups is not None:
+                    return broker.tick(now, wall).extend(self.groups.broker_tick(b, broker, now))
                 return broker.tick(now, wall)
             assert src is not None
+            if self.groups is not None and isinstance(msg, GROUP_REQUESTS):
+                return self.groups.broker_step(b, broker, src, msg, now)
             if isinstance(msg, CONTROLLER_REQUESTS):
                 role = self.controllers.get(b)
                 if role is None:
@@ -520,8 +556,14 @@ class World:
             return self.store.step(src, msg, now)
         client: Producer | Consumer = self.producers.get(name) or self.consumers[name]
         now = clock.wall_now(name)
-        if msg is None:
+        member = None if self.groups is None else self.groups.members.get(name)
+        if member is not None and isinstance(msg, GROUP_RESPONSES):
+            assert src is not None
+            effects = member.step(src, msg, now)
+        elif msg is None:
             effects = client.tick(now)
+            if member is not None:
+                effects.extend(member.tick(now))
         else:
             assert src is not None
             effects = client.step(src, msg, now)
@@ -686,6 +728,9 @@ class World:
             raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot restart")
         self.nodes.restart(name)
         self._node_started(name)
+        if self.groups is not None and name in self.groups.members:
+            self.groups.client_restarted(name, self.clock.wall_now(name))
+            self._collect(name)
         if name in self.producers or name in self.consumers:
             return
         b = self.broker_id(name)
@@ -748,6 +793,8 @@ class World:
     def client_poll(self, name: str) -> None:
         consumer = self.consumers[name]
         effects = consumer.poll(self.clock.wall_now(name)) if self.running(name) else None
+        if effects is not None and self.groups is not None:
+            effects.extend(self.groups.members[name].poll(self.clock.wall_now(name)))
         self._collect(name)
         if effects is not None:
             self._dispatch(name, effects)
@@ -767,6 +814,12 @@ class World:
             op["time"] = now
             self._history.append({"index": len(self._history), **op})
         self._seen[name] = len(client.history)
+        member = None if self.groups is None else self.groups.members.get(name)
+        if member is not None:
+            for op in member.history:
+                op["time"] = now
+                self._history.append({"index": len(self._history), **op})
+            member.history.clear()
 
     def history(self) -> list[dict[str, Any]]:
         """Every client op so far, in the order it happened (the history format of

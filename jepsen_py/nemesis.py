@@ -51,6 +51,8 @@ Processes:
   controller that only epochs can fence;
 - ``pause-leader``, ``pause-controller``: the same, aimed at the current leader of a
   partition, or at the controller (a long GC pause of the controller: the brain split).
+- ``pause-consumer``: SIGSTOP of a consumer: in a consumer group, past its session it is
+  the zombie member that still believes it owns its partitions. Not in ``all``.
 
 Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
@@ -166,6 +168,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault("pause", "process", "SIGSTOP a server (often the leader or controller)"),
         Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
         Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
+        Fault("pause-consumer", "process", "SIGSTOP a consumer (a zombie group member)"),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
         Fault("delay", "network", "slow every message down (20..300 ms)"),
@@ -177,8 +180,13 @@ CATALOGUE: dict[str, Fault] = {
     )
 }
 
-ALL = tuple(name for name in CATALOGUE if name != "kill-all")
-"""``--nemesis all``: every fault except whole-cluster loss of unflushed data."""
+CONSUMER_FAULTS = ("pause-consumer",)
+"""Faults of the consumers: not in ``all``, which would change the default workload's runs
+(``kmodel test --workload group`` has them, with ``kill-consumer``)."""
+
+ALL = tuple(name for name in CATALOGUE if name != "kill-all" and name not in CONSUMER_FAULTS)
+"""``--nemesis all``: every fault except whole-cluster loss of unflushed data and the
+consumers' faults."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "all": ALL,
@@ -427,7 +435,7 @@ class Nemesis:
         if node is None:
             node, out = self._process_target(fault)
         if node is None:
-            return {"skipped": "no running server to target"}
+            return {"skipped": "no running node to target"}
         if self._state(node) is not NodeState.RUNNING:
             return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
         if pause:
@@ -445,6 +453,8 @@ class Nemesis:
         return {"node": node, **out}
 
     def _process_target(self, fault: str) -> tuple[str | None, dict[str, Any]]:
+        if fault.endswith("-consumer"):
+            return self._pick(self.cluster.consumer_names), {"consumer": True}
         if fault.endswith("-controller"):
             node = self.controller()
             if node is not None and self._state(node) is NodeState.RUNNING:

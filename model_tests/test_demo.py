@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from jepsen_py.cli import main
+from jepsen_py.demo import groups as demo_groups
 from jepsen_py.demo import liveness as demo_liveness
 from jepsen_py.demo.faults import DemoRun, outcome_row
 from jepsen_py.runner import run_test
@@ -23,7 +24,7 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--time-limit", "10"])
     assert result.exit_code == 0, result.output
     stages = ("Fault injection", "verified on Spark", "Parity", "shortest counterexamples")
-    for stage in (*stages, "brain split", "Liveness"):
+    for stage in (*stages, "brain split", "Liveness", "Consumer groups"):
         assert stage in result.stdout
     summary = orjson.loads((tmp_path / "summary.json").read_bytes())
     assert summary["runs_as_expected"] == summary["runs_total"] == 4
@@ -32,6 +33,7 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
     assert summary["brain_split_as_expected"] == summary["brain_split_total"] == 3
     assert summary["liveness_as_expected"] == summary["liveness_total"] == 5
+    assert summary["groups_as_expected"] == summary["groups_total"] == 2
     assert (tmp_path / "traces" / "follower-stops-fetching.txt").is_file()
     unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
     assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
@@ -85,3 +87,15 @@ def test_a_liveness_case_that_does_not_fail_as_expected_is_unexpected(
     monkeypatch.setattr(demo_liveness, "cases", lambda: (wrong,))
     (row,) = demo_liveness.liveness_rows(tmp_path)
     assert row["found"] == "holds" and not row["as_expected"]
+
+
+def test_the_group_stage_fences_the_zombie_and_a_wrong_expectation_is_unexpected(
+    tmp_path: Path,
+) -> None:
+    rows = demo_groups.group_rows(tmp_path)
+    assert [(r["ok"], r["as_expected"]) for r in rows] == [(True, True), (False, True)]
+    wrong = demo_groups.GroupCase(
+        "expects-valid", "bug expected valid", 5, tuple(rows[1]["bugs"]), True
+    )
+    (row,) = demo_groups.group_rows(tmp_path, (wrong,))
+    assert not row["as_expected"]

@@ -46,7 +46,7 @@ def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -
 
 
 def states(cluster: Cluster) -> dict[str, NodeState]:
-    return {name: cluster.nodes.state(name) for name in sorted(SERVERS)}
+    return {name: cluster.nodes.state(name) for name in sorted({*SERVERS, *cluster.consumer_names})}
 
 
 def all_running(cluster: Cluster) -> bool:

@@ -1,4 +1,4 @@
-"""``kmodel demo``: the main job on the embedded default, the whole story in six stages.
+"""``kmodel demo``: the main job on the embedded default, the whole story in seven stages.
 
 1. **Fault injection** on the simulated cluster (`jepsen_py.demo.faults`): Kafka as
    configured today under every fault, and the partition pattern of Jepsen's 2013 analysis
@@ -15,6 +15,9 @@
    what goes wrong with each fence off.
 6. **Liveness** (`jepsen_py.demo.liveness`): what must eventually happen, under fairness;
    the broken variants' lassos.
+7. **Consumer groups** (`jepsen_py.demo.groups`): one group under consumer and coordinator
+   faults, with the generation check on (one owner per partition, no zombie commit
+   accepted) and off (a zombie's commit accepted).
 
 Then a summary with where everything was written. Exit 0 when every stage showed what it
 is expected to show, 1 otherwise.
@@ -32,6 +35,7 @@ import orjson
 from jepsen_py.cli.common import EXIT_OK, EXIT_VIOLATION, emit_json
 from jepsen_py.demo.brain_split import brain_split_rows
 from jepsen_py.demo.faults import fault_rows
+from jepsen_py.demo.groups import group_rows
 from jepsen_py.demo.liveness import liveness_rows
 from jepsen_py.demo.modelcheck import outcome_rows, parity_rows
 from jepsen_py.demo.verify import verify_rows
@@ -150,6 +154,18 @@ def demo(
             found += f" (lasso: {row['prefix_length']} states, cycle of {row['cycle_length']})"
         say(f"  {_mark(row['as_expected'])} {row['title']:<50} {found}")
 
+    say("")
+    say("== 7. Consumer groups: generations fence the zombie member (docs/groups.md)")
+    groups = group_rows(out / "store")
+    for row in groups:
+        say(
+            f"  {_mark(row['as_expected'])} {row['title']:<42} "
+            f"{'valid' if row['ok'] else 'INVALID'}: {row['generations']} generations, "
+            f"rebalance ms {row['rebalance_ms']}, zombie commits accepted "
+            f"{sum(v.startswith('zombie') for v in row['violations'])}"
+        )
+        say(f"      reproduce: {row['command']}")
+
     summary: dict[str, Any] = {
         "runs_as_expected": sum(r["as_expected"] for r in runs),
         "runs_total": len(runs),
@@ -163,6 +179,8 @@ def demo(
         "brain_split_total": len(splits),
         "liveness_as_expected": sum(r["as_expected"] for r in liveness),
         "liveness_total": len(liveness),
+        "groups_as_expected": sum(r["as_expected"] for r in groups),
+        "groups_total": len(groups),
         "seconds": round(time.perf_counter() - started, 2),
         "out": str(out),
         "runs": runs,
@@ -171,6 +189,7 @@ def demo(
         "outcomes": outcomes,
         "brain_split": splits,
         "liveness": liveness,
+        "groups": groups,
     }
     (out / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
     ok = all(
@@ -182,6 +201,7 @@ def demo(
             ("outcomes_as_expected", "outcomes_total"),
             ("brain_split_as_expected", "brain_split_total"),
             ("liveness_as_expected", "liveness_total"),
+            ("groups_as_expected", "groups_total"),
         )
     )
     say("")
@@ -194,7 +214,8 @@ def demo(
         f"{summary['outcomes_as_expected']}/{summary['outcomes_total']}; brain split as "
         f"expected: {summary['brain_split_as_expected']}/{summary['brain_split_total']}; "
         f"liveness: "
-        f"{summary['liveness_as_expected']}/{summary['liveness_total']}; "
+        f"{summary['liveness_as_expected']}/{summary['liveness_total']}; consumer groups: "
+        f"{summary['groups_as_expected']}/{summary['groups_total']}; "
         f"{summary['seconds']} s"
     )
     say("  written:")
@@ -209,7 +230,8 @@ def demo(
             {
                 k: v
                 for k, v in summary.items()
-                if k not in ("runs", "spark", "parity", "outcomes", "brain_split", "liveness")
+                if k
+                not in ("runs", "spark", "parity", "outcomes", "brain_split", "liveness", "groups")
             }
         )
     raise SystemExit(EXIT_OK if ok else EXIT_VIOLATION)

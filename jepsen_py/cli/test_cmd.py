@@ -26,12 +26,14 @@ from typing import Any
 import click
 
 from impl.fetcher import TRUNCATIONS
+from impl.group.run import GroupRunConfig
 from impl.world import FENCE_BUGS
 from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import EXIT_OK, emit_json, fail_input, verdict_exit_code
 from jepsen_py.explain import explanation_lines
+from jepsen_py.group_workload import GROUP_BUGS, GroupTestError, parse_group_faults, run_group_test
 from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
 from jepsen_py.runner.config import (
     ConfigError,
@@ -267,12 +269,29 @@ def _duration(flag: str, text: str) -> int:
 @click.option(
     "--bug",
     "bugs",
-    type=click.Choice(sorted(FENCE_BUGS)),
+    type=click.Choice(sorted(FENCE_BUGS) + sorted(GROUP_BUGS)),
     multiple=True,
     help="Turn a controller fence off (repeatable), as `kmodel check controller --bug` does "
     "in the spec: "
     + "; ".join(f"{name}: {text}" for name, text in sorted(FENCE_BUGS.items()))
-    + ". Default: every fence on.",
+    + "; with --workload group, no_generation_check: the group coordinator checks no "
+    "generation id (`kmodel check group --bug no_generation_check`). Default: every fence on.",
+)
+@click.option(
+    "--workload",
+    type=click.Choice(["kafka", "group"]),
+    default="kafka",
+    show_default=True,
+    help="kafka: producers and consumers on the cluster's partitions; group: consumers "
+    "subscribe as one consumer group, join and leave (docs/groups.md); its faults are "
+    "pause-consumer, kill-consumer, leave, join, coordinator-failover (--nemesis all).",
+)
+@click.option(
+    "--assignor",
+    type=click.Choice(["range", "roundrobin", "sticky", "cooperative-sticky"]),
+    default="range",
+    show_default=True,
+    help="With --workload group: partition.assignment.strategy (cooperative-sticky: KIP-429).",
 )
 @click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
@@ -302,6 +321,8 @@ def test_cmd(
     no_reports: bool,
     consistency: str,
     bugs: tuple[str, ...],
+    workload: str,
+    assignor: str,
     list_faults: bool,
     json_mode: bool,
 ) -> None:
@@ -310,6 +331,23 @@ def test_cmd(
     if list_faults:
         _list_faults()
         raise SystemExit(EXIT_OK)
+    if workload == "group":
+        _group_test(
+            nemesis,
+            time_limit,
+            interval,
+            partitions,
+            brokers,
+            concurrency,
+            seed,
+            bugs,
+            store_root,
+            name,
+            json_mode,
+            assignor,
+        )
+    if set(bugs) & GROUP_BUGS:
+        fail_input(f"--bug {', '.join(sorted(set(bugs) & GROUP_BUGS))} needs --workload group")
     try:
         faults = parse_faults(nemesis)
     except NemesisError as exc:
@@ -387,6 +425,77 @@ def test_cmd(
                 }
             )
     raise SystemExit(code)
+
+
+def _group_test(
+    nemesis: str,
+    time_limit: str,
+    interval: str,
+    partitions: int,
+    brokers: int,
+    consumers: int,
+    seed: int | None,
+    bugs: tuple[str, ...],
+    store_root: str,
+    name: str,
+    json_mode: bool,
+    assignor: str,
+) -> None:
+    """``--workload group``: one run of ``jepsen_py.group_workload``; flags left at their
+    defaults take the group workload's (all group faults, 6 partitions, 3 consumers, 120 s,
+    a fault every 4 s)."""
+    ctx = click.get_current_context()
+
+    def given(param: str) -> bool:
+        return ctx.get_parameter_source(param) is not click.core.ParameterSource.DEFAULT
+
+    defaults = GroupRunConfig()
+    run_seed = seed if seed is not None else secrets.randbelow(2**31)
+    try:
+        result = run_group_test(
+            seed=run_seed,
+            faults=parse_group_faults(nemesis if given("nemesis") else "all"),
+            time_limit_ns=_duration("--time-limit", time_limit)
+            if given("time_limit")
+            else defaults.duration_ns,
+            interval_ns=_duration("--interval", interval)
+            if given("interval")
+            else defaults.fault_interval_ns,
+            partitions=partitions if given("partitions") else defaults.partitions,
+            brokers=brokers,
+            consumers=consumers if given("concurrency") else defaults.consumers,
+            bugs=tuple(sorted(set(bugs))),
+            store_root=store_root,
+            name=name if given("name") else "group",
+            assignor=assignor,
+        )
+    except GroupTestError as exc:
+        fail_input(str(exc))
+    except StoreError as exc:
+        fail_input(f"--store: {exc}")
+    verdict = Verdict.OK if result["ok"] else Verdict.ILLEGAL
+    if json_mode:
+        emit_json({"verdict": verdict_name(verdict), **result})
+    else:
+        click.echo(f"group workload, seed {run_seed}: {'valid' if result['ok'] else 'INVALID'}")
+        click.echo(
+            f"  generations: {result['generations']}, rebalance durations (ms, logical): "
+            f"{result['rebalance_ms']}"
+        )
+        click.echo(
+            f"  accepted commits: {result['accepted_commits']}; errors: {result['errors']}; "
+            f"partitions withheld (cooperative): {result['withheld']}"
+        )
+        click.echo(f"  members removed: {result['removed']}; faults: {result['faults']}")
+        for line in result["violations"]:
+            click.echo(f"  violation: {line}")
+        click.echo(f"  store: {result.get('store')}")
+        flags = [f"--bug {b}" for b in result["bugs"]]
+        if assignor != "range":
+            flags.append(f"--assignor {assignor}")
+        command = " ".join(["kmodel test --workload group --seed", str(run_seed), *flags])
+        click.echo(f"  reproduce: {command}")
+    raise SystemExit(verdict_exit_code(verdict))
 
 
 def _print_swarm_row(i: int, outcome: RunOutcome) -> None:
