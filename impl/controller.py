@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import attrs
 
+from impl import elr as elr_rules
 from impl.coordination import NIL_EPOCH, MetadataStore, PartitionState, WriteResult
 from impl.protocol import (
     NO_LEADER,
@@ -109,6 +110,12 @@ def broker_node(broker_id: int) -> str:
 class ControllerConfig:
     unclean_leader_election: bool = False
     """``unclean.leader.election.enable``."""
+    eligible_leader_replicas: bool = False
+    """KIP-966 (``eligible.leader.replicas.version=1``): the ISR may empty, replicas leaving
+    it below ``min.insync.replicas`` join the ELR, and a leader is elected from the ELR
+    when no ISR member is live (``impl.elr``)."""
+    min_insync_replicas: int = 1
+    """``min.insync.replicas``: below it, the ISR's leavers join the ELR."""
     conditional_writes: bool = True
     """Testing knob (off: ``--bug unconditional_write``): every partition-state write checks
     ``/controller_epoch``'s version and the partition znode's (KAFKA-6082, Kafka 2.2)."""
@@ -204,13 +211,33 @@ class Controller:
             return None, None
         return self.epoch_version, self.context[key].partition_epoch
 
-    def _write(self, key: tuple[str, int], leader: int, isr: frozenset[int], out: Effects) -> None:
+    def _elr_after(self, old: PartitionState, isr: frozenset[int]) -> frozenset[int]:
+        """The ELR once ``old``'s ISR becomes ``isr`` (always empty with KIP-966 off)."""
+        if not self.config.eligible_leader_replicas:
+            return frozenset()
+        return elr_rules.elr_after(
+            old.elr, old.isr, isr, old.replicas, self.config.min_insync_replicas
+        )
+
+    def _write(
+        self,
+        key: tuple[str, int],
+        leader: int,
+        isr: frozenset[int],
+        out: Effects,
+        elr: frozenset[int] | None = None,
+    ) -> None:
         """One decision: next leader epoch, conditional store write, LeaderAndIsr to the live
         replicas. A refused write makes the controller resign (moved) or re-read the
-        partition (conflict)."""
+        partition (conflict). The ELR follows the ISR unless given."""
         old = self.context[key]
         new = PartitionState(
-            leader, old.leader_epoch + 1, isr, old.partition_epoch + 1, old.replicas
+            leader,
+            old.leader_epoch + 1,
+            isr,
+            old.partition_epoch + 1,
+            old.replicas,
+            self._elr_after(old, isr) if elr is None else elr,
         )
         epoch_version, partition_epoch = self._expected(key)
         result = self.store.write(
@@ -224,7 +251,7 @@ class Controller:
             return
         self.context[key] = new
         self.published[key] = new
-        out.note(Published(key[0], key[1], new.leader_epoch, new.leader, new.isr))
+        out.note(Published(key[0], key[1], new.leader_epoch, new.leader, new.isr, new.elr))
         for broker in new.replicas:
             if self.store.is_registered(broker):
                 self._send(broker_node(broker), self._leader_and_isr(key, new, broker), out)
@@ -298,7 +325,12 @@ class Controller:
         added = msg.new_isr - state.isr
         if any(not self.store.is_registered(b) for b in added):
             return answer(Errors.INELIGIBLE_REPLICA)
-        new = attrs.evolve(state, isr=msg.new_isr, partition_epoch=state.partition_epoch + 1)
+        new = attrs.evolve(
+            state,
+            isr=msg.new_isr,
+            partition_epoch=state.partition_epoch + 1,
+            elr=self._elr_after(state, msg.new_isr),
+        )
         epoch_version, partition_epoch = self._expected(key)
         result = self.store.write(
             key, new, epoch_version=epoch_version, partition_epoch=partition_epoch, publish=False
@@ -310,7 +342,9 @@ class Controller:
             self.context[key] = self.store.partitions[key]
             return answer(Errors.INVALID_UPDATE_VERSION, self.context[key])
         self.context[key] = new
-        out.note(IsrChanged(msg.topic, msg.partition, new.leader_epoch, new.leader, new.isr))
+        out.note(
+            IsrChanged(msg.topic, msg.partition, new.leader_epoch, new.leader, new.isr, new.elr)
+        )
         return answer(Errors.NONE, new)
 
     def _metadata(self, msg: MetadataRequest) -> MetadataResponse:
@@ -361,6 +395,7 @@ class Controller:
     def _decide(self, key: tuple[str, int], out: Effects) -> bool:
         state = self.context[key]
         registered = self.store.is_registered
+        elr_on = self.config.eligible_leader_replicas
         for r in state.replicas:
             if registered(r):
                 continue
@@ -370,23 +405,23 @@ class Controller:
                 ]
                 if candidates:
                     self._write(key, candidates[0], state.isr - {r}, out)  # failover
-                elif state.isr == frozenset({r}):
-                    self._write(key, NO_LEADER, state.isr, out)
                 else:
-                    self._write(key, NO_LEADER, state.isr - {r}, out)
+                    isr = elr_rules.isr_without(state.isr, r, r, elr_on)
+                    self._write(key, NO_LEADER, isr, out)
                 return True
-            if r in state.isr and len(state.isr) > 1:
+            if r in state.isr and (len(state.isr) > 1 or elr_on):
                 self._write(key, state.leader, state.isr - {r}, out)
                 return True
         if state.leader == NO_LEADER:
-            clean = [n for n in state.replicas if n in state.isr and registered(n)]
-            if clean:
-                self._write(key, clean[0], state.isr, out)
+            elr = state.elr if elr_on else frozenset()
+            leader, isr, elr = elr_rules.elect(state.replicas, state.isr, elr, registered)
+            if leader != NO_LEADER:
+                self._write(key, leader, isr, out, elr=None if isr == state.isr else elr)
                 return True
             if self.config.unclean_leader_election:
                 unclean = [n for n in state.replicas if n not in state.isr and registered(n)]
                 if unclean:
-                    self._write(key, unclean[0], frozenset({unclean[0]}), out)
+                    self._write(key, unclean[0], frozenset({unclean[0]}), out, elr=frozenset())
                     return True
         return False
 

@@ -43,6 +43,7 @@ import enum
 
 import attrs
 
+from impl import elr as elr_rules
 from impl.protocol import (
     NO_LEADER,
     BrokerHeartbeat,
@@ -78,18 +79,34 @@ class PartitionState:
     isr: frozenset[int]
     partition_epoch: int
     replicas: tuple[int, ...]
+    elr: frozenset[int] = frozenset()
+    """KIP-966's Eligible Leader Replicas (``impl.elr``): replicas out of the ISR that still
+    hold every committed record. Always empty with ``eligible.leader.replicas`` off."""
 
     def __attrs_post_init__(self) -> None:
         assert self.leader == NO_LEADER or self.leader in self.isr, self
         assert self.isr <= frozenset(self.replicas), self
+        assert self.elr <= frozenset(self.replicas) and not (self.elr & self.isr), self
 
 
 class MetadataStore:
     """The store; see the module docstring. ``session_timeout_ns`` is
     ``zookeeper.session.timeout.ms``."""
 
-    def __init__(self, session_timeout_ns: int = 18_000_000_000) -> None:
+    def __init__(
+        self,
+        session_timeout_ns: int = 18_000_000_000,
+        *,
+        eligible_leader_replicas: bool = False,
+        keep_elr_on_unclean_restart: bool = False,
+    ) -> None:
         self.session_timeout_ns = session_timeout_ns
+        self.eligible_leader_replicas = eligible_leader_replicas
+        """KIP-966 on: the last ISR member's failure must be handled too (it leaves the ISR
+        for the ELR) before it registers again, and registering again takes it out of
+        every ISR and ELR (``impl.elr.unclean_restart``)."""
+        self.keep_elr_on_unclean_restart = keep_elr_on_unclean_restart
+        """Testing knob (``--bug stale_elr``): a re-registering broker stays in the ELR."""
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.published: dict[tuple[str, int], PartitionState] = {}
         """Per partition, the state a controller last wrote and sent as LeaderAndIsr (an
@@ -154,8 +171,31 @@ class MetadataStore:
         self.registrations[broker_id] = epoch
         if now is not None:
             self.deadlines[broker_id] = now + self.session_timeout_ns
+        if broker_id in self.failed and self.eligible_leader_replicas:
+            self._unclean_restart(broker_id)
         self.failed.discard(broker_id)
         return epoch
+
+    def _unclean_restart(self, broker_id: int) -> None:
+        """KIP-966: a broker registering after an unclean shutdown may have lost the
+        unflushed tail of its log, so the controller takes it out of every ISR and ELR in
+        the same step (KRaft's ``handleBrokerUncleanShutdown``). The store never learns
+        that a restart was clean (the simulated brokers only crash), so every
+        re-registration counts as unclean: that only narrows the election."""
+        for key in sorted(self.partitions):
+            state = self.partitions[key]
+            leader, isr, elr = elr_rules.unclean_restart(
+                state.leader, state.isr, state.elr, broker_id, self.keep_elr_on_unclean_restart
+            )
+            if (leader, isr, elr) != (state.leader, state.isr, state.elr):
+                self.partitions[key] = attrs.evolve(
+                    state,
+                    leader=leader,
+                    leader_epoch=state.leader_epoch + (leader != state.leader),
+                    isr=isr,
+                    elr=elr,
+                    partition_epoch=state.partition_epoch + 1,
+                )
 
     def close_session(self, broker_id: int) -> bool:
         """The broker's session ends (expired, or its process died): its ephemeral znodes
@@ -189,6 +229,8 @@ class MetadataStore:
                 return True
             if broker_id in state.isr and len(state.isr) > 1:
                 return True
+            if broker_id in state.isr and self.eligible_leader_replicas:
+                return True  # KIP-966: even the last ISR member leaves it (for the ELR)
         return False
 
     def expire_sessions(self, now: int) -> list[int]:
@@ -268,6 +310,7 @@ class MetadataStore:
             parts.append(
                 f"{topic}-{partition}: leader={p.leader} epoch={p.leader_epoch} "
                 f"isr={sorted(p.isr)} version={p.partition_epoch}"
+                + (f" elr={sorted(p.elr)}" if p.elr else "")
             )
         regs = ", ".join(f"{b}@{e}" for b, e in sorted(self.registrations.items()))
         return (

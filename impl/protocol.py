@@ -420,6 +420,8 @@ class Published(Message):
     leader_epoch: int
     leader: int
     isr: frozenset[int] = attrs.field(converter=_int_set)
+    elr: frozenset[int] = attrs.field(default=frozenset(), converter=_int_set)
+    """KIP-966's Eligible Leader Replicas after the change (empty with ELR off)."""
 
 
 @message
@@ -432,6 +434,8 @@ class IsrChanged(Message):
     leader_epoch: int
     leader: int
     isr: frozenset[int] = attrs.field(converter=_int_set)
+    elr: frozenset[int] = attrs.field(default=frozenset(), converter=_int_set)
+    """KIP-966's Eligible Leader Replicas after the change (empty with ELR off)."""
 
 
 @message

@@ -107,6 +107,10 @@ FENCE_BUGS: dict[str, str] = {
     "epoch_not_persisted": (
         "the controller epoch is not persisted: every new controller starts again at 1"
     ),
+    "stale_elr": (
+        "KIP-966 on, but a broker registering after an unclean shutdown stays in the ELR "
+        "(implies --elr)"
+    ),
 }
 """The implementation's controller fences that ``ClusterConfig.bugs`` turns off, named as
 ``spec.controller``'s broken variants (``kmodel test --bug NAME``)."""
@@ -125,6 +129,10 @@ class ClusterConfig:
     acks: str = "all"
     min_insync_replicas: int = 2
     unclean: bool = False
+    eligible_leader_replicas: bool = False
+    """KIP-966 (``eligible.leader.replicas.version=1``; ``impl.elr``): strict min ISR, the
+    ELR, election from it. Off by default, as Kafka before 4.0 (the project's "Kafka
+    today"); ``--bug stale_elr`` turns it on with its unclean-restart rule broken."""
     refinement: bool = False
     """Refinement mode (``impl.refinement``): atomic brokers (``BrokerConfig.atomic``), the
     spec's HW checkpoint on every change and no purgatory expiry; a crash closes the
@@ -189,6 +197,11 @@ class ClusterConfig:
         return self.enable_idempotence
 
     @property
+    def elr(self) -> bool:
+        """Whether KIP-966 is on (asked for, or implied by ``--bug stale_elr``)."""
+        return self.eligible_leader_replicas or "stale_elr" in self.bugs
+
+    @property
     def closes_sessions(self) -> bool:
         return self.refinement if self.crash_closes_session is None else self.crash_closes_session
 
@@ -209,6 +222,7 @@ class ClusterConfig:
                 replica_lag_time_max_ns=self.replica_lag_time_max_ns,
                 produce_timeout_ns=None if atomic else self.produce_timeout_ns,
                 maximal_isr=not atomic,
+                strict_min_isr=self.elr,
             ),
             log=LogConfig(
                 segment_bytes=self.segment_bytes,
@@ -228,6 +242,8 @@ class ClusterConfig:
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(
             unclean_leader_election=self.unclean,
+            eligible_leader_replicas=self.elr,
+            min_insync_replicas=self.min_insync_replicas,
             conditional_writes="unconditional_write" not in self.bugs,
             persist_epoch="epoch_not_persisted" not in self.bugs,
             queued_sends=not self.refinement,
@@ -310,7 +326,11 @@ class World:
         self.network = Network(self.nodes, self.clock, self.rng.split("network"), config.network)
         self.ghost = Ghost()
         self.disks = {b: SimDisk(name, self.clock) for b, name in self.broker_names.items()}
-        self.store = MetadataStore(config.session_timeout_ns)
+        self.store = MetadataStore(
+            config.session_timeout_ns,
+            eligible_leader_replicas=config.elr,
+            keep_elr_on_unclean_restart="stale_elr" in config.bugs,
+        )
         self.timeline = Timeline()
         """What happened to each partition, for explaining a run (``impl.timeline``)."""
         for p in range(config.partitions):
