@@ -71,6 +71,8 @@ from impl.protocol import (
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
+    ControlledShutdown,
+    ControlledShutdownResponse,
     ControllerResigned,
     Effects,
     Errors,
@@ -98,7 +100,7 @@ __all__ = [
 CONTROLLER = "controller"
 """The address of whichever broker is the controller (the world resolves it)."""
 
-CONTROLLER_REQUESTS = (AlterPartition, MetadataRequest, InitProducerId)
+CONTROLLER_REQUESTS = (AlterPartition, MetadataRequest, InitProducerId, ControlledShutdown)
 """The requests a broker hands to its controller role."""
 
 
@@ -116,6 +118,16 @@ class ControllerConfig:
     when no ISR member is live (``impl.elr``)."""
     min_insync_replicas: int = 1
     """``min.insync.replicas``: below it, the ISR's leavers join the ELR."""
+    auto_leader_rebalance: bool = False
+    """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``
+    the controller hands leadership back to the preferred replica of the partitions of
+    each broker whose imbalance ratio exceeds ``leader.imbalance.per.broker.percentage``
+    (``imbalance``). Kafka's default is on; here off by default, so that runs without it
+    keep their histories (the ``preferred-election`` fault asks for it instead)."""
+    leader_imbalance_per_broker_percentage: int = 10
+    """``leader.imbalance.per.broker.percentage`` (Kafka's default 10)."""
+    leader_imbalance_check_interval_ns: int = 300_000_000_000
+    """``leader.imbalance.check.interval.seconds`` (Kafka's default 300 s)."""
     conditional_writes: bool = True
     """Testing knob (off: ``--bug unconditional_write``): every partition-state write checks
     ``/controller_epoch``'s version and the partition znode's (KAFKA-6082, Kafka 2.2)."""
@@ -155,6 +167,13 @@ class Controller:
         self.known: dict[int, int] = dict(store.registrations)
         """The registrations it has told the published state (its ``/brokers/ids`` view)."""
         self.resigned = False
+        self.next_imbalance_check: int | None = None
+        """When the auto rebalance next checks the imbalance (set on the first tick)."""
+        self.shutting_down: dict[int, int] = {}
+        """Brokers in controlled shutdown -> their broker epoch (``shuttingDownBrokerIds``;
+        in memory only: a new controller learns them from the brokers' retries)."""
+        self.preferred_pending: list[tuple[str, int]] = []
+        """Partitions whose preferred replica is to take leadership back, one per tick."""
         self.outbox: list[tuple[str, LeaderAndIsr]] = []
         """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
 
@@ -287,7 +306,29 @@ class Controller:
         elif isinstance(msg, InitProducerId):
             producer_id = self.store.next_id()
             out.send(src, InitProducerIdResponse(Errors.NONE, msg.request_id, producer_id, 0))
+        elif isinstance(msg, ControlledShutdown):
+            out.send(src, self._on_controlled_shutdown(msg))
         return out
+
+    # ------------------------------------------------------------------ controlled shutdown
+
+    def _on_controlled_shutdown(self, msg: ControlledShutdown) -> ControlledShutdownResponse:
+        """``KafkaController.doControlledShutdown``: mark the broker shutting down; its
+        leaderships move and it leaves the ISRs on the next ticks (``_decide``). The answer
+        counts the partitions that still name it as leader or ISR member."""
+        if self.store.registrations.get(msg.broker_id) != msg.broker_epoch:
+            return ControlledShutdownResponse(Errors.STALE_BROKER_EPOCH, msg.request_id, -1)
+        self.shutting_down[msg.broker_id] = msg.broker_epoch
+        remaining = sum(
+            1
+            for state in self.context.values()
+            if state.leader == msg.broker_id or msg.broker_id in state.isr
+        )
+        return ControlledShutdownResponse(Errors.NONE, msg.request_id, remaining)
+
+    def _eligible(self, broker: int) -> bool:
+        """Registered and not shutting down: may lead or join an ISR."""
+        return self.store.is_registered(broker) and broker not in self.shutting_down
 
     def _on_alter_partition(
         self, msg: AlterPartition, out: Effects
@@ -323,7 +364,7 @@ class Controller:
         if msg.broker_id not in msg.new_isr or not msg.new_isr <= frozenset(state.replicas):
             return answer(Errors.INVALID_UPDATE_VERSION)
         added = msg.new_isr - state.isr
-        if any(not self.store.is_registered(b) for b in added):
+        if any(not self._eligible(b) for b in added):
             return answer(Errors.INELIGIBLE_REPLICA)
         new = attrs.evolve(
             state,
@@ -373,8 +414,90 @@ class Controller:
         self._watch_registrations(out)
         for key in sorted(self.context):
             if self._decide(key, out) or self.resigned:
-                break
+                return out
+        self._auto_rebalance(now)
+        self._elect_one_preferred(out)
         return out
+
+    # ------------------------------------------------------------------ preferred leaders
+
+    def imbalance(self) -> dict[int, float]:
+        """Kafka's leader imbalance ratio per broker (``checkAndTriggerAutoLeaderRebalance``):
+        of the partitions whose preferred replica (the first of the assignment) is the
+        broker, the fraction it does not lead."""
+        preferred: dict[int, int] = {}
+        not_led: dict[int, int] = {}
+        for key in sorted(self.context):
+            state = self.context[key]
+            b = state.replicas[0]
+            preferred[b] = preferred.get(b, 0) + 1
+            if state.leader != b:
+                not_led[b] = not_led.get(b, 0) + 1
+        return {b: not_led.get(b, 0) / n for b, n in sorted(preferred.items())}
+
+    def _preferred_ready(self, key: tuple[str, int]) -> bool:
+        """The preferred replica may take over: registered, in the ISR, and not leading."""
+        state = self.context[key]
+        preferred = state.replicas[0]
+        return (
+            state.leader not in (NO_LEADER, preferred)
+            and self.store.is_registered(state.leader)
+            and preferred in state.isr
+            and self._eligible(preferred)
+        )
+
+    def _auto_rebalance(self, now: int) -> None:
+        """``auto.leader.rebalance.enable``: the periodic check queues the partitions of
+        over-imbalanced brokers; each tick without another decision elects one queued."""
+        if not self.config.auto_leader_rebalance:
+            return
+        if self.next_imbalance_check is None:
+            self.next_imbalance_check = now + self.config.leader_imbalance_check_interval_ns
+        elif now >= self.next_imbalance_check:
+            self.next_imbalance_check = now + self.config.leader_imbalance_check_interval_ns
+            self.request_preferred_election(only_imbalanced=True)
+
+    def request_preferred_election(self, only_imbalanced: bool = False) -> int:
+        """Queue preferred-leader elections (the admin's ``kafka-leader-election.sh
+        --election-type preferred``, ``ElectLeaders``): every partition, or with
+        ``only_imbalanced`` those of the brokers over ``leader.imbalance.per.broker
+        .percentage``. Returns how many partitions were queued."""
+        limit = self.config.leader_imbalance_per_broker_percentage / 100
+        over = {b for b, ratio in self.imbalance().items() if ratio > limit}
+        queued = [
+            key
+            for key in sorted(self.context)
+            if self._preferred_ready(key)
+            and (not only_imbalanced or self.context[key].replicas[0] in over)
+        ]
+        self.preferred_pending = sorted(set(self.preferred_pending) | set(queued))
+        return len(queued)
+
+    def _elect_one_preferred(self, out: Effects) -> bool:
+        while self.preferred_pending:
+            key = self.preferred_pending.pop(0)
+            if key in self.context and self._preferred_ready(key):
+                state = self.context[key]
+                self._write(key, state.replicas[0], state.isr, out)
+                return True
+        return False
+
+    def _move_off_shutting(
+        self, key: tuple[str, int], state: PartitionState, r: int, out: Effects
+    ) -> bool:
+        """Controlled shutdown of ``r``: another eligible ISR member takes its leadership
+        (and ``r`` leaves the ISR in the same write); as a follower it leaves the ISR,
+        never emptying it. Leadership stays where no other ISR member can take it."""
+        if state.leader == r:
+            others = [n for n in state.replicas if n in state.isr and n != r and self._eligible(n)]
+            if not others:
+                return False
+            self._write(key, others[0], state.isr - {r}, out)
+            return True
+        if r in state.isr and len(state.isr) > 1:
+            self._write(key, state.leader, state.isr - {r}, out)
+            return True
+        return False
 
     def _watch_registrations(self, out: Effects) -> None:
         """A broker registered with a new broker epoch gets the published LeaderAndIsr of
@@ -383,6 +506,9 @@ class Controller:
         for broker in sorted(self.known):
             if broker not in registrations:
                 del self.known[broker]
+        for broker in sorted(self.shutting_down):
+            if registrations.get(broker) != self.shutting_down[broker]:
+                del self.shutting_down[broker]  # it stopped (or registered again)
         for broker in sorted(registrations):
             if self.known.get(broker) == registrations[broker]:
                 continue
@@ -394,9 +520,14 @@ class Controller:
 
     def _decide(self, key: tuple[str, int], out: Effects) -> bool:
         state = self.context[key]
-        registered = self.store.is_registered
+        registered = self._eligible
         elr_on = self.config.eligible_leader_replicas
+        shutting = self.shutting_down
         for r in state.replicas:
+            if r in shutting and self.store.is_registered(r):
+                if self._move_off_shutting(key, state, r, out):
+                    return True
+                continue
             if registered(r):
                 continue
             if state.leader == r:
@@ -426,19 +557,14 @@ class Controller:
         return False
 
     def elect_preferred(self, now: int, connected: bool = True) -> Effects:
-        """Preferred-leader election: the first replica takes over from a live leader."""
+        """Preferred-leader election now: the first partition (in order) whose preferred
+        replica is registered and in the ISR takes leadership from a live leader."""
         out = Effects()
         if self.resigned or not connected:
             return out
         for key in sorted(self.context):
-            state = self.context[key]
-            preferred = state.replicas[0]
-            if (
-                state.leader not in (NO_LEADER, preferred)
-                and self.store.is_registered(state.leader)
-                and preferred in state.isr
-                and self.store.is_registered(preferred)
-            ):
-                self._write(key, preferred, state.isr, out)
+            if self._preferred_ready(key):
+                state = self.context[key]
+                self._write(key, state.replicas[0], state.isr, out)
                 break
         return out

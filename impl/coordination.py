@@ -106,6 +106,9 @@ class MetadataStore:
         for the ELR) before it registers again, and registering again takes it out of
         every ISR and ELR (``impl.elr.unclean_restart``)."""
         self.keep_elr_on_unclean_restart = keep_elr_on_unclean_restart
+        self.incarnations: dict[int, int] = {}
+        """Broker -> the process incarnation of its last registration: a new one means the
+        process restarted (KIP-966's unclean shutdown; the simulated brokers only crash)."""
         """Testing knob (``--bug stale_elr``): a re-registering broker stays in the ELR."""
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.published: dict[tuple[str, int], PartitionState] = {}
@@ -164,14 +167,15 @@ class MetadataStore:
 
     # ------------------------------------------------------------------ sessions
 
-    def register(self, broker_id: int, now: int | None = None) -> int:
-        """Open a session and create ``/brokers/ids/N``; returns the broker epoch."""
+    def register(self, broker_id: int, now: int | None = None, *, unclean: bool = False) -> int:
+        """Open a session and create ``/brokers/ids/N``; returns the broker epoch.
+        ``unclean``: the broker process restarted since its last registration (KIP-966)."""
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         self.registrations[broker_id] = epoch
         if now is not None:
             self.deadlines[broker_id] = now + self.session_timeout_ns
-        if broker_id in self.failed and self.eligible_leader_replicas:
+        if unclean and self.eligible_leader_replicas:
             self._unclean_restart(broker_id)
         self.failed.discard(broker_id)
         return epoch
@@ -181,7 +185,9 @@ class MetadataStore:
         unflushed tail of its log, so the controller takes it out of every ISR and ELR in
         the same step (KRaft's ``handleBrokerUncleanShutdown``). The store never learns
         that a restart was clean (the simulated brokers only crash), so every
-        re-registration counts as unclean: that only narrows the election."""
+        restart of the process counts as unclean (a conservative reading: it only narrows
+        the election). A broker that registers again with the same process (its session
+        expired while it was paused or cut off) kept its log and stays eligible."""
         for key in sorted(self.partitions):
             state = self.partitions[key]
             leader, isr, elr = elr_rules.unclean_restart(
@@ -287,7 +293,10 @@ class MetadataStore:
                 error = Errors.DUPLICATE_BROKER_REGISTRATION
                 out.send(src, BrokerRegistrationResponse(error, -1, self.controller_epoch))
                 return out
-            epoch = self.register(broker, now)
+            previous = self.incarnations.get(broker)
+            self.incarnations[broker] = msg.incarnation
+            restarted = previous is not None and previous != msg.incarnation
+            epoch = self.register(broker, now, unclean=restarted)
             out.send(src, BrokerRegistrationResponse(Errors.NONE, epoch, self.controller_epoch))
         elif isinstance(msg, BrokerHeartbeat):
             if self.registrations.get(msg.broker_id) != msg.broker_epoch:

@@ -55,6 +55,8 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerRegistration",
     "BrokerRegistrationResponse",
+    "ControlledShutdown",
+    "ControlledShutdownResponse",
     "ControllerElected",
     "ControllerResigned",
     "Effects",
@@ -76,6 +78,7 @@ __all__ = [
     "Published",
     "RequestFailed",
     "SessionExpired",
+    "ShutdownReady",
     "StaleControllerRequest",
     "Truncated",
 ]
@@ -304,6 +307,35 @@ class InitProducerIdResponse(Message):
     request_id: int
     producer_id: int
     producer_epoch: int
+
+
+@message
+class ControlledShutdown(Message):
+    """A broker shutting down asks the controller to move its leaderships off first
+    (``ControlledShutdownRequest``, ``controlled.shutdown.enable``)."""
+
+    broker_id: int
+    broker_epoch: int
+    request_id: int
+
+
+@message
+class ControlledShutdownResponse(Message):
+    """``remaining``: how many partitions the broker still leads or is in the ISR of; 0
+    means it may stop."""
+
+    error: Errors
+    request_id: int
+    remaining: int
+
+
+@message
+class ShutdownReady(Message):
+    """Note: broker ``broker_id`` finished its controlled shutdown (or gave up after
+    ``controlled.shutdown.max.retries``); the world flushes its logs and stops it."""
+
+    broker_id: int
+    moved: bool
 
 
 @message

@@ -84,6 +84,7 @@ from impl.protocol import (
     LeaderAndIsr,
     Published,
     SessionExpired,
+    ShutdownReady,
     StaleControllerRequest,
 )
 from impl.replica import ReplicaConfig
@@ -133,6 +134,9 @@ class ClusterConfig:
     """KIP-966 (``eligible.leader.replicas.version=1``; ``impl.elr``): strict min ISR, the
     ELR, election from it. Off by default, as Kafka before 4.0 (the project's "Kafka
     today"); ``--bug stale_elr`` turns it on with its unclean-restart rule broken."""
+    auto_leader_rebalance: bool = False
+    """``auto.leader.rebalance.enable`` (``impl.controller``; Kafka's default is on, off
+    here so that runs keep their histories)."""
     refinement: bool = False
     """Refinement mode (``impl.refinement``): atomic brokers (``BrokerConfig.atomic``), the
     spec's HW checkpoint on every change and no purgatory expiry; a crash closes the
@@ -242,6 +246,7 @@ class ClusterConfig:
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(
             unclean_leader_election=self.unclean,
+            auto_leader_rebalance=self.auto_leader_rebalance,
             eligible_leader_replicas=self.elr,
             min_insync_replicas=self.min_insync_replicas,
             conditional_writes="unconditional_write" not in self.bugs,
@@ -569,6 +574,9 @@ class World:
             to = route(dst)
             if to is not None:
                 send(src, to, msg)
+        for note in effects.notes:
+            if isinstance(note, ShutdownReady):
+                self._stop_cleanly(note)
 
     def _record_notes(self, src: str, effects: Effects) -> None:
         """Record node ``src``'s notes (``_observe``), and what the controllers' notes tell
@@ -699,6 +707,43 @@ class World:
             for path in disk.paths()
             if disk.durable_image(path) is not None and disk.unflushed_bytes(path) > 0
         ]
+
+    # ------------------------------------------------------------------ leadership admin
+
+    def preferred_election(self) -> int | None:
+        """An admin's preferred-leader election for every partition (``ElectLeaders``,
+        ``kafka-leader-election.sh --election-type preferred``): the controller queues
+        them and elects one per tick. How many were queued; None: no controller acts."""
+        controller = self.controller
+        if controller is None or not self.running(broker_node(controller.broker_id)):
+            return None
+        return controller.request_preferred_election()
+
+    # ------------------------------------------------------------------ controlled shutdown
+
+    def controlled_shutdown(self, name: str) -> bool:
+        """Broker ``name`` begins a controlled shutdown (``controlled.shutdown.enable``;
+        ``impl.controlled_shutdown``): it stops by itself once the controller moved its
+        leaderships off. Whether it began (the broker must be running)."""
+        b = self.broker_id(name)
+        broker = self.brokers.get(b)
+        if broker is None or not self.running(name) or broker.shutdown is not None:
+            return False
+        broker.begin_controlled_shutdown(self.clock.monotonic_now(name))
+        return True
+
+    def _stop_cleanly(self, note: ShutdownReady) -> None:
+        """The end of a controlled shutdown: the logs are flushed and the process stops
+        (the machine stays up). The restart is the caller's (``restart``)."""
+        name = self.broker_names[note.broker_id]
+        broker = self.brokers.get(note.broker_id)
+        if broker is None or not self.nodes.state(name).alive:
+            return
+        broker.flush_all()
+        broker.checkpoint_hws()
+        broker.checkpoint_recovery_points()
+        self.stats["controlled_shutdowns"] += 1
+        self.crash(name, power_loss=False)
 
     def restart(self, name: str) -> None:
         """Start a crashed node again: a new incarnation recovering from its disk."""
