@@ -118,6 +118,10 @@ class ControllerConfig:
     when no ISR member is live (``impl.elr``)."""
     min_insync_replicas: int = 1
     """``min.insync.replicas``: below it, the ISR's leavers join the ELR."""
+    shutdown_to_isr_only: bool = True
+    """Testing knob (off: ``--bug shutdown_to_non_isr``, as ``spec.rebalance``'s variant): a
+    controlled shutdown hands leadership only to another ISR member; off, to the first
+    other live replica of the assignment, in the ISR or not."""
     auto_leader_rebalance: bool = False
     """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``
     the controller hands leadership back to the preferred replica of the partitions of
@@ -489,10 +493,15 @@ class Controller:
         (and ``r`` leaves the ISR in the same write); as a follower it leaves the ISR,
         never emptying it. Leadership stays where no other ISR member can take it."""
         if state.leader == r:
-            others = [n for n in state.replicas if n in state.isr and n != r and self._eligible(n)]
+            isr_only = self.config.shutdown_to_isr_only
+            others = [
+                n
+                for n in state.replicas
+                if (n in state.isr or not isr_only) and n != r and self._eligible(n)
+            ]
             if not others:
                 return False
-            self._write(key, others[0], state.isr - {r}, out)
+            self._write(key, others[0], (state.isr - {r}) | {others[0]}, out)
             return True
         if r in state.isr and len(state.isr) > 1:
             self._write(key, state.leader, state.isr - {r}, out)

@@ -108,6 +108,7 @@ FENCE_BUGS: dict[str, str] = {
     "epoch_not_persisted": (
         "the controller epoch is not persisted: every new controller starts again at 1"
     ),
+    "shutdown_to_non_isr": ("a controlled shutdown hands leadership to a replica outside the ISR"),
     "stale_elr": (
         "KIP-966 on, but a broker registering after an unclean shutdown stays in the ELR "
         "(implies --elr)"
@@ -247,6 +248,7 @@ class ClusterConfig:
         return ControllerConfig(
             unclean_leader_election=self.unclean,
             auto_leader_rebalance=self.auto_leader_rebalance,
+            shutdown_to_isr_only="shutdown_to_non_isr" not in self.bugs,
             eligible_leader_replicas=self.elr,
             min_insync_replicas=self.min_insync_replicas,
             conditional_writes="unconditional_write" not in self.bugs,
@@ -730,6 +732,17 @@ class World:
         if broker is None or not self.running(name) or broker.shutdown is not None:
             return False
         broker.begin_controlled_shutdown(self.clock.monotonic_now(name))
+        return True
+
+    def finish_controlled_shutdown(self, name: str) -> bool:
+        """A controlled shutdown still waiting for the controller stops now anyway (as
+        Kafka's does once ``controlled.shutdown.max.retries`` are spent): logs flushed,
+        process stopped. Whether it stopped."""
+        b = self.broker_id(name)
+        broker = self.brokers.get(b)
+        if broker is None or broker.shutdown is None or not self.running(name):
+            return False
+        self._stop_cleanly(ShutdownReady(b, False))
         return True
 
     def _stop_cleanly(self, note: ShutdownReady) -> None:

@@ -52,6 +52,15 @@ Processes:
 - ``pause-leader``, ``pause-controller``: the same, aimed at the current leader of a
   partition, or at the controller (a long GC pause of the controller: the brain split).
 
+Leadership (operations an operator performs, ``impl.controller``):
+
+- ``controlled-shutdown``: a broker (a partition's leader half of the time) shuts down
+  cleanly (``controlled.shutdown.enable``): the controller moves its leaderships to other
+  ISR members and takes it out of the ISRs, then it stops with its logs flushed; the stop
+  op restarts it;
+- ``preferred-election``: the admin's preferred-leader election for every partition
+  (``kafka-leader-election.sh --election-type preferred``); its stop does nothing.
+
 Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
 - ``loss``: each message is dropped with a probability drawn in [0.05, 0.3];
@@ -166,6 +175,12 @@ CATALOGUE: dict[str, Fault] = {
         Fault("pause", "process", "SIGSTOP a server (often the leader or controller)"),
         Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
         Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
+        Fault(
+            "controlled-shutdown",
+            "leadership",
+            "a broker shuts down cleanly: its leaderships move first; restart it",
+        ),
+        Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
         Fault("delay", "network", "slow every message down (20..300 ms)"),
@@ -186,6 +201,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "network": ("loss", "duplicate", "delay", "reorder"),
     "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
     "clock-skew": ("clock",),
+    "leadership": ("controlled-shutdown", "preferred-election"),
 }
 
 UNSUPPORTED: dict[str, str] = {}
@@ -481,6 +497,41 @@ class Nemesis:
                 self.cluster.restart(node)
                 done.append(node)
         return {"nodes": done}
+
+    # ------------------------------------------------------------------ leadership
+
+    def _start_leadership(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if fault == "preferred-election":
+            queued = self.cluster.preferred_election()
+            if queued is None:
+                return {"skipped": "no controller acts now"}
+            return {"queued": queued}
+        if fault in self.active:
+            return {"skipped": f"{fault} is already holding {self.active[fault]}"}
+        node = given.get("node") if given is not None else None
+        out: dict[str, Any] = {}
+        if node is None:
+            if self.rng.random() < 0.5:
+                partition, leader = self.leader()
+                if leader is not None and self._state(leader) is NodeState.RUNNING:
+                    node, out = leader, {"leader_of": partition}
+            if node is None:
+                node = self._pick(self.brokers)
+        if node is None:
+            return {"skipped": "no running server to target"}
+        if not self.cluster.controlled_shutdown(node):
+            return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
+        self.active[fault] = [node]
+        return {"node": node, **out}
+
+    def _stop_leadership(self, fault: str) -> Any:
+        if fault == "preferred-election":
+            return {}  # an election is not undone
+        for node in self.active.get(fault, []):
+            # Still waiting for its leaderships to move: it stops now anyway, as Kafka's
+            # shutdown does once its retries are spent; then it restarts.
+            self.cluster.finish_controlled_shutdown(node)
+        return self._stop_process(fault)
 
     # ------------------------------------------------------------------ network
 
