@@ -122,6 +122,10 @@ class ControllerConfig:
     """Testing knob (off: ``--bug shutdown_to_non_isr``, as ``spec.rebalance``'s variant): a
     controlled shutdown hands leadership only to another ISR member; off, to the first
     other live replica of the assignment, in the ISR or not."""
+    reassignment_waits_for_isr: bool = True
+    """Testing knob (off: ``--bug drop_before_isr_join``, as ``spec.rebalance``'s variant):
+    a KIP-455 reassignment completes only once every target replica is in the ISR; off, it
+    drops the removed replicas at once."""
     auto_leader_rebalance: bool = False
     """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``
     the controller hands leadership back to the preferred replica of the partitions of
@@ -179,6 +183,8 @@ class Controller:
         self.preferred_pending: list[tuple[str, int]] = []
         """Partitions whose preferred replica is to take leadership back, one per tick."""
         self.outbox: list[tuple[str, LeaderAndIsr]] = []
+        self.pending_effects = Effects()
+        """What an admin request decided between ticks (sends, notes): out on the next tick."""
         """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
 
     @classmethod
@@ -249,18 +255,26 @@ class Controller:
         isr: frozenset[int],
         out: Effects,
         elr: frozenset[int] | None = None,
+        replicas: tuple[int, ...] | None = None,
+        adding: frozenset[int] | None = None,
+        removing: frozenset[int] | None = None,
     ) -> None:
         """One decision: next leader epoch, conditional store write, LeaderAndIsr to the live
         replicas. A refused write makes the controller resign (moved) or re-read the
-        partition (conflict). The ELR follows the ISR unless given."""
+        partition (conflict). The ELR follows the ISR unless given; the replicas and a
+        reassignment's adding/removing sets stay unless given."""
         old = self.context[key]
+        replicas = old.replicas if replicas is None else replicas
+        elr = self._elr_after(old, isr) if elr is None else elr
         new = PartitionState(
             leader,
             old.leader_epoch + 1,
             isr,
             old.partition_epoch + 1,
-            old.replicas,
-            self._elr_after(old, isr) if elr is None else elr,
+            replicas,
+            elr & frozenset(replicas),
+            old.adding if adding is None else adding,
+            old.removing if removing is None else removing,
         )
         epoch_version, partition_epoch = self._expected(key)
         result = self.store.write(
@@ -410,6 +424,8 @@ class Controller:
         if self.resigned:
             return out
         # The send threads deliver what was queued (they need no store connection).
+        out.extend(self.pending_effects)
+        self.pending_effects = Effects()
         for dst, msg in self.outbox:
             out.send(dst, msg)
         self.outbox.clear()
@@ -486,6 +502,71 @@ class Controller:
                 return True
         return False
 
+    # ------------------------------------------------------------------ reassignment
+
+    def alter_reassignment(self, key: tuple[str, int], target: tuple[int, ...] | None) -> Errors:
+        """KIP-455's ``AlterPartitionReassignments`` for one partition: start moving it to
+        the ``target`` replicas (in preference order), or with None cancel the one in
+        progress. The replicas become target + removed ones; the adding replicas follow
+        and catch up; ``_progress_reassignment`` finishes it. One store write."""
+        state = self.context.get(key)
+        if state is None or self.resigned:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        out = Effects()
+        if target is None:
+            if not state.reassigning:
+                return Errors.NO_REASSIGNMENT_IN_PROGRESS
+            original = state.original
+            isr = state.isr & frozenset(original)
+            leader = state.leader
+            if leader not in original:
+                candidates = [n for n in original if n in isr and self._eligible(n)]
+                if not candidates:
+                    return Errors.INELIGIBLE_REPLICA  # nobody of the original set can lead
+                leader = candidates[0]
+            self._write(key, leader, isr, out, None, original, frozenset(), frozenset())
+        else:
+            if state.reassigning:
+                return Errors.REASSIGNMENT_IN_PROGRESS
+            if len(set(target)) != len(target) or not target:
+                return Errors.INVALID_REPLICA_ASSIGNMENT
+            if any(b not in self.store.registrations and b not in state.replicas for b in target):
+                return Errors.INVALID_REPLICA_ASSIGNMENT  # an unknown broker
+            adding = frozenset(target) - frozenset(state.replicas)
+            removing = frozenset(state.replicas) - frozenset(target)
+            replicas = (*target, *(r for r in state.replicas if r in removing))
+            self._write(key, state.leader, state.isr, out, None, replicas, adding, removing)
+        self.pending_effects.extend(out)
+        return Errors.NONE
+
+    def _progress_reassignment(
+        self, key: tuple[str, int], state: PartitionState, out: Effects
+    ) -> bool:
+        """A reassignment in progress: once every target replica is in the ISR, leadership
+        moves off a removed leader (to a target ISR member), then the removed replicas are
+        dropped (replicas := target, the ISR cut to it). ``--bug drop_before_isr_join``
+        completes without waiting."""
+        target = state.target
+        waits = self.config.reassignment_waits_for_isr
+        if waits and not frozenset(target) <= state.isr:
+            return False
+        if state.leader not in target:
+            candidates = [n for n in target if n in state.isr and self._eligible(n)]
+            if candidates:
+                self._write(key, candidates[0], state.isr, out)
+                return True
+            if waits:
+                return False
+            # The broken variant: a target replica outside the ISR takes over.
+            live = [n for n in target if self._eligible(n)]
+            if not live:
+                return False
+            leader, isr = live[0], (state.isr & frozenset(target)) | {live[0]}
+        else:
+            leader, isr = state.leader, state.isr & frozenset(target)
+        self._write(key, leader, isr, out, None, target, frozenset(), frozenset())
+        return True
+
     def _move_off_shutting(
         self, key: tuple[str, int], state: PartitionState, r: int, out: Effects
     ) -> bool:
@@ -551,6 +632,9 @@ class Controller:
                 return True
             if r in state.isr and (len(state.isr) > 1 or elr_on):
                 self._write(key, state.leader, state.isr - {r}, out)
+                return True
+        if state.reassigning and state.leader != NO_LEADER:
+            if self._progress_reassignment(key, state, out):
                 return True
         if state.leader == NO_LEADER:
             elr = state.elr if elr_on else frozenset()

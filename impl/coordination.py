@@ -82,11 +82,32 @@ class PartitionState:
     elr: frozenset[int] = frozenset()
     """KIP-966's Eligible Leader Replicas (``impl.elr``): replicas out of the ISR that still
     hold every committed record. Always empty with ``eligible.leader.replicas`` off."""
+    adding: frozenset[int] = frozenset()
+    """KIP-455: replicas a reassignment in progress adds (``replicas`` holds the target
+    replicas first, then those it removes)."""
+    removing: frozenset[int] = frozenset()
+    """KIP-455: replicas a reassignment in progress removes."""
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """The replicas once the reassignment completes (``replicas`` when none runs)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """The replicas before the reassignment (what cancelling it goes back to)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
 
     def __attrs_post_init__(self) -> None:
         assert self.leader == NO_LEADER or self.leader in self.isr, self
         assert self.isr <= frozenset(self.replicas), self
         assert self.elr <= frozenset(self.replicas) and not (self.elr & self.isr), self
+        assert self.adding | self.removing <= frozenset(self.replicas), self
+        assert not (self.adding & self.removing), self
 
 
 class MetadataStore:

@@ -108,6 +108,10 @@ FENCE_BUGS: dict[str, str] = {
     "epoch_not_persisted": (
         "the controller epoch is not persisted: every new controller starts again at 1"
     ),
+    "drop_before_isr_join": (
+        "a reassignment completes (the removed replicas are dropped) before the new replicas "
+        "joined the ISR"
+    ),
     "shutdown_to_non_isr": ("a controlled shutdown hands leadership to a replica outside the ISR"),
     "stale_elr": (
         "KIP-966 on, but a broker registering after an unclean shutdown stays in the ELR "
@@ -249,6 +253,7 @@ class ClusterConfig:
             unclean_leader_election=self.unclean,
             auto_leader_rebalance=self.auto_leader_rebalance,
             shutdown_to_isr_only="shutdown_to_non_isr" not in self.bugs,
+            reassignment_waits_for_isr="drop_before_isr_join" not in self.bugs,
             eligible_leader_replicas=self.elr,
             min_insync_replicas=self.min_insync_replicas,
             conditional_writes="unconditional_write" not in self.bugs,
@@ -720,6 +725,19 @@ class World:
         if controller is None or not self.running(broker_node(controller.broker_id)):
             return None
         return controller.request_preferred_election()
+
+    def reassign(self, partition: int, target: tuple[int, ...] | None) -> str:
+        """An admin's ``AlterPartitionReassignments`` (KIP-455; ``kafka-reassign-partitions
+        .sh``) for partition ``partition`` of the topic: move it to ``target`` (replicas in
+        preference order), or with None cancel the one in progress. The error name, or
+        ``NONE``; ``NO_CONTROLLER`` when no controller acts."""
+        controller = self.controller
+        name = None if controller is None else broker_node(controller.broker_id)
+        if controller is None or name is None or not self.running(name):
+            return "NO_CONTROLLER"
+        if not self.connected(name):
+            return "NO_CONTROLLER"  # the controller cannot reach the store
+        return controller.alter_reassignment((self.config.topic, partition), target).name
 
     # ------------------------------------------------------------------ controlled shutdown
 

@@ -59,7 +59,11 @@ Leadership (operations an operator performs, ``impl.controller``):
   ISR members and takes it out of the ISRs, then it stops with its logs flushed; the stop
   op restarts it;
 - ``preferred-election``: the admin's preferred-leader election for every partition
-  (``kafka-leader-election.sh --election-type preferred``); its stop does nothing.
+  (``kafka-leader-election.sh --election-type preferred``); its stop does nothing;
+- ``reassign``: KIP-455's reassignment of a random partition to a random ordered set of
+  brokers (replication factor from ``min.insync.replicas`` to the broker count, so RF
+  increases and decreases), like Jepsen's membership nemesis; the stop op cancels it if it
+  has not completed.
 
 Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
@@ -181,6 +185,11 @@ CATALOGUE: dict[str, Fault] = {
             "a broker shuts down cleanly: its leaderships move first; restart it",
         ),
         Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
+        Fault(
+            "reassign",
+            "leadership",
+            "move a partition to random replicas, RF changes included; cancel if unfinished",
+        ),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
         Fault("delay", "network", "slow every message down (20..300 ms)"),
@@ -201,7 +210,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "network": ("loss", "duplicate", "delay", "reorder"),
     "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
     "clock-skew": ("clock",),
-    "leadership": ("controlled-shutdown", "preferred-election"),
+    "leadership": ("controlled-shutdown", "preferred-election", "reassign"),
 }
 
 UNSUPPORTED: dict[str, str] = {}
@@ -501,6 +510,8 @@ class Nemesis:
     # ------------------------------------------------------------------ leadership
 
     def _start_leadership(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if fault == "reassign":
+            return self._start_reassign(given)
         if fault == "preferred-election":
             queued = self.cluster.preferred_election()
             if queued is None:
@@ -524,7 +535,28 @@ class Nemesis:
         self.active[fault] = [node]
         return {"node": node, **out}
 
+    def _start_reassign(self, given: dict[str, Any] | None) -> Any:
+        config = self.cluster.config
+        if given is not None:
+            partition, target = int(given["partition"]), tuple(given["target"])
+        else:
+            partition = self.rng.randrange(config.partitions)
+            rf = self.rng.randint(min(config.min_insync_replicas, config.brokers), config.brokers)
+            target = tuple(self.rng.sample(list(config.broker_ids), rf))
+        result = self.cluster.reassign(partition, target)
+        if result == "NONE":
+            self.active["reassign"] = partition
+        return {"partition": partition, "target": list(target), "result": result}
+
     def _stop_leadership(self, fault: str) -> Any:
+        if fault == "reassign":
+            partition = self.active.pop(fault, None)
+            if partition is None:
+                return {}
+            state = self.cluster.store.partitions[(self.cluster.config.topic, partition)]
+            if not state.reassigning:
+                return {"partition": partition, "completed": True}
+            return {"partition": partition, "cancel": self.cluster.reassign(partition, None)}
         if fault == "preferred-election":
             return {}  # an election is not undone
         for node in self.active.get(fault, []):

@@ -130,3 +130,61 @@ def test_a_broker_in_controlled_shutdown_stops_cleanly_after_its_leaderships_mov
     cluster.restart(name)
     cluster.run_until(ms(20_000))
     assert leader in cluster.store.partitions[("t", 0)].isr, "back in the ISR after restart"
+
+
+def reassign_setup(**knobs):
+    store, controller = setup(**knobs)
+    return store, controller
+
+
+def test_a_reassignment_adds_replicas_waits_for_the_isr_then_drops_the_removed_ones():
+    store, controller = setup()
+    key = ("t", 0)
+    # RF 3 -> 2 and the leader b1 removed: b2, b3 stay.
+    assert controller.alter_reassignment(key, (3, 2)).name == "NONE"
+    state = store.partitions[key]
+    assert state.replicas == (3, 2, 1) and state.removing == {1} and not state.adding
+    assert controller.alter_reassignment(key, (2,)).name == "REASSIGNMENT_IN_PROGRESS"
+    controller.tick(0)
+    assert store.partitions[key].leader == 3, "leadership moves off the removed leader"
+    controller.tick(0)
+    state = store.partitions[key]
+    assert (state.replicas, set(state.isr), state.reassigning) == ((3, 2), {2, 3}, False)
+
+
+def test_a_new_replica_must_join_the_isr_before_the_reassignment_completes():
+    for waits in (True, False):
+        store, controller = setup(reassignment_waits_for_isr=waits)
+        key = ("t", 0)
+        state = store.partitions[key]
+        # b3 is out of the ISR: replace b1 by b3 as the only... RF 3 -> 1 onto b3.
+        store.partitions[key] = state.__class__(
+            state.leader, state.leader_epoch, frozenset({1, 2}), state.partition_epoch, (1, 2)
+        )
+        controller.context[key] = store.partitions[key]
+        assert controller.alter_reassignment(key, (3, 2)).name == "NONE"
+        assert store.partitions[key].adding == {3}
+        controller.tick(0)
+        controller.tick(0)
+        state = store.partitions[key]
+        if waits:
+            assert state.reassigning and state.leader == 1, "b3 has not joined the ISR"
+        else:
+            assert not state.reassigning and state.replicas == (3, 2), "dropped too early"
+            assert state.leader == 2 and state.isr == {2}, "the ISR below min.insync"
+
+
+def test_cancelling_a_reassignment_goes_back_to_the_original_replicas():
+    store, controller = setup()
+    key = ("t", 0)
+    assert controller.alter_reassignment(key, None).name == "NO_REASSIGNMENT_IN_PROGRESS"
+    state = store.partitions[key]
+    store.partitions[key] = state.__class__(
+        state.leader, state.leader_epoch, frozenset({1}), state.partition_epoch, (1, 2)
+    )
+    controller.context[key] = store.partitions[key]
+    controller.alter_reassignment(key, (1, 2, 3))
+    assert store.partitions[key].adding == {3}
+    assert controller.alter_reassignment(key, None).name == "NONE"
+    state = store.partitions[key]
+    assert (state.replicas, state.reassigning) == ((1, 2), False)
