@@ -633,9 +633,9 @@ class Controller:
             if r in state.isr and (len(state.isr) > 1 or elr_on):
                 self._write(key, state.leader, state.isr - {r}, out)
                 return True
-        if state.reassigning and state.leader != NO_LEADER:
-            if self._progress_reassignment(key, state, out):
-                return True
+        reassigning = state.reassigning and state.leader != NO_LEADER
+        if reassigning and self._progress_reassignment(key, state, out):
+            return True
         if state.leader == NO_LEADER:
             elr = state.elr if elr_on else frozenset()
             leader, isr, elr = elr_rules.elect(state.replicas, state.isr, elr, registered)
