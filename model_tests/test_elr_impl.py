@@ -107,3 +107,15 @@ def test_last_replica_standing_loses_writes_without_elr_and_none_with_it():
     assert without.check.lost_writes, "Kafka before 4.0 loses the acknowledged writes"
     assert not fixed.check.lost_writes
     assert fixed.check.valid
+
+
+def test_the_demo_shows_the_loss_and_its_fix_side_by_side():
+    from jepsen_py.demo.faults import demo_runs
+
+    runs = demo_runs(10, 1)
+    names = [r.config.name for r in runs]
+    i = names.index("last-replica-standing")
+    loss, fix = runs[i], runs[i + 1]
+    assert loss.expect_loss and not loss.config.elr
+    assert not fix.expect_loss and fix.config.elr
+    assert attrs.evolve(fix.config, elr=False, name=loss.config.name) == loss.config
