@@ -502,6 +502,32 @@ class Controller:
                 return True
         return False
 
+    # ------------------------------------------------------------------ topic admin
+
+    def create_partitions(self, topic: str, total: int) -> list[int]:
+        """``CreatePartitions`` (``kafka-topics.sh --alter --partitions``; a new topic when
+        it has none): the topic grows to ``total`` partitions, each new one with every
+        registered broker as a replica, in a rotating order (Kafka's round-robin replica
+        assignment) so the preferred leaders spread; no leader yet, every replica in the
+        ISR, as ``MetadataStore.create_partition`` starts a partition. The election is the
+        next ticks'. The key-to-partition mapping of keyed records changes with the count
+        (``impl.partitioner.partition_for_key``): a key's later records land elsewhere, so
+        its order across the change is lost. Returns the new partitions' numbers."""
+        if self.resigned:
+            return []
+        existing = sorted(p for t, p in self.context if t == topic)
+        brokers = sorted(self.store.registrations)
+        if not brokers or total <= len(existing):
+            return []
+        created = []
+        for p in range(len(existing), total):
+            shift = p % len(brokers)
+            replicas = tuple(brokers[shift:] + brokers[:shift])
+            self.store.create_partition(topic, p, replicas)
+            self.context[(topic, p)] = self.store.partitions[(topic, p)]
+            created.append(p)
+        return created
+
     # ------------------------------------------------------------------ reassignment
 
     def alter_reassignment(self, key: tuple[str, int], target: tuple[int, ...] | None) -> Errors:

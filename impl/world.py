@@ -726,6 +726,22 @@ class World:
             return None
         return controller.request_preferred_election()
 
+    def add_partitions(self, total: int, topic: str | None = None) -> list[int] | None:
+        """An admin grows ``topic`` (default: the test's) to ``total`` partitions (or creates
+        it): ``Controller.create_partitions``. The new partitions' numbers; None: no
+        controller acts."""
+        controller = self.controller
+        name = None if controller is None else broker_node(controller.broker_id)
+        if controller is None or name is None or not self.running(name):
+            return None
+        if not self.connected(name):
+            return None
+        topic = self.config.topic if topic is None else topic
+        created = controller.create_partitions(topic, total)
+        for p in created:
+            self.timeline.start(topic, p, self.store.partitions[(topic, p)].replicas)
+        return created
+
     def reassign(self, partition: int, target: tuple[int, ...] | None) -> str:
         """An admin's ``AlterPartitionReassignments`` (KIP-455; ``kafka-reassign-partitions
         .sh``) for partition ``partition`` of the topic: move it to ``target`` (replicas in

@@ -63,7 +63,11 @@ Leadership (operations an operator performs, ``impl.controller``):
 - ``reassign``: KIP-455's reassignment of a random partition to a random ordered set of
   brokers (replication factor from ``min.insync.replicas`` to the broker count, so RF
   increases and decreases), like Jepsen's membership nemesis; the stop op cancels it if it
-  has not completed.
+  has not completed;
+- ``add-partitions``: the admin grows the topic by one partition (``CreatePartitions``; at
+  most ``MAX_ADDED_PARTITIONS`` over a run): keyed records would now map elsewhere; the
+  workload's keys are partitions, so the new ones only load the controller and brokers. Its
+  stop does nothing (a topic never shrinks).
 
 Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
@@ -185,6 +189,7 @@ CATALOGUE: dict[str, Fault] = {
             "a broker shuts down cleanly: its leaderships move first; restart it",
         ),
         Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
+        Fault("add-partitions", "leadership", "grow the topic by a partition (admin)"),
         Fault(
             "reassign",
             "leadership",
@@ -210,7 +215,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "network": ("loss", "duplicate", "delay", "reorder"),
     "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
     "clock-skew": ("clock",),
-    "leadership": ("controlled-shutdown", "preferred-election", "reassign"),
+    "leadership": ("controlled-shutdown", "preferred-election", "add-partitions", "reassign"),
 }
 
 UNSUPPORTED: dict[str, str] = {}
@@ -226,6 +231,9 @@ _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
 
 _CRC_FIELD = 17
 """Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
+
+MAX_ADDED_PARTITIONS = 2
+"""``add-partitions`` grows the topic at most this much over a run (simulation cost)."""
 
 REORDER_BASE_DELAY_NS = 2 * MILLISECOND
 """The constant delay of a network built for ``reorder``: order is kept until it starts."""
@@ -512,6 +520,8 @@ class Nemesis:
     def _start_leadership(self, fault: str, given: dict[str, Any] | None) -> Any:
         if fault == "reassign":
             return self._start_reassign(given)
+        if fault == "add-partitions":
+            return self._start_add_partitions(given)
         if fault == "preferred-election":
             queued = self.cluster.preferred_election()
             if queued is None:
@@ -535,6 +545,17 @@ class Nemesis:
         self.active[fault] = [node]
         return {"node": node, **out}
 
+    def _start_add_partitions(self, given: dict[str, Any] | None) -> Any:
+        topic = self.cluster.config.topic
+        current = sum(1 for t, _ in self.cluster.store.partitions if t == topic)
+        total = int(given["total"]) if given is not None else current + 1
+        if given is None and total > self.cluster.config.partitions + MAX_ADDED_PARTITIONS:
+            return {"skipped": f"already {current} partitions"}
+        created = self.cluster.add_partitions(total)
+        if created is None:
+            return {"skipped": "no controller acts now"}
+        return {"total": total, "created": created}
+
     def _start_reassign(self, given: dict[str, Any] | None) -> Any:
         config = self.cluster.config
         if given is not None:
@@ -557,8 +578,8 @@ class Nemesis:
             if not state.reassigning:
                 return {"partition": partition, "completed": True}
             return {"partition": partition, "cancel": self.cluster.reassign(partition, None)}
-        if fault == "preferred-election":
-            return {}  # an election is not undone
+        if fault in ("preferred-election", "add-partitions"):
+            return {}  # an election is not undone, a topic never shrinks
         for node in self.active.get(fault, []):
             # Still waiting for its leaderships to move: it stops now anyway, as Kafka's
             # shutdown does once its retries are spent; then it restarts.

@@ -188,3 +188,22 @@ def test_cancelling_a_reassignment_goes_back_to_the_original_replicas():
     assert controller.alter_reassignment(key, None).name == "NONE"
     state = store.partitions[key]
     assert (state.replicas, state.reassigning) == ((1, 2), False)
+
+
+def test_adding_partitions_creates_them_elects_leaders_and_moves_keys():
+    from impl.partitioner import partition_for_key
+
+    cluster = Cluster(ClusterConfig(partitions=2), seed=3)
+    cluster.run_until(ms(2_000))
+    assert cluster.add_partitions(4) == [2, 3]
+    assert cluster.add_partitions(3) == [], "a topic never shrinks"
+    cluster.run_until(ms(4_000))
+    for p in (2, 3):
+        state = cluster.store.partitions[("t", p)]
+        assert state.leader != NO_LEADER and len(state.isr) == 3
+    assert cluster.store.partitions[("t", 2)].replicas == (3, 1, 2), "preferred leaders rotate"
+    assert cluster.add_partitions(1, topic="other") == [0], "a new topic"
+    moved = [
+        k for k in range(100) if partition_for_key(b"%d" % k, 2) != partition_for_key(b"%d" % k, 4)
+    ]
+    assert moved, "some keys map to another partition once the count changes"

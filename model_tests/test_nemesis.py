@@ -105,6 +105,8 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert skewed == set(done["skews"])
     elif fault == "preferred-election":
         assert done["queued"] >= 0
+    elif fault == "add-partitions":
+        assert done["created"] == [2], done
     elif fault == "reassign":
         assert done["result"] == "NONE" and len(done["target"]) >= 2, done
     elif fault != "controlled-shutdown":
