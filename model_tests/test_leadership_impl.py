@@ -4,6 +4,9 @@ imbalance ratio (``auto.leader.rebalance.enable``), and controlled shutdown
 
 from __future__ import annotations
 
+import attrs
+import pytest
+
 from impl.cluster import Cluster, ClusterConfig
 from impl.controller import Controller, ControllerConfig, MetadataStore
 from impl.protocol import (
@@ -15,6 +18,9 @@ from impl.protocol import (
 )
 from impl.sim.clock import ms
 from impl.sim.node import NodeState
+from jepsen_py.generator import SECOND
+from jepsen_py.runner.config import TestConfig
+from jepsen_py.runner.run import run_test
 
 KEYS = [("t", 0), ("t", 1), ("t", 2)]
 
@@ -207,3 +213,23 @@ def test_adding_partitions_creates_them_elects_leaders_and_moves_keys():
         k for k in range(100) if partition_for_key(b"%d" % k, 2) != partition_for_key(b"%d" % k, 4)
     ]
     assert moved, "some keys map to another partition once the count changes"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("bug", "nemesis", "min_isr"),
+    [
+        ("shutdown_to_non_isr", ("controlled-shutdown", "sigkill"), 2),
+        ("drop_before_isr_join", ("reassign", "sigkill"), 1),
+    ],
+)
+def test_the_injector_finds_each_leadership_bug_at_seed_1(bug, nemesis, min_isr):
+    """``kmodel test --bug NAME`` (seed 1, faults every ~1 s): the broken controller loses
+    acknowledged writes, explained as an election outside the ISR; the same run with every
+    fence on loses nothing."""
+    config = TestConfig(nemesis=nemesis, min_isr=min_isr, interval_ns=SECOND)
+    broken = run_test(attrs.evolve(config, bugs=(bug,)), 1, reports=False)
+    assert broken.check.lost_acknowledged_writes > 0
+    assert broken.check.loss_mechanisms == ["unclean-leader-election"]
+    fenced = run_test(config, 1, reports=False)
+    assert fenced.check.valid and fenced.check.lost_acknowledged_writes == 0
