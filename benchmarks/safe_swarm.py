@@ -15,7 +15,10 @@ verdicts beside them, lost and inconsistent writes, the runs that lost writes by
 (and the unexplained ones, with their seeds), the violations counted over invalid runs, the
 runs showing each informational anomaly (``stale-read``, ``unseen``), and the wall time.
 
-    .venv/bin/python benchmarks/safe_swarm.py [--runs 500] [--seed 1] [--workers 2]
+    .venv/bin/python benchmarks/safe_swarm.py [--runs 500] [--seed 1] [--workers 2] [--elr]
+
+``--elr`` runs the same seeds with KIP-966's Eligible Leader Replicas on (``kmodel test
+--elr``; each seed's swarm draw is the same, so the runs differ only by ELR).
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from typing import Any
+
+import attrs
 
 from jepsen_py.explain import MECHANISMS
 from jepsen_py.runner.config import swarm_config
@@ -35,8 +41,8 @@ from jepsen_py.runner.run import run_test
 from jepsen_py.scenarios import KAFKA_TODAY
 
 
-def one_run(seed: int) -> dict[str, Any]:
-    config = swarm_config(KAFKA_TODAY, seed)
+def one_run(seed: int, elr: bool = False) -> dict[str, Any]:
+    config = swarm_config(attrs.evolve(KAFKA_TODAY, elr=elr), seed)
     outcome = run_test(config, seed, reports=False)
     check = outcome.check
     return {
@@ -58,12 +64,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1, help="the first run's seed")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--elr", action="store_true", help="KIP-966 ELR on (kmodel test --elr)")
     args = parser.parse_args()
     started = time.perf_counter()
     seeds = range(args.seed, args.seed + args.runs)
     results: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for done, result in enumerate(pool.map(one_run, seeds, chunksize=4), start=1):
+        runs = pool.map(partial(one_run, elr=args.elr), seeds, chunksize=4)
+        for done, result in enumerate(runs, start=1):
             results.append(result)
             if done % 25 == 0:
                 print(
@@ -89,6 +97,7 @@ def main() -> None:
                 "runs": len(results),
                 "first_seed": args.seed,
                 "workers": args.workers,
+                "elr": args.elr,
                 "verdicts": dict(sorted(verdicts.items())),
                 "violations_in_invalid_runs": dict(sorted(violations.items())),
                 "runs_with_informational": dict(sorted(informational.items())),

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import attrs
 
-from impl.controller import broker_node
+from impl.controlled_shutdown import ShutdownState
+from impl.controller import CONTROLLER, broker_node
 from impl.coordination import STORE
 from impl.fetcher import (
     ExchangeDone,
@@ -66,6 +67,7 @@ from impl.protocol import (
     BrokerHeartbeatResponse,
     BrokerRegistration,
     BrokerRegistrationResponse,
+    ControlledShutdownResponse,
     Effects,
     Errors,
     Fetch,
@@ -168,6 +170,8 @@ class Broker:
         self._checkpoint = OffsetCheckpointFile(disk, "", REPLICATION_OFFSET_CHECKPOINT)
         self._recovery_points = OffsetCheckpointFile(disk, "", RECOVERY_POINT_CHECKPOINT)
         self.recovered: dict[tuple[str, int], RecoveryReport] = {}
+        self.shutdown: ShutdownState | None = None
+        """A controlled shutdown in progress (``impl.controlled_shutdown``)."""
         self._load(now)
 
     # ------------------------------------------------------------------ start-up
@@ -297,7 +301,15 @@ class Broker:
                 self._register(now, out)
         elif isinstance(msg, RequestFailed):
             self._on_request_failed(msg.request, now, out)
+        elif isinstance(msg, ControlledShutdownResponse) and self.shutdown is not None:
+            self.shutdown.on_response(msg, now, out)
         return self._after(now, out)
+
+    def begin_controlled_shutdown(self, now: int) -> None:
+        """``controlled.shutdown.enable``: ask the controller to move leaderships off, then
+        stop (``impl.controlled_shutdown``)."""
+        if self.shutdown is None:
+            self.shutdown = ShutdownState(self.id, next_try_at=now)
 
     def _on_partition_message(
         self, src: str, msg: PartitionMessage, now: int, out: Effects, wall: int | None
@@ -502,6 +514,8 @@ class Broker:
             replica.propose_isr_change(now, out, wall)
             if not self.config.atomic:
                 self._drive_fetcher(replica, now, out)
+        if self.shutdown is not None:
+            self.shutdown.tick(now, self.broker_epoch, CONTROLLER, out)
         if self.config.log_flush_interval_ns is not None:
             self._flush_old_logs(now if wall is None else wall)
         interval = self.config.hw_checkpoint_interval_ns
@@ -510,6 +524,11 @@ class Broker:
             self.checkpoint_recovery_points()
             self.next_checkpoint_at = now + interval
         return self._after(now, out)
+
+    def flush_all(self) -> None:
+        """Fsync every log (a clean shutdown's ``LogManager.shutdown``)."""
+        for key in sorted(self.replicas):
+            self.replicas[key].log.flush()
 
     def _flush_old_logs(self, wall: int) -> None:
         """``log.flush.interval.ms``: fsync each log whose last such flush is that old."""

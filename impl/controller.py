@@ -65,11 +65,14 @@ from __future__ import annotations
 
 import attrs
 
+from impl import elr as elr_rules
 from impl.coordination import NIL_EPOCH, MetadataStore, PartitionState, WriteResult
 from impl.protocol import (
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
+    ControlledShutdown,
+    ControlledShutdownResponse,
     ControllerResigned,
     Effects,
     Errors,
@@ -97,7 +100,7 @@ __all__ = [
 CONTROLLER = "controller"
 """The address of whichever broker is the controller (the world resolves it)."""
 
-CONTROLLER_REQUESTS = (AlterPartition, MetadataRequest, InitProducerId)
+CONTROLLER_REQUESTS = (AlterPartition, MetadataRequest, InitProducerId, ControlledShutdown)
 """The requests a broker hands to its controller role."""
 
 
@@ -109,6 +112,30 @@ def broker_node(broker_id: int) -> str:
 class ControllerConfig:
     unclean_leader_election: bool = False
     """``unclean.leader.election.enable``."""
+    eligible_leader_replicas: bool = False
+    """KIP-966 (``eligible.leader.replicas.version=1``): the ISR may empty, replicas leaving
+    it below ``min.insync.replicas`` join the ELR, and a leader is elected from the ELR
+    when no ISR member is live (``impl.elr``)."""
+    min_insync_replicas: int = 1
+    """``min.insync.replicas``: below it, the ISR's leavers join the ELR."""
+    shutdown_to_isr_only: bool = True
+    """Testing knob (off: ``--bug shutdown_to_non_isr``, as ``spec.rebalance``'s variant): a
+    controlled shutdown hands leadership only to another ISR member; off, to the first
+    other live replica of the assignment, in the ISR or not."""
+    reassignment_waits_for_isr: bool = True
+    """Testing knob (off: ``--bug drop_before_isr_join``, as ``spec.rebalance``'s variant):
+    a KIP-455 reassignment completes only once every target replica is in the ISR; off, it
+    drops the removed replicas at once."""
+    auto_leader_rebalance: bool = False
+    """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``
+    the controller hands leadership back to the preferred replica of the partitions of
+    each broker whose imbalance ratio exceeds ``leader.imbalance.per.broker.percentage``
+    (``imbalance``). Kafka's default is on; here off by default, so that runs without it
+    keep their histories (the ``preferred-election`` fault asks for it instead)."""
+    leader_imbalance_per_broker_percentage: int = 10
+    """``leader.imbalance.per.broker.percentage`` (Kafka's default 10)."""
+    leader_imbalance_check_interval_ns: int = 300_000_000_000
+    """``leader.imbalance.check.interval.seconds`` (Kafka's default 300 s)."""
     conditional_writes: bool = True
     """Testing knob (off: ``--bug unconditional_write``): every partition-state write checks
     ``/controller_epoch``'s version and the partition znode's (KAFKA-6082, Kafka 2.2)."""
@@ -148,7 +175,16 @@ class Controller:
         self.known: dict[int, int] = dict(store.registrations)
         """The registrations it has told the published state (its ``/brokers/ids`` view)."""
         self.resigned = False
+        self.next_imbalance_check: int | None = None
+        """When the auto rebalance next checks the imbalance (set on the first tick)."""
+        self.shutting_down: dict[int, int] = {}
+        """Brokers in controlled shutdown -> their broker epoch (``shuttingDownBrokerIds``;
+        in memory only: a new controller learns them from the brokers' retries)."""
+        self.preferred_pending: list[tuple[str, int]] = []
+        """Partitions whose preferred replica is to take leadership back, one per tick."""
         self.outbox: list[tuple[str, LeaderAndIsr]] = []
+        self.pending_effects = Effects()
+        """What an admin request decided between ticks (sends, notes): out on the next tick."""
         """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
 
     @classmethod
@@ -204,13 +240,41 @@ class Controller:
             return None, None
         return self.epoch_version, self.context[key].partition_epoch
 
-    def _write(self, key: tuple[str, int], leader: int, isr: frozenset[int], out: Effects) -> None:
+    def _elr_after(self, old: PartitionState, isr: frozenset[int]) -> frozenset[int]:
+        """The ELR once ``old``'s ISR becomes ``isr`` (always empty with KIP-966 off)."""
+        if not self.config.eligible_leader_replicas:
+            return frozenset()
+        return elr_rules.elr_after(
+            old.elr, old.isr, isr, old.replicas, self.config.min_insync_replicas
+        )
+
+    def _write(
+        self,
+        key: tuple[str, int],
+        leader: int,
+        isr: frozenset[int],
+        out: Effects,
+        elr: frozenset[int] | None = None,
+        replicas: tuple[int, ...] | None = None,
+        adding: frozenset[int] | None = None,
+        removing: frozenset[int] | None = None,
+    ) -> None:
         """One decision: next leader epoch, conditional store write, LeaderAndIsr to the live
         replicas. A refused write makes the controller resign (moved) or re-read the
-        partition (conflict)."""
+        partition (conflict). The ELR follows the ISR unless given; the replicas and a
+        reassignment's adding/removing sets stay unless given."""
         old = self.context[key]
+        replicas = old.replicas if replicas is None else replicas
+        elr = self._elr_after(old, isr) if elr is None else elr
         new = PartitionState(
-            leader, old.leader_epoch + 1, isr, old.partition_epoch + 1, old.replicas
+            leader,
+            old.leader_epoch + 1,
+            isr,
+            old.partition_epoch + 1,
+            replicas,
+            elr & frozenset(replicas),
+            old.adding if adding is None else adding,
+            old.removing if removing is None else removing,
         )
         epoch_version, partition_epoch = self._expected(key)
         result = self.store.write(
@@ -224,7 +288,7 @@ class Controller:
             return
         self.context[key] = new
         self.published[key] = new
-        out.note(Published(key[0], key[1], new.leader_epoch, new.leader, new.isr))
+        out.note(Published(key[0], key[1], new.leader_epoch, new.leader, new.isr, new.elr))
         for broker in new.replicas:
             if self.store.is_registered(broker):
                 self._send(broker_node(broker), self._leader_and_isr(key, new, broker), out)
@@ -260,7 +324,29 @@ class Controller:
         elif isinstance(msg, InitProducerId):
             producer_id = self.store.next_id()
             out.send(src, InitProducerIdResponse(Errors.NONE, msg.request_id, producer_id, 0))
+        elif isinstance(msg, ControlledShutdown):
+            out.send(src, self._on_controlled_shutdown(msg))
         return out
+
+    # ------------------------------------------------------------------ controlled shutdown
+
+    def _on_controlled_shutdown(self, msg: ControlledShutdown) -> ControlledShutdownResponse:
+        """``KafkaController.doControlledShutdown``: mark the broker shutting down; its
+        leaderships move and it leaves the ISRs on the next ticks (``_decide``). The answer
+        counts the partitions that still name it as leader or ISR member."""
+        if self.store.registrations.get(msg.broker_id) != msg.broker_epoch:
+            return ControlledShutdownResponse(Errors.STALE_BROKER_EPOCH, msg.request_id, -1)
+        self.shutting_down[msg.broker_id] = msg.broker_epoch
+        remaining = sum(
+            1
+            for state in self.context.values()
+            if state.leader == msg.broker_id or msg.broker_id in state.isr
+        )
+        return ControlledShutdownResponse(Errors.NONE, msg.request_id, remaining)
+
+    def _eligible(self, broker: int) -> bool:
+        """Registered and not shutting down: may lead or join an ISR."""
+        return self.store.is_registered(broker) and broker not in self.shutting_down
 
     def _on_alter_partition(
         self, msg: AlterPartition, out: Effects
@@ -296,9 +382,14 @@ class Controller:
         if msg.broker_id not in msg.new_isr or not msg.new_isr <= frozenset(state.replicas):
             return answer(Errors.INVALID_UPDATE_VERSION)
         added = msg.new_isr - state.isr
-        if any(not self.store.is_registered(b) for b in added):
+        if any(not self._eligible(b) for b in added):
             return answer(Errors.INELIGIBLE_REPLICA)
-        new = attrs.evolve(state, isr=msg.new_isr, partition_epoch=state.partition_epoch + 1)
+        new = attrs.evolve(
+            state,
+            isr=msg.new_isr,
+            partition_epoch=state.partition_epoch + 1,
+            elr=self._elr_after(state, msg.new_isr),
+        )
         epoch_version, partition_epoch = self._expected(key)
         result = self.store.write(
             key, new, epoch_version=epoch_version, partition_epoch=partition_epoch, publish=False
@@ -310,7 +401,9 @@ class Controller:
             self.context[key] = self.store.partitions[key]
             return answer(Errors.INVALID_UPDATE_VERSION, self.context[key])
         self.context[key] = new
-        out.note(IsrChanged(msg.topic, msg.partition, new.leader_epoch, new.leader, new.isr))
+        out.note(
+            IsrChanged(msg.topic, msg.partition, new.leader_epoch, new.leader, new.isr, new.elr)
+        )
         return answer(Errors.NONE, new)
 
     def _metadata(self, msg: MetadataRequest) -> MetadataResponse:
@@ -331,6 +424,8 @@ class Controller:
         if self.resigned:
             return out
         # The send threads deliver what was queued (they need no store connection).
+        out.extend(self.pending_effects)
+        self.pending_effects = Effects()
         for dst, msg in self.outbox:
             out.send(dst, msg)
         self.outbox.clear()
@@ -339,8 +434,186 @@ class Controller:
         self._watch_registrations(out)
         for key in sorted(self.context):
             if self._decide(key, out) or self.resigned:
-                break
+                return out
+        self._auto_rebalance(now)
+        self._elect_one_preferred(out)
         return out
+
+    # ------------------------------------------------------------------ preferred leaders
+
+    def imbalance(self) -> dict[int, float]:
+        """Kafka's leader imbalance ratio per broker (``checkAndTriggerAutoLeaderRebalance``):
+        of the partitions whose preferred replica (the first of the assignment) is the
+        broker, the fraction it does not lead."""
+        preferred: dict[int, int] = {}
+        not_led: dict[int, int] = {}
+        for key in sorted(self.context):
+            state = self.context[key]
+            b = state.replicas[0]
+            preferred[b] = preferred.get(b, 0) + 1
+            if state.leader != b:
+                not_led[b] = not_led.get(b, 0) + 1
+        return {b: not_led.get(b, 0) / n for b, n in sorted(preferred.items())}
+
+    def _preferred_ready(self, key: tuple[str, int]) -> bool:
+        """The preferred replica may take over: registered, in the ISR, and not leading."""
+        state = self.context[key]
+        preferred = state.replicas[0]
+        return (
+            state.leader not in (NO_LEADER, preferred)
+            and self.store.is_registered(state.leader)
+            and preferred in state.isr
+            and self._eligible(preferred)
+        )
+
+    def _auto_rebalance(self, now: int) -> None:
+        """``auto.leader.rebalance.enable``: the periodic check queues the partitions of
+        over-imbalanced brokers; each tick without another decision elects one queued."""
+        if not self.config.auto_leader_rebalance:
+            return
+        if self.next_imbalance_check is None:
+            self.next_imbalance_check = now + self.config.leader_imbalance_check_interval_ns
+        elif now >= self.next_imbalance_check:
+            self.next_imbalance_check = now + self.config.leader_imbalance_check_interval_ns
+            self.request_preferred_election(only_imbalanced=True)
+
+    def request_preferred_election(self, only_imbalanced: bool = False) -> int:
+        """Queue preferred-leader elections (the admin's ``kafka-leader-election.sh
+        --election-type preferred``, ``ElectLeaders``): every partition, or with
+        ``only_imbalanced`` those of the brokers over ``leader.imbalance.per.broker
+        .percentage``. Returns how many partitions were queued."""
+        limit = self.config.leader_imbalance_per_broker_percentage / 100
+        over = {b for b, ratio in self.imbalance().items() if ratio > limit}
+        queued = [
+            key
+            for key in sorted(self.context)
+            if self._preferred_ready(key)
+            and (not only_imbalanced or self.context[key].replicas[0] in over)
+        ]
+        self.preferred_pending = sorted(set(self.preferred_pending) | set(queued))
+        return len(queued)
+
+    def _elect_one_preferred(self, out: Effects) -> bool:
+        while self.preferred_pending:
+            key = self.preferred_pending.pop(0)
+            if key in self.context and self._preferred_ready(key):
+                state = self.context[key]
+                self._write(key, state.replicas[0], state.isr, out)
+                return True
+        return False
+
+    # ------------------------------------------------------------------ topic admin
+
+    def create_partitions(self, topic: str, total: int) -> list[int]:
+        """``CreatePartitions`` (``kafka-topics.sh --alter --partitions``; a new topic when
+        it has none): the topic grows to ``total`` partitions, each new one with every
+        registered broker as a replica, in a rotating order (Kafka's round-robin replica
+        assignment) so the preferred leaders spread; no leader yet, every replica in the
+        ISR, as ``MetadataStore.create_partition`` starts a partition. The election is the
+        next ticks'. The key-to-partition mapping of keyed records changes with the count
+        (``impl.partitioner.partition_for_key``): a key's later records land elsewhere, so
+        its order across the change is lost. Returns the new partitions' numbers."""
+        if self.resigned:
+            return []
+        existing = sorted(p for t, p in self.context if t == topic)
+        brokers = sorted(self.store.registrations)
+        if not brokers or total <= len(existing):
+            return []
+        created = []
+        for p in range(len(existing), total):
+            shift = p % len(brokers)
+            replicas = tuple(brokers[shift:] + brokers[:shift])
+            self.store.create_partition(topic, p, replicas)
+            self.context[(topic, p)] = self.store.partitions[(topic, p)]
+            created.append(p)
+        return created
+
+    # ------------------------------------------------------------------ reassignment
+
+    def alter_reassignment(self, key: tuple[str, int], target: tuple[int, ...] | None) -> Errors:
+        """KIP-455's ``AlterPartitionReassignments`` for one partition: start moving it to
+        the ``target`` replicas (in preference order), or with None cancel the one in
+        progress. The replicas become target + removed ones; the adding replicas follow
+        and catch up; ``_progress_reassignment`` finishes it. One store write."""
+        state = self.context.get(key)
+        if state is None or self.resigned:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        out = Effects()
+        if target is None:
+            if not state.reassigning:
+                return Errors.NO_REASSIGNMENT_IN_PROGRESS
+            original = state.original
+            isr = state.isr & frozenset(original)
+            leader = state.leader
+            if leader not in original:
+                candidates = [n for n in original if n in isr and self._eligible(n)]
+                if not candidates:
+                    return Errors.INELIGIBLE_REPLICA  # nobody of the original set can lead
+                leader = candidates[0]
+            self._write(key, leader, isr, out, None, original, frozenset(), frozenset())
+        else:
+            if state.reassigning:
+                return Errors.REASSIGNMENT_IN_PROGRESS
+            if len(set(target)) != len(target) or not target:
+                return Errors.INVALID_REPLICA_ASSIGNMENT
+            if any(b not in self.store.registrations and b not in state.replicas for b in target):
+                return Errors.INVALID_REPLICA_ASSIGNMENT  # an unknown broker
+            adding = frozenset(target) - frozenset(state.replicas)
+            removing = frozenset(state.replicas) - frozenset(target)
+            replicas = (*target, *(r for r in state.replicas if r in removing))
+            self._write(key, state.leader, state.isr, out, None, replicas, adding, removing)
+        self.pending_effects.extend(out)
+        return Errors.NONE
+
+    def _progress_reassignment(
+        self, key: tuple[str, int], state: PartitionState, out: Effects
+    ) -> bool:
+        """A reassignment in progress: once every target replica is in the ISR, leadership
+        moves off a removed leader (to a target ISR member), then the removed replicas are
+        dropped (replicas := target, the ISR cut to it). ``--bug drop_before_isr_join``
+        completes without waiting."""
+        target = state.target
+        waits = self.config.reassignment_waits_for_isr
+        if waits and not frozenset(target) <= state.isr:
+            return False
+        if state.leader not in target:
+            candidates = [n for n in target if n in state.isr and self._eligible(n)]
+            if candidates:
+                self._write(key, candidates[0], state.isr, out)
+                return True
+            if waits:
+                return False
+            # The broken variant: a target replica outside the ISR takes over.
+            live = [n for n in target if self._eligible(n)]
+            if not live:
+                return False
+            leader, isr = live[0], (state.isr & frozenset(target)) | {live[0]}
+        else:
+            leader, isr = state.leader, state.isr & frozenset(target)
+        self._write(key, leader, isr, out, None, target, frozenset(), frozenset())
+        return True
+
+    def _move_off_shutting(
+        self, key: tuple[str, int], state: PartitionState, r: int, out: Effects
+    ) -> bool:
+        """Controlled shutdown of ``r``: another eligible ISR member takes its leadership
+        (and ``r`` leaves the ISR in the same write); as a follower it leaves the ISR,
+        never emptying it. Leadership stays where no other ISR member can take it."""
+        if state.leader == r:
+            isr_only = self.config.shutdown_to_isr_only
+            others = [
+                n
+                for n in state.replicas
+                if (n in state.isr or not isr_only) and n != r and self._eligible(n)
+            ]
+            if not others:
+                return False
+            self._write(key, others[0], (state.isr - {r}) | {others[0]}, out)
+            return True
+        if r in state.isr and len(state.isr) > 1:
+            self._write(key, state.leader, state.isr - {r}, out)
+            return True
+        return False
 
     def _watch_registrations(self, out: Effects) -> None:
         """A broker registered with a new broker epoch gets the published LeaderAndIsr of
@@ -349,6 +622,9 @@ class Controller:
         for broker in sorted(self.known):
             if broker not in registrations:
                 del self.known[broker]
+        for broker in sorted(self.shutting_down):
+            if registrations.get(broker) != self.shutting_down[broker]:
+                del self.shutting_down[broker]  # it stopped (or registered again)
         for broker in sorted(registrations):
             if self.known.get(broker) == registrations[broker]:
                 continue
@@ -360,8 +636,14 @@ class Controller:
 
     def _decide(self, key: tuple[str, int], out: Effects) -> bool:
         state = self.context[key]
-        registered = self.store.is_registered
+        registered = self._eligible
+        elr_on = self.config.eligible_leader_replicas
+        shutting = self.shutting_down
         for r in state.replicas:
+            if r in shutting and self.store.is_registered(r):
+                if self._move_off_shutting(key, state, r, out):
+                    return True
+                continue
             if registered(r):
                 continue
             if state.leader == r:
@@ -370,40 +652,38 @@ class Controller:
                 ]
                 if candidates:
                     self._write(key, candidates[0], state.isr - {r}, out)  # failover
-                elif state.isr == frozenset({r}):
-                    self._write(key, NO_LEADER, state.isr, out)
                 else:
-                    self._write(key, NO_LEADER, state.isr - {r}, out)
+                    isr = elr_rules.isr_without(state.isr, r, r, elr_on)
+                    self._write(key, NO_LEADER, isr, out)
                 return True
-            if r in state.isr and len(state.isr) > 1:
+            if r in state.isr and (len(state.isr) > 1 or elr_on):
                 self._write(key, state.leader, state.isr - {r}, out)
                 return True
+        reassigning = state.reassigning and state.leader != NO_LEADER
+        if reassigning and self._progress_reassignment(key, state, out):
+            return True
         if state.leader == NO_LEADER:
-            clean = [n for n in state.replicas if n in state.isr and registered(n)]
-            if clean:
-                self._write(key, clean[0], state.isr, out)
+            elr = state.elr if elr_on else frozenset()
+            leader, isr, elr = elr_rules.elect(state.replicas, state.isr, elr, registered)
+            if leader != NO_LEADER:
+                self._write(key, leader, isr, out, elr=None if isr == state.isr else elr)
                 return True
             if self.config.unclean_leader_election:
                 unclean = [n for n in state.replicas if n not in state.isr and registered(n)]
                 if unclean:
-                    self._write(key, unclean[0], frozenset({unclean[0]}), out)
+                    self._write(key, unclean[0], frozenset({unclean[0]}), out, elr=frozenset())
                     return True
         return False
 
     def elect_preferred(self, now: int, connected: bool = True) -> Effects:
-        """Preferred-leader election: the first replica takes over from a live leader."""
+        """Preferred-leader election now: the first partition (in order) whose preferred
+        replica is registered and in the ISR takes leadership from a live leader."""
         out = Effects()
         if self.resigned or not connected:
             return out
         for key in sorted(self.context):
-            state = self.context[key]
-            preferred = state.replicas[0]
-            if (
-                state.leader not in (NO_LEADER, preferred)
-                and self.store.is_registered(state.leader)
-                and preferred in state.isr
-                and self.store.is_registered(preferred)
-            ):
-                self._write(key, preferred, state.isr, out)
+            if self._preferred_ready(key):
+                state = self.context[key]
+                self._write(key, state.replicas[0], state.isr, out)
                 break
         return out

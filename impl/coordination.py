@@ -43,6 +43,7 @@ import enum
 
 import attrs
 
+from impl import elr as elr_rules
 from impl.protocol import (
     NO_LEADER,
     BrokerHeartbeat,
@@ -78,18 +79,58 @@ class PartitionState:
     isr: frozenset[int]
     partition_epoch: int
     replicas: tuple[int, ...]
+    elr: frozenset[int] = frozenset()
+    """KIP-966's Eligible Leader Replicas (``impl.elr``): replicas out of the ISR that still
+    hold every committed record. Always empty with ``eligible.leader.replicas`` off."""
+    adding: frozenset[int] = frozenset()
+    """KIP-455: replicas a reassignment in progress adds (``replicas`` holds the target
+    replicas first, then those it removes)."""
+    removing: frozenset[int] = frozenset()
+    """KIP-455: replicas a reassignment in progress removes."""
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """The replicas once the reassignment completes (``replicas`` when none runs)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """The replicas before the reassignment (what cancelling it goes back to)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
 
     def __attrs_post_init__(self) -> None:
         assert self.leader == NO_LEADER or self.leader in self.isr, self
         assert self.isr <= frozenset(self.replicas), self
+        assert self.elr <= frozenset(self.replicas) and not (self.elr & self.isr), self
+        assert self.adding | self.removing <= frozenset(self.replicas), self
+        assert not (self.adding & self.removing), self
 
 
 class MetadataStore:
     """The store; see the module docstring. ``session_timeout_ns`` is
     ``zookeeper.session.timeout.ms``."""
 
-    def __init__(self, session_timeout_ns: int = 18_000_000_000) -> None:
+    def __init__(
+        self,
+        session_timeout_ns: int = 18_000_000_000,
+        *,
+        eligible_leader_replicas: bool = False,
+        keep_elr_on_unclean_restart: bool = False,
+    ) -> None:
         self.session_timeout_ns = session_timeout_ns
+        self.eligible_leader_replicas = eligible_leader_replicas
+        """KIP-966 on: the last ISR member's failure must be handled too (it leaves the ISR
+        for the ELR) before it registers again, and registering again takes it out of
+        every ISR and ELR (``impl.elr.unclean_restart``)."""
+        self.keep_elr_on_unclean_restart = keep_elr_on_unclean_restart
+        self.incarnations: dict[int, int] = {}
+        """Broker -> the process incarnation of its last registration: a new one means the
+        process restarted (KIP-966's unclean shutdown; the simulated brokers only crash)."""
+        """Testing knob (``--bug stale_elr``): a re-registering broker stays in the ELR."""
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.published: dict[tuple[str, int], PartitionState] = {}
         """Per partition, the state a controller last wrote and sent as LeaderAndIsr (an
@@ -147,15 +188,41 @@ class MetadataStore:
 
     # ------------------------------------------------------------------ sessions
 
-    def register(self, broker_id: int, now: int | None = None) -> int:
-        """Open a session and create ``/brokers/ids/N``; returns the broker epoch."""
+    def register(self, broker_id: int, now: int | None = None, *, unclean: bool = False) -> int:
+        """Open a session and create ``/brokers/ids/N``; returns the broker epoch.
+        ``unclean``: the broker process restarted since its last registration (KIP-966)."""
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         self.registrations[broker_id] = epoch
         if now is not None:
             self.deadlines[broker_id] = now + self.session_timeout_ns
+        if unclean and self.eligible_leader_replicas:
+            self._unclean_restart(broker_id)
         self.failed.discard(broker_id)
         return epoch
+
+    def _unclean_restart(self, broker_id: int) -> None:
+        """KIP-966: a broker registering after an unclean shutdown may have lost the
+        unflushed tail of its log, so the controller takes it out of every ISR and ELR in
+        the same step (KRaft's ``handleBrokerUncleanShutdown``). The store never learns
+        that a restart was clean (the simulated brokers only crash), so every
+        restart of the process counts as unclean (a conservative reading: it only narrows
+        the election). A broker that registers again with the same process (its session
+        expired while it was paused or cut off) kept its log and stays eligible."""
+        for key in sorted(self.partitions):
+            state = self.partitions[key]
+            leader, isr, elr = elr_rules.unclean_restart(
+                state.leader, state.isr, state.elr, broker_id, self.keep_elr_on_unclean_restart
+            )
+            if (leader, isr, elr) != (state.leader, state.isr, state.elr):
+                self.partitions[key] = attrs.evolve(
+                    state,
+                    leader=leader,
+                    leader_epoch=state.leader_epoch + (leader != state.leader),
+                    isr=isr,
+                    elr=elr,
+                    partition_epoch=state.partition_epoch + 1,
+                )
 
     def close_session(self, broker_id: int) -> bool:
         """The broker's session ends (expired, or its process died): its ephemeral znodes
@@ -189,6 +256,8 @@ class MetadataStore:
                 return True
             if broker_id in state.isr and len(state.isr) > 1:
                 return True
+            if broker_id in state.isr and self.eligible_leader_replicas:
+                return True  # KIP-966: even the last ISR member leaves it (for the ELR)
         return False
 
     def expire_sessions(self, now: int) -> list[int]:
@@ -245,7 +314,10 @@ class MetadataStore:
                 error = Errors.DUPLICATE_BROKER_REGISTRATION
                 out.send(src, BrokerRegistrationResponse(error, -1, self.controller_epoch))
                 return out
-            epoch = self.register(broker, now)
+            previous = self.incarnations.get(broker)
+            self.incarnations[broker] = msg.incarnation
+            restarted = previous is not None and previous != msg.incarnation
+            epoch = self.register(broker, now, unclean=restarted)
             out.send(src, BrokerRegistrationResponse(Errors.NONE, epoch, self.controller_epoch))
         elif isinstance(msg, BrokerHeartbeat):
             if self.registrations.get(msg.broker_id) != msg.broker_epoch:
@@ -268,6 +340,7 @@ class MetadataStore:
             parts.append(
                 f"{topic}-{partition}: leader={p.leader} epoch={p.leader_epoch} "
                 f"isr={sorted(p.isr)} version={p.partition_epoch}"
+                + (f" elr={sorted(p.elr)}" if p.elr else "")
             )
         regs = ", ".join(f"{b}@{e}" for b, e in sorted(self.registrations.items()))
         return (

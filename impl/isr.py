@@ -93,9 +93,17 @@ def caught_up_candidates(
     remotes: Mapping[int, RemoteReplica],
     high_watermark: int,
     epoch_start_offset: int | None,
+    fetched_since_ns: int | None = None,
 ) -> list[int]:
     """Followers outside the ISR that may join it, in id order. ``epoch_start_offset`` is
-    the start of the leader's current epoch under KIP-320's fencing, None otherwise."""
+    the start of the leader's current epoch under KIP-320's fencing, None otherwise.
+
+    ``fetched_since_ns``: only followers that fetched at or after that time. Kafka judges
+    expansion on a follower's fetch (``updateFollowerFetchState``), so a follower that has
+    stopped fetching never rejoins; this tick-driven leader asks for a fetch within
+    ``replica.lag.time.max.ms`` instead. It matters under KIP-966's strict min ISR, where
+    the HW stands still below ``min.insync.replicas`` and a silent follower's last LEO
+    would otherwise pass for caught up."""
     members = frozenset(isr)
     result = []
     for f in sorted(replicas):
@@ -103,6 +111,8 @@ def caught_up_candidates(
             continue
         leo = remotes[f].leo
         if leo < 0 or leo < high_watermark:
+            continue
+        if fetched_since_ns is not None and remotes[f].last_fetch_ns < fetched_since_ns:
             continue
         if epoch_start_offset is not None and leo < epoch_start_offset:
             continue

@@ -55,6 +55,8 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerRegistration",
     "BrokerRegistrationResponse",
+    "ControlledShutdown",
+    "ControlledShutdownResponse",
     "ControllerElected",
     "ControllerResigned",
     "Effects",
@@ -76,6 +78,7 @@ __all__ = [
     "Published",
     "RequestFailed",
     "SessionExpired",
+    "ShutdownReady",
     "StaleControllerRequest",
     "Truncated",
 ]
@@ -100,11 +103,14 @@ class Errors(enum.Enum):
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    INVALID_REPLICA_ASSIGNMENT = 39
     INVALID_PRODUCER_EPOCH = 47
     KAFKA_STORAGE_ERROR = 56
+    REASSIGNMENT_IN_PROGRESS = 60
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     INVALID_UPDATE_VERSION = 95
     DUPLICATE_BROKER_REGISTRATION = 101
     BROKER_ID_NOT_REGISTERED = 102
@@ -307,6 +313,35 @@ class InitProducerIdResponse(Message):
 
 
 @message
+class ControlledShutdown(Message):
+    """A broker shutting down asks the controller to move its leaderships off first
+    (``ControlledShutdownRequest``, ``controlled.shutdown.enable``)."""
+
+    broker_id: int
+    broker_epoch: int
+    request_id: int
+
+
+@message
+class ControlledShutdownResponse(Message):
+    """``remaining``: how many partitions the broker still leads or is in the ISR of; 0
+    means it may stop."""
+
+    error: Errors
+    request_id: int
+    remaining: int
+
+
+@message
+class ShutdownReady(Message):
+    """Note: broker ``broker_id`` finished its controlled shutdown (or gave up after
+    ``controlled.shutdown.max.retries``); the world flushes its logs and stops it."""
+
+    broker_id: int
+    moved: bool
+
+
+@message
 class Produce(Message):
     """A producer's batch for one partition. ``acks``: 0, 1 or -1 (all).
 
@@ -420,6 +455,8 @@ class Published(Message):
     leader_epoch: int
     leader: int
     isr: frozenset[int] = attrs.field(converter=_int_set)
+    elr: frozenset[int] = attrs.field(default=frozenset(), converter=_int_set)
+    """KIP-966's Eligible Leader Replicas after the change (empty with ELR off)."""
 
 
 @message
@@ -432,6 +469,8 @@ class IsrChanged(Message):
     leader_epoch: int
     leader: int
     isr: frozenset[int] = attrs.field(converter=_int_set)
+    elr: frozenset[int] = attrs.field(default=frozenset(), converter=_int_set)
+    """KIP-966's Eligible Leader Replicas after the change (empty with ELR off)."""
 
 
 @message

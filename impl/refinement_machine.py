@@ -50,7 +50,14 @@ from impl.world import ClusterConfig
 from spec.framework import Step
 from spec.replication import NONE, Replication, State
 
-__all__ = ["COVERAGE", "OPTIONAL_RULES", "InvariantViolation", "make_machine", "refinement_config"]
+__all__ = [
+    "COVERAGE",
+    "OPTIONAL_RULES",
+    "STATS",
+    "InvariantViolation",
+    "make_machine",
+    "refinement_config",
+]
 
 COVERAGE: collections.Counter[str] = collections.Counter()
 """Spec actions matched, over every machine run in this process (for non-vacuity tests)."""
@@ -455,6 +462,39 @@ def make_machine(
         def preferred_election(self) -> None:
             if self.c.elect_preferred():
                 self._after("preferred leader election")
+
+        if "controlled_shutdown" in always_on:
+            # Defined only when asked for: another rule in the class changes what
+            # Hypothesis draws for every other machine.
+
+            @precondition(lambda self: self.on("controlled_shutdown"))
+            @rule(b=brokers)
+            @counted
+            def controlled_shutdown(self, b: int) -> None:
+                """A macro of checked events (``controlled.shutdown.enable``): broker ``b``
+                asks the controller, which moves its leadership to another ISR member and
+                takes it out of the ISR; then it stops, its log flushed. Not in
+                ``OPTIONAL_RULES``: only with ``always_on``."""
+                name = broker_node(b)
+                if not self.c.running(name) or not self.c.controlled_shutdown(name):
+                    return
+                led = self.c.store.partitions[(config.topic, 0)].leader == b
+                for _ in range(8):
+                    self.c.advance(ms(100))
+                    if self.c.tick(name):
+                        self._after(f"tick {name} (controlled shutdown)")
+                    self._settle()
+                    if self.c.tick_controller():
+                        self._after("controller tick (+100ms)")
+                    self._settle()
+                    state = self.c.store.partitions[(config.topic, 0)]
+                    if state.leader != b and (b not in state.isr or len(state.isr) == 1):
+                        break
+                moved = self.c.store.partitions[(config.topic, 0)].leader not in (b, NONE)
+                if led and moved:
+                    STATS["controlled_shutdown_moved_leader"] += 1
+                if self.c.finish_controlled_shutdown(name):
+                    self._after(f"{name} stops cleanly (logs flushed)")
 
         # ------------------------------------------------------------ faults
 

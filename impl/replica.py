@@ -113,6 +113,9 @@ class ReplicaConfig:
     expiry)."""
     maximal_isr: bool = True
     """KIP-497: compute the HW over the ISR plus a pending addition."""
+    strict_min_isr: bool = False
+    """KIP-966: the HW advances only while the ISR has ``min.insync.replicas`` members, so
+    a replica leaving the ISR below it holds every committed record (``impl.elr``)."""
 
     @truncation.validator
     def _check_truncation(self, _: attrs.Attribute[str], value: str) -> None:
@@ -399,6 +402,8 @@ class Replica:
         """``maybeIncrementLeaderHW``: the HW becomes the smallest LEO over the ISR, if
         that is higher; then complete the purgatory entries it passed."""
         assert self.role is Role.LEADER
+        if self.config.strict_min_isr and len(self.isr) < self.config.min_insync_replicas:
+            return  # KIP-966: "the High Watermark can only advance if the ISR size is >= min ISR"
         target = self.leo
         for member in self.maximal_isr():
             if member != self.broker_id:
@@ -761,6 +766,11 @@ class Replica:
                 remotes=self.remotes,
                 high_watermark=self.hw,
                 epoch_start_offset=self.epoch_start_offset() if self.fenced else None,
+                fetched_since_ns=(
+                    (now if wall is None else wall) - self.config.replica_lag_time_max_ns
+                    if self.config.strict_min_isr
+                    else None
+                ),
             )
             if not candidates:
                 return

@@ -63,8 +63,9 @@ def _log_end(logs: Logs, topic: str, partition: int) -> int | None:
 @attrs.frozen
 class Election:
     """The controller wrote a new leader and leader epoch for a partition (a LeaderAndIsr).
-    ``previous_isr`` is the ISR the store held just before: a leader outside it was elected
-    uncleanly (``unclean.leader.election.enable``)."""
+    ``previous_isr`` is the ISR the store held just before, with KIP-966's ELR added (the
+    replicas eligible for a clean election; the ELR is empty with ELR off): a leader
+    outside it was elected uncleanly (``unclean.leader.election.enable``)."""
 
     time: int
     topic: str
@@ -238,23 +239,41 @@ class Timeline:
     def __init__(self) -> None:
         self.events: list[Event] = []
         self._isr: dict[tuple[str, int], tuple[int, ...]] = {}
+        self._elr: dict[tuple[str, int], tuple[int, ...]] = {}
+        """KIP-966's ELR as the controller last reported it (empty with ELR off)."""
 
     def start(self, topic: str, partition: int, isr: tuple[int, ...]) -> None:
         """A partition created with ``isr`` (every replica) and no leader."""
         self._isr[(topic, partition)] = tuple(sorted(isr))
 
     def elected(
-        self, time: int, topic: str, partition: int, epoch: int, leader: int, isr: frozenset[int]
+        self,
+        time: int,
+        topic: str,
+        partition: int,
+        epoch: int,
+        leader: int,
+        isr: frozenset[int],
+        elr: frozenset[int] = frozenset(),
     ) -> None:
-        previous = self._isr.get((topic, partition), ())
-        self._isr[(topic, partition)] = tuple(sorted(isr))
+        key = (topic, partition)
+        previous = tuple(sorted({*self._isr.get(key, ()), *self._elr.get(key, ())}))
+        self._isr[key], self._elr[key] = tuple(sorted(isr)), tuple(sorted(elr))
         self.events.append(Election(time, topic, partition, epoch, leader, isr, previous))
 
     def isr_changed(
-        self, time: int, topic: str, partition: int, epoch: int, leader: int, isr: frozenset[int]
+        self,
+        time: int,
+        topic: str,
+        partition: int,
+        epoch: int,
+        leader: int,
+        isr: frozenset[int],
+        elr: frozenset[int] = frozenset(),
     ) -> None:
         previous = self._isr.get((topic, partition), ())
         self._isr[(topic, partition)] = tuple(sorted(isr))
+        self._elr[(topic, partition)] = tuple(sorted(elr))
         self.events.append(IsrChange(time, topic, partition, epoch, leader, isr, previous))
 
     def add(self, event: Event) -> None:
@@ -264,10 +283,12 @@ class Timeline:
         """Record what a node's note at global time ``now`` says, if it is one of the notes
         this record keeps (see the module docstring); any other note is not its business."""
         if isinstance(note, Published):
-            self.elected(now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr)
+            self.elected(
+                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr, note.elr
+            )
         elif isinstance(note, IsrChanged):
             self.isr_changed(
-                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr
+                now, note.topic, note.partition, note.leader_epoch, note.leader, note.isr, note.elr
             )
         elif isinstance(note, Acked):
             self.add(

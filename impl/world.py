@@ -86,6 +86,7 @@ from impl.protocol import (
     LeaderAndIsr,
     Published,
     SessionExpired,
+    ShutdownReady,
     StaleControllerRequest,
 )
 from impl.replica import ReplicaConfig
@@ -109,6 +110,15 @@ FENCE_BUGS: dict[str, str] = {
     "epoch_not_persisted": (
         "the controller epoch is not persisted: every new controller starts again at 1"
     ),
+    "drop_before_isr_join": (
+        "a reassignment completes (the removed replicas are dropped) before the new replicas "
+        "joined the ISR"
+    ),
+    "shutdown_to_non_isr": ("a controlled shutdown hands leadership to a replica outside the ISR"),
+    "stale_elr": (
+        "KIP-966 on, but a broker registering after an unclean shutdown stays in the ELR "
+        "(implies --elr)"
+    ),
 }
 """The implementation's controller fences that ``ClusterConfig.bugs`` turns off, named as
 ``spec.controller``'s broken variants (``kmodel test --bug NAME``)."""
@@ -127,6 +137,13 @@ class ClusterConfig:
     acks: str = "all"
     min_insync_replicas: int = 2
     unclean: bool = False
+    eligible_leader_replicas: bool = False
+    """KIP-966 (``eligible.leader.replicas.version=1``; ``impl.elr``): strict min ISR, the
+    ELR, election from it. Off by default, as Kafka before 4.0 (the project's "Kafka
+    today"); ``--bug stale_elr`` turns it on with its unclean-restart rule broken."""
+    auto_leader_rebalance: bool = False
+    """``auto.leader.rebalance.enable`` (``impl.controller``; Kafka's default is on, off
+    here so that runs keep their histories)."""
     refinement: bool = False
     """Refinement mode (``impl.refinement``): atomic brokers (``BrokerConfig.atomic``), the
     spec's HW checkpoint on every change and no purgatory expiry; a crash closes the
@@ -198,6 +215,11 @@ class ClusterConfig:
         return self.enable_idempotence
 
     @property
+    def elr(self) -> bool:
+        """Whether KIP-966 is on (asked for, or implied by ``--bug stale_elr``)."""
+        return self.eligible_leader_replicas or "stale_elr" in self.bugs
+
+    @property
     def closes_sessions(self) -> bool:
         return self.refinement if self.crash_closes_session is None else self.crash_closes_session
 
@@ -218,6 +240,7 @@ class ClusterConfig:
                 replica_lag_time_max_ns=self.replica_lag_time_max_ns,
                 produce_timeout_ns=None if atomic else self.produce_timeout_ns,
                 maximal_isr=not atomic,
+                strict_min_isr=self.elr,
             ),
             log=LogConfig(
                 segment_bytes=self.segment_bytes,
@@ -237,6 +260,11 @@ class ClusterConfig:
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(
             unclean_leader_election=self.unclean,
+            auto_leader_rebalance=self.auto_leader_rebalance,
+            shutdown_to_isr_only="shutdown_to_non_isr" not in self.bugs,
+            reassignment_waits_for_isr="drop_before_isr_join" not in self.bugs,
+            eligible_leader_replicas=self.elr,
+            min_insync_replicas=self.min_insync_replicas,
             conditional_writes="unconditional_write" not in self.bugs,
             persist_epoch="epoch_not_persisted" not in self.bugs,
             queued_sends=not self.refinement,
@@ -319,7 +347,11 @@ class World:
         self.network = Network(self.nodes, self.clock, self.rng.split("network"), config.network)
         self.ghost = Ghost()
         self.disks = {b: SimDisk(name, self.clock) for b, name in self.broker_names.items()}
-        self.store = MetadataStore(config.session_timeout_ns)
+        self.store = MetadataStore(
+            config.session_timeout_ns,
+            eligible_leader_replicas=config.elr,
+            keep_elr_on_unclean_restart="stale_elr" in config.bugs,
+        )
         self.timeline = Timeline()
         """What happened to each partition, for explaining a run (``impl.timeline``)."""
         for p in range(config.partitions):
@@ -591,6 +623,9 @@ class World:
             to = route(dst)
             if to is not None:
                 send(src, to, msg)
+        for note in effects.notes:
+            if isinstance(note, ShutdownReady):
+                self._stop_cleanly(note)
 
     def _record_notes(self, src: str, effects: Effects) -> None:
         """Record node ``src``'s notes (``_observe``), and what the controllers' notes tell
@@ -721,6 +756,83 @@ class World:
             for path in disk.paths()
             if disk.durable_image(path) is not None and disk.unflushed_bytes(path) > 0
         ]
+
+    # ------------------------------------------------------------------ leadership admin
+
+    def preferred_election(self) -> int | None:
+        """An admin's preferred-leader election for every partition (``ElectLeaders``,
+        ``kafka-leader-election.sh --election-type preferred``): the controller queues
+        them and elects one per tick. How many were queued; None: no controller acts."""
+        controller = self.controller
+        if controller is None or not self.running(broker_node(controller.broker_id)):
+            return None
+        return controller.request_preferred_election()
+
+    def add_partitions(self, total: int, topic: str | None = None) -> list[int] | None:
+        """An admin grows ``topic`` (default: the test's) to ``total`` partitions (or creates
+        it): ``Controller.create_partitions``. The new partitions' numbers; None: no
+        controller acts."""
+        controller = self.controller
+        name = None if controller is None else broker_node(controller.broker_id)
+        if controller is None or name is None or not self.running(name):
+            return None
+        if not self.connected(name):
+            return None
+        topic = self.config.topic if topic is None else topic
+        created = controller.create_partitions(topic, total)
+        for p in created:
+            self.timeline.start(topic, p, self.store.partitions[(topic, p)].replicas)
+        return created
+
+    def reassign(self, partition: int, target: tuple[int, ...] | None) -> str:
+        """An admin's ``AlterPartitionReassignments`` (KIP-455; ``kafka-reassign-partitions
+        .sh``) for partition ``partition`` of the topic: move it to ``target`` (replicas in
+        preference order), or with None cancel the one in progress. The error name, or
+        ``NONE``; ``NO_CONTROLLER`` when no controller acts."""
+        controller = self.controller
+        name = None if controller is None else broker_node(controller.broker_id)
+        if controller is None or name is None or not self.running(name):
+            return "NO_CONTROLLER"
+        if not self.connected(name):
+            return "NO_CONTROLLER"  # the controller cannot reach the store
+        return controller.alter_reassignment((self.config.topic, partition), target).name
+
+    # ------------------------------------------------------------------ controlled shutdown
+
+    def controlled_shutdown(self, name: str) -> bool:
+        """Broker ``name`` begins a controlled shutdown (``controlled.shutdown.enable``;
+        ``impl.controlled_shutdown``): it stops by itself once the controller moved its
+        leaderships off. Whether it began (the broker must be running)."""
+        b = self.broker_id(name)
+        broker = self.brokers.get(b)
+        if broker is None or not self.running(name) or broker.shutdown is not None:
+            return False
+        broker.begin_controlled_shutdown(self.clock.monotonic_now(name))
+        return True
+
+    def finish_controlled_shutdown(self, name: str) -> bool:
+        """A controlled shutdown still waiting for the controller stops now anyway (as
+        Kafka's does once ``controlled.shutdown.max.retries`` are spent): logs flushed,
+        process stopped. Whether it stopped."""
+        b = self.broker_id(name)
+        broker = self.brokers.get(b)
+        if broker is None or broker.shutdown is None or not self.running(name):
+            return False
+        self._stop_cleanly(ShutdownReady(b, False))
+        return True
+
+    def _stop_cleanly(self, note: ShutdownReady) -> None:
+        """The end of a controlled shutdown: the logs are flushed and the process stops
+        (the machine stays up). The restart is the caller's (``restart``)."""
+        name = self.broker_names[note.broker_id]
+        broker = self.brokers.get(note.broker_id)
+        if broker is None or not self.nodes.state(name).alive:
+            return
+        broker.flush_all()
+        broker.checkpoint_hws()
+        broker.checkpoint_recovery_points()
+        self.stats["controlled_shutdowns"] += 1
+        self.crash(name, power_loss=False)
 
     def restart(self, name: str) -> None:
         """Start a crashed node again: a new incarnation recovering from its disk."""

@@ -54,6 +54,23 @@ Processes:
 - ``pause-consumer``: SIGSTOP of a consumer: in a consumer group, past its session it is
   the zombie member that still believes it owns its partitions. Not in ``all``.
 
+Leadership (operations an operator performs, ``impl.controller``):
+
+- ``controlled-shutdown``: a broker (a partition's leader half of the time) shuts down
+  cleanly (``controlled.shutdown.enable``): the controller moves its leaderships to other
+  ISR members and takes it out of the ISRs, then it stops with its logs flushed; the stop
+  op restarts it;
+- ``preferred-election``: the admin's preferred-leader election for every partition
+  (``kafka-leader-election.sh --election-type preferred``); its stop does nothing;
+- ``reassign``: KIP-455's reassignment of a random partition to a random ordered set of
+  brokers (replication factor from ``min.insync.replicas`` to the broker count, so RF
+  increases and decreases), like Jepsen's membership nemesis; the stop op cancels it if it
+  has not completed;
+- ``add-partitions``: the admin grows the topic by one partition (``CreatePartitions``; at
+  most ``MAX_ADDED_PARTITIONS`` over a run): keyed records would now map elsewhere; the
+  workload's keys are partitions, so the new ones only load the controller and brokers. Its
+  stop does nothing (a topic never shrinks).
+
 Network (``impl.sim.network.NetworkConfig`` for messages sent while it lasts):
 
 - ``loss``: each message is dropped with a probability drawn in [0.05, 0.3];
@@ -169,6 +186,18 @@ CATALOGUE: dict[str, Fault] = {
         Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
         Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
         Fault("pause-consumer", "process", "SIGSTOP a consumer (a zombie group member)"),
+        Fault(
+            "controlled-shutdown",
+            "leadership",
+            "a broker shuts down cleanly: its leaderships move first; restart it",
+        ),
+        Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
+        Fault("add-partitions", "leadership", "grow the topic by a partition (admin)"),
+        Fault(
+            "reassign",
+            "leadership",
+            "move a partition to random replicas, RF changes included; cancel if unfinished",
+        ),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
         Fault("delay", "network", "slow every message down (20..300 ms)"),
@@ -194,6 +223,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "network": ("loss", "duplicate", "delay", "reorder"),
     "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
     "clock-skew": ("clock",),
+    "leadership": ("controlled-shutdown", "preferred-election", "add-partitions", "reassign"),
 }
 
 UNSUPPORTED: dict[str, str] = {}
@@ -209,6 +239,9 @@ _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
 
 _CRC_FIELD = 17
 """Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
+
+MAX_ADDED_PARTITIONS = 2
+"""``add-partitions`` grows the topic at most this much over a run (simulation cost)."""
 
 REORDER_BASE_DELAY_NS = 2 * MILLISECOND
 """The constant delay of a network built for ``reorder``: order is kept until it starts."""
@@ -491,6 +524,77 @@ class Nemesis:
                 self.cluster.restart(node)
                 done.append(node)
         return {"nodes": done}
+
+    # ------------------------------------------------------------------ leadership
+
+    def _start_leadership(self, fault: str, given: dict[str, Any] | None) -> Any:
+        if fault == "reassign":
+            return self._start_reassign(given)
+        if fault == "add-partitions":
+            return self._start_add_partitions(given)
+        if fault == "preferred-election":
+            queued = self.cluster.preferred_election()
+            if queued is None:
+                return {"skipped": "no controller acts now"}
+            return {"queued": queued}
+        if fault in self.active:
+            return {"skipped": f"{fault} is already holding {self.active[fault]}"}
+        node = given.get("node") if given is not None else None
+        out: dict[str, Any] = {}
+        if node is None:
+            if self.rng.random() < 0.5:
+                partition, leader = self.leader()
+                if leader is not None and self._state(leader) is NodeState.RUNNING:
+                    node, out = leader, {"leader_of": partition}
+            if node is None:
+                node = self._pick(self.brokers)
+        if node is None:
+            return {"skipped": "no running server to target"}
+        if not self.cluster.controlled_shutdown(node):
+            return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
+        self.active[fault] = [node]
+        return {"node": node, **out}
+
+    def _start_add_partitions(self, given: dict[str, Any] | None) -> Any:
+        topic = self.cluster.config.topic
+        current = sum(1 for t, _ in self.cluster.store.partitions if t == topic)
+        total = int(given["total"]) if given is not None else current + 1
+        if given is None and total > self.cluster.config.partitions + MAX_ADDED_PARTITIONS:
+            return {"skipped": f"already {current} partitions"}
+        created = self.cluster.add_partitions(total)
+        if created is None:
+            return {"skipped": "no controller acts now"}
+        return {"total": total, "created": created}
+
+    def _start_reassign(self, given: dict[str, Any] | None) -> Any:
+        config = self.cluster.config
+        if given is not None:
+            partition, target = int(given["partition"]), tuple(given["target"])
+        else:
+            partition = self.rng.randrange(config.partitions)
+            rf = self.rng.randint(min(config.min_insync_replicas, config.brokers), config.brokers)
+            target = tuple(self.rng.sample(list(config.broker_ids), rf))
+        result = self.cluster.reassign(partition, target)
+        if result == "NONE":
+            self.active["reassign"] = partition
+        return {"partition": partition, "target": list(target), "result": result}
+
+    def _stop_leadership(self, fault: str) -> Any:
+        if fault == "reassign":
+            partition = self.active.pop(fault, None)
+            if partition is None:
+                return {}
+            state = self.cluster.store.partitions[(self.cluster.config.topic, partition)]
+            if not state.reassigning:
+                return {"partition": partition, "completed": True}
+            return {"partition": partition, "cancel": self.cluster.reassign(partition, None)}
+        if fault in ("preferred-election", "add-partitions"):
+            return {}  # an election is not undone, a topic never shrinks
+        for node in self.active.get(fault, []):
+            # Still waiting for its leaderships to move: it stops now anyway, as Kafka's
+            # shutdown does once its retries are spent; then it restarts.
+            self.cluster.finish_controlled_shutdown(node)
+        return self._stop_process(fault)
 
     # ------------------------------------------------------------------ network
 

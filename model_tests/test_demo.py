@@ -27,8 +27,8 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     for stage in (*stages, "brain split", "Liveness", "Consumer groups"):
         assert stage in result.stdout
     summary = orjson.loads((tmp_path / "summary.json").read_bytes())
-    assert summary["runs_as_expected"] == summary["runs_total"] == 4
-    assert summary["spark_agrees"] == summary["spark_total"] == 4
+    assert summary["runs_as_expected"] == summary["runs_total"] == 5
+    assert summary["spark_agrees"] == summary["spark_total"] == 5
     assert summary["parity_matches"] == summary["parity_total"] == 5
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
     assert summary["brain_split_as_expected"] == summary["brain_split_total"] == 3
@@ -40,6 +40,8 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     standing = next(r for r in summary["runs"] if r["name"] == "last-replica-standing")
     assert standing["loss_mechanisms"] == ["last-replica-standing"]
     assert "lost by: last-replica-standing" in result.stdout
+    fixed = next(r for r in summary["runs"] if r["name"] == "last-replica-standing-elr")
+    assert fixed["lost_acknowledged_writes"] == 0 and fixed["as_expected"], "KIP-966's fix"
     for run in summary["runs"]:
         store = Path(run["store"])
         for name in ("history.jsonl", "results.json", "timeline.html", "latency.png", "rate.png"):

@@ -103,10 +103,19 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert done["skews"] and set(done["skews"]) <= SERVERS, "clients are never skewed"
         skewed = {n for n in SERVERS if cluster.clock.wall_now(n) != cluster.clock.now}
         assert skewed == set(done["skews"])
-    else:
+    elif fault == "preferred-election":
+        assert done["queued"] >= 0
+    elif fault == "add-partitions":
+        assert done["created"] == [2], done
+    elif fault == "reassign":
+        assert done["result"] == "NONE" and len(done["target"]) >= 2, done
+    elif fault != "controlled-shutdown":
         expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
         assert states(cluster)[done["node"]] is expected
     cluster.run_until(cluster.clock.now + 2 * SECOND)
+    if fault == "controlled-shutdown":
+        assert states(cluster)[done["node"]] is NodeState.CRASHED, "stopped once moved off"
+        assert cluster.stats["controlled_shutdowns"] == 1
     healed = nemesis.perform(stop, None)
     assert "healed" not in healed, healed
     assert not cluster.network.blocked_links()

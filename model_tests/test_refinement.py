@@ -35,6 +35,7 @@ from impl.refinement import RefinementCluster
 from impl.refinement_machine import (
     COVERAGE,
     OPTIONAL_RULES,
+    STATS,
     InvariantViolation,
     make_machine,
     refinement_config,
@@ -733,3 +734,21 @@ def test_the_refinement_catches_a_zombies_unconditional_write():
         _zombie_decides(machine)
     assert "zombie controller b1 ticks" in str(info.value)
     assert machine.c.stats["zombie_writes"] == 1
+
+
+def test_controlled_shutdown_refines_the_spec():
+    """Controlled shutdown (issue 17): each event of it -- the leadership moved to another
+    ISR member, the broker taken out of the ISR, the clean stop -- is a step of
+    ``spec.replication`` (the core ``spec.rebalance`` composes with), and every invariant
+    holds. Partial refinement: the spec's ``shutting`` set is not abstracted."""
+    before, moved = COVERAGE.copy(), STATS["controlled_shutdown_moved_leader"]
+    machine = make_machine(
+        KIP320,
+        expect_violated=CRASH_VIOLATIONS,
+        always_on=frozenset({"controlled_shutdown"}),
+        name="ControlledShutdown",
+    )
+    run_machine(machine, examples=60)
+    fired = COVERAGE - before
+    assert STATS["controlled_shutdown_moved_leader"] > moved, "no leadership moved"
+    assert fired["controller_shrink_isr"] > 0 and fired["crash"] > 0, dict(fired)

@@ -38,5 +38,8 @@ def test_the_scenarios_exist() -> None:
         "issue20-seed517",
         "issue20-shrunk",
         "last-replica-standing",
+        "last-replica-standing-elr",
+        "elr-unclean-restart",
+        "stale-elr",
         "unclean-leader-election",
     } <= names

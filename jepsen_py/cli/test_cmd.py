@@ -49,6 +49,8 @@ from jepsen_py.store import StoreError
 
 def describe_config(config: TestConfig) -> str:
     election = "unclean election" if config.unclean else "clean election"
+    if config.cluster_config().elr:
+        election += " + KIP-966 ELR"
     idempotent = config.cluster_config().idempotence
     return (
         f"{config.brokers} brokers, {config.partitions} partition(s), acks={config.acks}, "
@@ -210,6 +212,13 @@ def _duration(flag: str, text: str) -> int:
     show_default=True,
     help="unclean.leader.election.enable",
 )
+@click.option(
+    "--elr/--no-elr",
+    default=False,
+    show_default=True,
+    help="KIP-966 Eligible Leader Replicas (Kafka 4.0+): strict min ISR, election from the "
+    "ELR. Off: Kafka before 4.0.",
+)
 @click.option("--truncation", type=click.Choice(TRUNCATIONS), default="kip320", show_default=True)
 @click.option(
     "--idempotence/--no-idempotence",
@@ -301,6 +310,7 @@ def test_cmd(
     acks: str,
     min_isr: int,
     unclean: bool,
+    elr: bool,
     truncation: str,
     idempotence: bool | None,
     flush_messages: int | None,
@@ -364,6 +374,7 @@ def test_cmd(
             acks=acks,
             min_isr=min_isr,
             unclean=unclean,
+            elr=elr,
             truncation=truncation,
             idempotence=idempotence,
             flush_messages=flush_messages,

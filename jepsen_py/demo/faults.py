@@ -12,6 +12,8 @@ with what it is expected to show.
 - **KIP-966's last replica standing**: Kafka today, whose ISR shrank to the leader, which
   then loses power before the kernel wrote its log back: the writes are lost, and the run
   explains it as ``last-replica-standing`` (what Eligible Leader Replicas, Kafka 4.0, fix).
+- **The same run with KIP-966's ELR on** (``kmodel test --elr``), beside it: nothing is
+  lost (b2 and b3, in the ELR, are elected instead of the broker that lost power).
 
 A run that must lose writes must also explain them by the expected mechanism
 (``jepsen_py.explain``).
@@ -69,6 +71,12 @@ def demo_runs(time_limit_s: int, seed: int) -> list[DemoRun]:
             1,
             True,
             "last-replica-standing",
+        ),
+        DemoRun(
+            "KIP-966 last replica standing, with Eligible Leader Replicas (Kafka 4.0+)",
+            attrs.evolve(LAST_REPLICA_STANDING, name="last-replica-standing-elr", elr=True),
+            1,
+            False,
         ),
     ]
 

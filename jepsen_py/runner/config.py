@@ -47,6 +47,9 @@ class TestConfig:
     acks: str = "all"
     min_isr: int = 2
     unclean: bool = False
+    elr: bool = False
+    """KIP-966 Eligible Leader Replicas (``impl.elr``; ``kmodel test --elr``). Off: Kafka
+    before 4.0, the project's "Kafka today"."""
     truncation: str = "kip320"
     nemesis: tuple[str, ...] = ("partition", "kill", "pause")
     interval_ns: int = 5 * SECOND
@@ -152,6 +155,7 @@ class TestConfig:
             acks=self.acks,
             min_insync_replicas=self.min_isr,
             unclean=self.unclean,
+            eligible_leader_replicas=self.elr,
             producers=self.concurrency,
             consumers=self.concurrency * self.partitions,
             request_timeout_ns=self.request_timeout_ns,
@@ -211,6 +215,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         acks=config.acks,
         min_isr=config.min_isr,
         unclean=config.unclean,
+        elr=config.elr,
         truncation=config.truncation,
         nemesis=config.nemesis,
         interval_ns=config.interval_ns,
@@ -256,6 +261,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     if config.dirty_writeback_ns != default.dirty_writeback_ns:
         writeback = config.dirty_writeback_ns
         args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
+    if config.elr:
+        args.append("--elr")
     args += [f"--bug {bug}" for bug in config.bugs]
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
