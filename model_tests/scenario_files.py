@@ -20,9 +20,13 @@ expected, and the diff is what a reviewer reads.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from spec.trace import render_table
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 
@@ -86,3 +90,29 @@ def assert_matches_file(path: Path, actual: str, rewrite: bool) -> None:
             )
         )
         pytest.fail(f"{path.name} differs from the model's output:\n{diff}")
+
+
+def render_outcome_file(
+    spec: Any, result: Any, *, title: str, reference: str, command: str, gap: int = 2
+) -> str:
+    """A spec outcome as a scenario file: its title, reference and reproducing command, then
+    ``holds: ...`` with the figures, or ``violated: ...`` and the counterexample as a table
+    (after ``gap`` blank lines)."""
+    lines = [f"# {title}", f"# reference: {reference}", f"# reproduce: {command}", ""]
+    if result.violation is None:
+        assert result.complete
+        lines.append(
+            f"holds: {', '.join(result.checked)} "
+            f"({result.stats.distinct_states} distinct states, depth {result.stats.depth})"
+        )
+        return "\n".join(lines) + "\n"
+    violation = result.violation
+    lines += [f"violated: {violation.name} ({violation.depth} states)", *[""] * gap]
+    return "\n".join(lines) + render_table(spec, violation.trace)
+
+
+def outcome_cases(outcomes: Iterable[Any]) -> list[Any]:
+    """Each outcome as a pytest case named after it, the slow ones marked slow."""
+    return [
+        pytest.param(o, id=o.name, marks=[pytest.mark.slow] if o.slow else []) for o in outcomes
+    ]

@@ -13,7 +13,12 @@ from __future__ import annotations
 import pytest
 
 from model_tests.controller_runs import default_check
-from model_tests.scenario_files import SCENARIOS, assert_matches_file
+from model_tests.scenario_files import (
+    SCENARIOS,
+    assert_matches_file,
+    outcome_cases,
+    render_outcome_file,
+)
 from spec.controller import Controller, Params
 from spec.controller_outcomes import OUTCOMES, WITNESSES, ControllerOutcome
 from spec.explore import CheckResult, check
@@ -29,30 +34,18 @@ def _result(outcome: ControllerOutcome) -> CheckResult:
 
 
 def render_outcome(outcome: ControllerOutcome) -> str:
-    spec = Controller(outcome.params)
-    result = _result(outcome)
-    lines = [
-        f"# {outcome.title}",
-        f"# reference: {outcome.reference}",
-        f"# reproduce: {outcome.command()}",
-        "",
-    ]
-    if result.violation is None:
-        assert result.complete
-        lines.append(
-            f"holds: {', '.join(result.checked)} "
-            f"({result.stats.distinct_states} distinct states, depth {result.stats.depth})"
-        )
-        return "\n".join(lines) + "\n"
-    violation = result.violation
-    lines += [f"violated: {violation.name} ({violation.depth} states)", "", ""]
-    return "\n".join(lines) + render_table(spec, violation.trace)
+    return render_outcome_file(
+        Controller(outcome.params),
+        _result(outcome),
+        title=outcome.title,
+        reference=outcome.reference,
+        command=outcome.command(),
+        gap=2,
+    )
 
 
 def _cases() -> list[object]:
-    return [
-        pytest.param(o, id=o.name, marks=[pytest.mark.slow] if o.slow else []) for o in OUTCOMES
-    ]
+    return outcome_cases(OUTCOMES)
 
 
 @pytest.mark.parametrize("outcome", _cases())

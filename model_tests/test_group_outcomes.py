@@ -14,7 +14,12 @@ import functools
 
 import pytest
 
-from model_tests.scenario_files import SCENARIOS, assert_matches_file
+from model_tests.scenario_files import (
+    SCENARIOS,
+    assert_matches_file,
+    outcome_cases,
+    render_outcome_file,
+)
 from spec.explore import CheckResult, check
 from spec.group import Params, build
 from spec.group_outcomes import OUTCOMES, WITNESSES, GroupOutcome
@@ -29,30 +34,18 @@ def _check(params: Params, invariants: tuple[str, ...]) -> CheckResult:
 
 
 def render_outcome(outcome: GroupOutcome) -> str:
-    spec = build(outcome.params)
-    result = _check(outcome.params, outcome.invariants)
-    lines = [
-        f"# {outcome.title}",
-        f"# reference: {outcome.reference}",
-        f"# reproduce: {outcome.command()}",
-        "",
-    ]
-    if result.violation is None:
-        assert result.complete
-        lines.append(
-            f"holds: {', '.join(result.checked)} "
-            f"({result.stats.distinct_states} distinct states, depth {result.stats.depth})"
-        )
-        return "\n".join(lines) + "\n"
-    violation = result.violation
-    lines += [f"violated: {violation.name} ({violation.depth} states)", "", ""]
-    return "\n".join(lines) + render_table(spec, violation.trace)
+    return render_outcome_file(
+        build(outcome.params),
+        _check(outcome.params, outcome.invariants),
+        title=outcome.title,
+        reference=outcome.reference,
+        command=outcome.command(),
+        gap=2,
+    )
 
 
 def _cases() -> list[object]:
-    return [
-        pytest.param(o, id=o.name, marks=[pytest.mark.slow] if o.slow else []) for o in OUTCOMES
-    ]
+    return outcome_cases(OUTCOMES)
 
 
 @pytest.mark.parametrize("outcome", _cases())

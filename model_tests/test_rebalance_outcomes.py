@@ -15,7 +15,12 @@ from __future__ import annotations
 import pytest
 
 from model_tests.rebalance_runs import default_check
-from model_tests.scenario_files import SCENARIOS, assert_matches_file
+from model_tests.scenario_files import (
+    SCENARIOS,
+    assert_matches_file,
+    outcome_cases,
+    render_outcome_file,
+)
 from spec.explore import CheckResult, check
 from spec.liveness import check_liveness
 from spec.rebalance import Params, Rebalance
@@ -43,30 +48,18 @@ def _result(outcome: RebalanceOutcome) -> CheckResult:
 
 
 def render_outcome(outcome: RebalanceOutcome) -> str:
-    spec = Rebalance(outcome.params)
-    result = _result(outcome)
-    lines = [
-        f"# {outcome.title}",
-        f"# reference: {outcome.reference}",
-        f"# reproduce: {outcome.command()}",
-        "",
-    ]
-    if result.violation is None:
-        assert result.complete
-        lines.append(
-            f"holds: {', '.join(result.checked)} "
-            f"({result.stats.distinct_states} distinct states, depth {result.stats.depth})"
-        )
-        return "\n".join(lines) + "\n"
-    violation = result.violation
-    lines += [f"violated: {violation.name} ({violation.depth} states)", "", ""]
-    return "\n".join(lines) + render_table(spec, violation.trace)
+    return render_outcome_file(
+        Rebalance(outcome.params),
+        _result(outcome),
+        title=outcome.title,
+        reference=outcome.reference,
+        command=outcome.command(),
+        gap=2,
+    )
 
 
 def _cases() -> list[object]:
-    return [
-        pytest.param(o, id=o.name, marks=[pytest.mark.slow] if o.slow else []) for o in OUTCOMES
-    ]
+    return outcome_cases(OUTCOMES)
 
 
 @pytest.mark.parametrize("outcome", _cases())

@@ -10,39 +10,30 @@ from __future__ import annotations
 
 import pytest
 
-from model_tests.scenario_files import SCENARIOS, assert_matches_file
+from model_tests.scenario_files import (
+    SCENARIOS,
+    assert_matches_file,
+    outcome_cases,
+    render_outcome_file,
+)
 from spec.explore import check
 from spec.outcomes import OUTCOMES, Outcome
 from spec.replication import Replication
-from spec.trace import render_table
 
 
 def render_outcome(outcome: Outcome) -> str:
-    spec = Replication(outcome.params)
-    result = check(spec, invariants=list(outcome.invariants))
-    lines = [
-        f"# {outcome.title}",
-        f"# reference: {outcome.reference}",
-        f"# reproduce: {outcome.command()}",
-        "",
-    ]
-    if result.violation is None:
-        assert result.complete
-        lines.append(
-            f"holds: {', '.join(result.checked)} "
-            f"({result.stats.distinct_states} distinct states, depth {result.stats.depth})"
-        )
-        return "\n".join(lines) + "\n"
-    violation = result.violation
-    lines.append(f"violated: {violation.name} ({violation.depth} states)")
-    lines.append("")
-    return "\n".join(lines) + render_table(spec, violation.trace)
+    return render_outcome_file(
+        Replication(outcome.params),
+        check(Replication(outcome.params), invariants=list(outcome.invariants)),
+        title=outcome.title,
+        reference=outcome.reference,
+        command=outcome.command(),
+        gap=1,
+    )
 
 
 def _cases() -> list[object]:
-    return [
-        pytest.param(o, id=o.name, marks=[pytest.mark.slow] if o.slow else []) for o in OUTCOMES
-    ]
+    return outcome_cases(OUTCOMES)
 
 
 @pytest.mark.parametrize("outcome", _cases())
