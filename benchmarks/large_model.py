@@ -66,6 +66,7 @@ def main() -> None:
             clock=time.perf_counter,
             progress=progress,
             progress_every=50_000,
+            count_unreduced=args.unreduced,
         )
     else:
         result = check_fingerprints(

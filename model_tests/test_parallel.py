@@ -43,6 +43,12 @@ def test_budgets_stop_it_as_they_stop_check(fork_early: None) -> None:
     same_search(check(spec, max_depth=6), check_parallel(spec, workers=2, max_depth=6))
 
 
+def test_symmetry_without_the_unreduced_count(fork_early: None) -> None:
+    spec = CONFIGS["kip320"]
+    fast = check_parallel(spec, workers=2, symmetry=True, count_unreduced=False)
+    assert fast.stats.unreduced_states is None and fast.stats.distinct_states == 2_987
+
+
 def test_zero_workers_is_refused() -> None:
     with pytest.raises(ValueError, match="workers must be at least 1"):
         check_parallel(CONFIGS["kip320"], workers=0)

@@ -86,8 +86,10 @@ class Expander:
         symmetry: bool,
         *,
         remember: bool = True,
+        orbits: bool = True,
     ) -> None:
         self.remember = remember
+        self.orbits = symmetry and orbits
         selected = spec.select_invariants(invariants)
         self.spec = spec
         self.state_invs = [
@@ -172,7 +174,7 @@ class Expander:
             if not done >> k & 1 and pred(c):
                 bits |= 1 << k
         self.state_done |= bits
-        orbit = self.canon.orbit_size(c) if self.symmetry else 0
+        orbit = self.canon.orbit_size(c) if self.orbits else 0
         return pickle.dumps(c, protocol=pickle.HIGHEST_PROTOCOL), bad, bits, orbit
 
     def serve(self, tasks: Any, results: Any) -> None:
@@ -199,8 +201,11 @@ def check_parallel(
     clock: Callable[[], float] | None = None,
     progress: ProgressFn | None = None,
     progress_every: int = 20_000,
+    count_unreduced: bool = True,
 ) -> CheckResult:
-    """``spec.explore.check``'s search on ``workers`` processes (see the module doc)."""
+    """``spec.explore.check``'s search on ``workers`` processes (see the module doc). With
+    symmetry, ``count_unreduced=False`` skips every new state's orbit size (about a third of
+    a symmetric search's time): ``stats.unreduced_states`` is then None."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     selected = spec.select_invariants(invariants)
@@ -215,7 +220,7 @@ def check_parallel(
     decls = list(spec.actions())
     fired = [0] * len(decls)
     found_new = [0] * len(decls)
-    stats = Stats(unreduced_states=0 if symmetry else None)
+    stats = Stats(unreduced_states=0 if symmetry and count_unreduced else None)
     start = clock() if clock else 0.0
     seen = SeenSet()
     state_pending = (1 << len(state_some)) - 1
@@ -248,7 +253,7 @@ def check_parallel(
         return trace
 
     # The initial states, here: few, and they seed the first level.
-    judge = Expander(spec, invariants, symmetry)
+    judge = Expander(spec, invariants, symmetry, orbits=count_unreduced)
     frontier: list[tuple[int, bytes]] = []
     for s0 in spec.init():
         c0 = canon(s0)
