@@ -45,7 +45,13 @@ from spec.explore import (
     concretize,
     exhaustive_result,
 )
-from spec.fingerprints import collision_probability, fingerprint, parent_chain, replay
+from spec.fingerprints import (
+    collision_probability,
+    fingerprint,
+    parent_chain,
+    replay,
+    replay_then,
+)
 from spec.framework import Spec
 from spec.parallel import NONE, Expander
 
@@ -140,7 +146,7 @@ def check_spark(
 
     def transition_trace(table: SeenTable, parent_fp: int, nth: int) -> list[TraceStep]:
         chain = parent_chain(table, parent_fp)
-        return _on_executor(sc, lambda: _replay_then(spec, canon, chain, nth))
+        return _on_executor(sc, lambda: replay_then(spec, canon, chain, nth))
 
     # The initial states, judged on an executor: fingerprints are computed only there
     # (they hash strings, whose hash depends on the process's seed).
@@ -391,14 +397,6 @@ def _before(key: Key, stop: Key | None, violation: Violation | None, *, transiti
     if stop is None or key < stop:
         return True
     return key == stop and transition and violation is not None and violation.kind == "invariant"
-
-
-def _replay_then(spec: Spec, canon: Canonical, chain: list[int], nth: int) -> list[TraceStep]:
-    """The path to a parent, then its ``nth`` transition (the raw successor, as ``check``)."""
-    trace = replay(spec, canon, chain)
-    decl, args, t = list(spec.successors(trace[-1].state))[nth]
-    trace.append(TraceStep(spec.step_of(decl, args), t))
-    return trace
 
 
 def _judge_initial(

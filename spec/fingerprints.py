@@ -131,6 +131,15 @@ def replay(spec: Spec, canon: Canonical, chain: list[int]) -> list[TraceStep]:
     return steps
 
 
+def replay_then(spec: Spec, canon: Canonical, chain: list[int], nth: int) -> list[TraceStep]:
+    """The path along ``chain``, then the last state's ``nth`` transition, ending in the raw
+    successor (as ``spec.explore.check`` reports a transition's trace)."""
+    trace = replay(spec, canon, chain)
+    decl, args, t = list(spec.successors(trace[-1].state))[nth]
+    trace.append(TraceStep(spec.step_of(decl, args), t))
+    return trace
+
+
 def rebuild_trace(spec: Spec, canon: Canonical, seen: ParentLookup, fp: int) -> list[TraceStep]:
     """The path to the state with fingerprint ``fp``, through canonical states: the chain of
     parent fingerprints back to an initial state, replayed forward through the spec."""

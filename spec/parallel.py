@@ -44,7 +44,14 @@ from spec.explore import (
     exhaustive_result,
     predicates,
 )
-from spec.fingerprints import SeenSet, collision_probability, fingerprint, rebuild_trace
+from spec.fingerprints import (
+    SeenSet,
+    collision_probability,
+    fingerprint,
+    parent_chain,
+    rebuild_trace,
+    replay_then,
+)
 from spec.framework import Spec
 
 CHUNK = 1_000
@@ -246,11 +253,7 @@ def check_parallel(
         )
 
     def transition_trace(parent_fp: int, nth: int) -> list[TraceStep]:
-        """The path to a parent, then its ``nth`` transition (raw successor, as ``check``)."""
-        trace = path_to(parent_fp)
-        decl, args, t = list(spec.successors(trace[-1].state))[nth]
-        trace.append(TraceStep(spec.step_of(decl, args), t))
-        return trace
+        return replay_then(spec, canon, parent_chain(seen, parent_fp), nth)
 
     # The initial states, here: few, and they seed the first level.
     judge = Expander(spec, invariants, symmetry, orbits=count_unreduced)
