@@ -462,7 +462,6 @@ def check_cmd(
         runs=runs,
         max_states=max_states,
         graph=dot is not None,
-        json_mode=json_mode,
         fingerprints=fingerprints,
         workers=(os.cpu_count() or 1) if workers is None else workers,
     )
@@ -578,15 +577,25 @@ def run_check(
     runs: int = 2_000,
     max_states: int | None = None,
     graph: bool = False,
-    json_mode: bool = False,
     fingerprints: bool = False,
     workers: int = 1,
 ) -> CheckResult:
-    """The search the flags ask for: random walks; the sequential search keeping states
-    (needed to draw the graph); or, by fingerprints, on ``workers`` processes."""
-    if workers > 1 and not simulate_mode and not graph:
-        with progress_display(True) as progress:
-            try:
+    """The search the flags ask for: random walks; the search on ``workers`` processes (by
+    fingerprints); the sequential search by fingerprints; or the sequential search keeping
+    states (the one that can draw the graph). A bad input is refused (exit 2)."""
+    with progress_display(True) as progress:
+        try:
+            if simulate_mode:
+                return simulate(
+                    spec,
+                    seed=seed,
+                    depth=depth,
+                    runs=runs,
+                    invariants=invariants,
+                    clock=time.perf_counter,
+                    progress=progress,
+                )
+            if workers > 1 and not graph:
                 return check_parallel(
                     spec,
                     workers=workers,
@@ -596,64 +605,23 @@ def run_check(
                     clock=time.perf_counter,
                     progress=progress,
                 )
-            except ValueError as err:
-                fail_input(str(err))
-    if fingerprints:
-        with progress_display(True) as progress:
-            return check_fingerprints(
+            if fingerprints:
+                return check_fingerprints(
+                    spec,
+                    invariants=invariants,
+                    symmetry=symmetry,
+                    max_states=max_states,
+                    clock=time.perf_counter,
+                    progress=progress,
+                )
+            return explore(
                 spec,
                 invariants=invariants,
                 symmetry=symmetry,
                 max_states=max_states,
                 clock=time.perf_counter,
                 progress=progress,
+                graph=graph,
             )
-    with progress_display(True) as progress:
-        return _explore(
-            spec,
-            invariants,
-            symmetry,
-            simulate_mode,
-            seed,
-            depth,
-            runs,
-            max_states,
-            graph,
-            progress,
-        )
-
-
-def _explore(
-    spec: Spec,
-    invariants: list[str] | None,
-    symmetry: bool,
-    simulate_mode: bool,
-    seed: int,
-    depth: int,
-    runs: int,
-    max_states: int | None,
-    graph: bool,
-    progress: Callable[[Stats], None] | None,
-) -> CheckResult:
-    try:
-        if simulate_mode:
-            return simulate(
-                spec,
-                seed=seed,
-                depth=depth,
-                runs=runs,
-                invariants=invariants,
-                clock=time.perf_counter,
-                progress=progress,
-            )
-        return explore(
-            spec,
-            invariants=invariants,
-            symmetry=symmetry,
-            max_states=max_states,
-            clock=time.perf_counter,
-            progress=progress,
-            graph=graph,
-        )
-    except ValueError as err:
-        fail_input(str(err))
+        except ValueError as err:
+            fail_input(str(err))
