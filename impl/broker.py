@@ -60,6 +60,7 @@ from impl.log import (
 from impl.log.fs import FileSystem
 from impl.protocol import (
     CONSUMER_ID,
+    EPOCH_DURING_DELETE,
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
@@ -79,6 +80,8 @@ from impl.protocol import (
     ProduceResponse,
     RequestFailed,
     StaleControllerRequest,
+    StopReplica,
+    StopReplicaResponse,
 )
 from impl.replica import Replica, ReplicaConfig
 from impl.roles import Role
@@ -283,6 +286,8 @@ class Broker:
                 self.pending = [*self.pending, (src, msg)][-PENDING_CONTROLLER_REQUESTS:]
             else:
                 self._on_leader_and_isr(msg, now, out, wall)
+        elif isinstance(msg, StopReplica):
+            self._on_stop_replica(src, msg, out)
         elif isinstance(msg, PARTITION_MESSAGES):
             self._on_partition_message(src, msg, now, out, wall)
         elif isinstance(msg, OffsetsForLeaderEpochResponse):
@@ -386,11 +391,13 @@ class Broker:
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
-    def _on_leader_and_isr(
-        self, msg: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
-    ) -> None:
+    def _from_current_controller(self, msg: LeaderAndIsr | StopReplica, out: Effects) -> bool:
+        """Whether a controller request may be applied: meant for this registration
+        (KIP-380's broker epoch) and not from a controller epoch older than the newest this
+        broker has seen (``STALE_CONTROLLER_EPOCH``, unless the fence is off). Records the
+        request's controller epoch as the newest when it is."""
         if self.broker_epoch is None or msg.broker_epoch != self.broker_epoch:
-            return  # STALE_BROKER_EPOCH: meant for another incarnation (KIP-380)
+            return False  # STALE_BROKER_EPOCH: meant for another incarnation (KIP-380)
         if msg.controller_epoch < self.controller_epoch:
             fenced = self.config.fence_stale_controller_epoch
             out.note(
@@ -399,8 +406,37 @@ class Broker:
                 )
             )
             if fenced:
-                return  # STALE_CONTROLLER_EPOCH
-        self.controller_epoch = msg.controller_epoch
+                return False  # STALE_CONTROLLER_EPOCH
+        self.controller_epoch = max(self.controller_epoch, msg.controller_epoch)
+        return True
+
+    def _on_stop_replica(self, src: str, msg: StopReplica, out: Effects) -> None:
+        """``ReplicaManager.stopReplicas``: the replica stops (its fetcher with it) and, with
+        ``delete``, its log is deleted from disk. A replica in a newer leader epoch than the
+        request's is left alone (KIP-570), unless the request deletes a topic
+        (``EPOCH_DURING_DELETE``). Answered so the controller stops asking."""
+        if not self._from_current_controller(msg, out):
+            return
+        key = (msg.topic, msg.partition)
+        replica = self.replicas.get(key)
+        error = Errors.NONE
+        stale = replica is not None and replica.leader_epoch > msg.leader_epoch
+        if stale and msg.leader_epoch != EPOCH_DURING_DELETE:
+            error = Errors.FENCED_LEADER_EPOCH
+        if error is Errors.NONE:
+            self.replicas.pop(key, None)
+            self._exchanges.pop(key, None)
+            if msg.delete:
+                directory = partition_dir(msg.topic, msg.partition)
+                for name in self.disk.list_dir(directory):
+                    self.disk.delete(f"{directory}/{name}")
+        out.send(src, StopReplicaResponse(self.id, msg.topic, msg.partition, error))
+
+    def _on_leader_and_isr(
+        self, msg: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
+    ) -> None:
+        if not self._from_current_controller(msg, out):
+            return
         if msg.leader == NO_LEADER or self.id not in msg.replicas:
             return  # an offline partition: nothing to lead or follow
         replica = self._replica_for(msg.topic, msg.partition)

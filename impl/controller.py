@@ -68,6 +68,7 @@ import attrs
 from impl import elr as elr_rules
 from impl.coordination import NIL_EPOCH, MetadataStore, PartitionState, WriteResult
 from impl.protocol import (
+    EPOCH_DURING_DELETE,
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
@@ -84,6 +85,8 @@ from impl.protocol import (
     MetadataResponse,
     PartitionMetadata,
     Published,
+    StopReplica,
+    StopReplicaResponse,
 )
 
 __all__ = [
@@ -100,7 +103,13 @@ __all__ = [
 CONTROLLER = "controller"
 """The address of whichever broker is the controller (the world resolves it)."""
 
-CONTROLLER_REQUESTS = (AlterPartition, MetadataRequest, InitProducerId, ControlledShutdown)
+CONTROLLER_REQUESTS = (
+    AlterPartition,
+    MetadataRequest,
+    InitProducerId,
+    ControlledShutdown,
+    StopReplicaResponse,
+)
 """The requests a broker hands to its controller role."""
 
 
@@ -142,6 +151,13 @@ class ControllerConfig:
     persist_epoch: bool = True
     """Testing knob (off: ``--bug epoch_not_persisted``): the election increments the
     persisted ``/controller_epoch``; off, every controller starts again at epoch 1."""
+    delete_topic_enable: bool = True
+    """``delete.topic.enable`` (Kafka's default true): off, DeleteTopics is refused with
+    ``TOPIC_DELETION_DISABLED``."""
+    stop_replica_retry_ns: int = 5_000_000_000
+    """How often the controller asks again the registered brokers whose replica of a
+    deleted topic, or removed by a reassignment, it has not heard deleted (a StopReplica or
+    its answer may be lost; ``TopicDeletionManager`` retries on failure)."""
     queued_sends: bool = False
     """Requests to brokers wait in the controller's queues and go out on its next tick
     (``ControllerChannelManager``'s per-broker ``RequestSendThread``s, threads of the
@@ -182,10 +198,12 @@ class Controller:
         in memory only: a new controller learns them from the brokers' retries)."""
         self.preferred_pending: list[tuple[str, int]] = []
         """Partitions whose preferred replica is to take leadership back, one per tick."""
-        self.outbox: list[tuple[str, LeaderAndIsr]] = []
+        self.outbox: list[tuple[str, LeaderAndIsr | StopReplica]] = []
+        """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
         self.pending_effects = Effects()
         """What an admin request decided between ticks (sends, notes): out on the next tick."""
-        """Requests queued for the send threads (``ControllerConfig.queued_sends``)."""
+        self.next_stop_replica_retry: int | None = None
+        """When the pending deletions are next asked for again (set on the first tick)."""
 
     @classmethod
     def elect(
@@ -211,7 +229,7 @@ class Controller:
             out.note(ControllerResigned(self.broker_id, self.epoch, reason))
         return out
 
-    def _send(self, dst: str, msg: LeaderAndIsr, out: Effects) -> None:
+    def _send(self, dst: str, msg: LeaderAndIsr | StopReplica, out: Effects) -> None:
         if self.config.queued_sends:
             self.outbox.append((dst, msg))
         else:
@@ -233,6 +251,34 @@ class Controller:
             partition_epoch=state.partition_epoch,
             replicas=state.replicas,
         )
+
+    def _stop_replicas(
+        self, key: tuple[str, int], brokers: frozenset[int], leader_epoch: int, out: Effects
+    ) -> None:
+        """StopReplica with ``delete`` to the registered ones of ``brokers`` for ``key``."""
+        for broker in sorted(brokers):
+            if self.store.is_registered(broker):
+                request = StopReplica(
+                    controller_epoch=self.epoch,
+                    broker_epoch=self.store.registrations[broker],
+                    topic=key[0],
+                    partition=key[1],
+                    leader_epoch=leader_epoch,
+                    delete=True,
+                )
+                self._send(broker_node(broker), request, out)
+
+    def _ask_pending_deletions(self, brokers: frozenset[int] | None, out: Effects) -> None:
+        """StopReplica for every pending deletion on ``brokers`` (None: on any broker). A
+        deleted topic's replicas are stopped whatever their epoch; a replica a reassignment
+        removed only if it is not in a newer leader epoch than the partition's now."""
+        for key in sorted(self.store.pending_deletions):
+            waiting = self.store.pending_deletions[key]
+            if brokers is not None:
+                waiting = waiting & brokers
+            state = self.context.get(key)
+            epoch = EPOCH_DURING_DELETE if state is None else state.leader_epoch
+            self._stop_replicas(key, waiting, epoch, out)
 
     def _expected(self, key: tuple[str, int]) -> tuple[int | None, int | None]:
         """The versions a write of ``key`` is conditional on (none with the knob off)."""
@@ -326,6 +372,11 @@ class Controller:
             out.send(src, InitProducerIdResponse(Errors.NONE, msg.request_id, producer_id, 0))
         elif isinstance(msg, ControlledShutdown):
             out.send(src, self._on_controlled_shutdown(msg))
+        elif isinstance(msg, StopReplicaResponse) and msg.error in (
+            Errors.NONE,
+            Errors.FENCED_LEADER_EPOCH,  # the replica is in a newer epoch: a replica again
+        ):
+            self.store.cancel_pending_deletion((msg.topic, msg.partition), msg.broker_id)
         return out
 
     # ------------------------------------------------------------------ controlled shutdown
@@ -432,12 +483,22 @@ class Controller:
         if not connected:
             return out
         self._watch_registrations(out)
+        self._retry_deletions(now, out)
         for key in sorted(self.context):
             if self._decide(key, out) or self.resigned:
                 return out
         self._auto_rebalance(now)
         self._elect_one_preferred(out)
         return out
+
+    def _retry_deletions(self, now: int, out: Effects) -> None:
+        """Every ``stop_replica_retry_ns``, StopReplica again for each pending deletion."""
+        if not self.store.pending_deletions:
+            return
+        if self.next_stop_replica_retry is None or now >= self.next_stop_replica_retry:
+            if self.next_stop_replica_retry is not None:
+                self._ask_pending_deletions(None, out)
+            self.next_stop_replica_retry = now + self.config.stop_replica_retry_ns
 
     # ------------------------------------------------------------------ preferred leaders
 
@@ -513,8 +574,8 @@ class Controller:
         next ticks'. The key-to-partition mapping of keyed records changes with the count
         (``impl.partitioner.partition_for_key``): a key's later records land elsewhere, so
         its order across the change is lost. Returns the new partitions' numbers."""
-        if self.resigned:
-            return []
+        if self.resigned or self.store.deleting(topic):
+            return []  # TOPIC_ALREADY_EXISTS: "marked for deletion"
         existing = sorted(p for t, p in self.context if t == topic)
         brokers = sorted(self.store.registrations)
         if not brokers or total <= len(existing):
@@ -528,13 +589,49 @@ class Controller:
             created.append(p)
         return created
 
+    def delete_topic(self, topic: str) -> Errors:
+        """``DeleteTopics`` (``kafka-topics.sh --delete``): one conditional store write
+        removes the topic's partitions and records every replica as to be deleted; each
+        gets StopReplica with ``delete`` (``EPOCH_DURING_DELETE``), now if its broker is
+        registered, else when it registers again; the topic cannot be created again until
+        every replica confirmed (``TopicDeletionManager``). Records of a deleted topic are
+        gone on purpose: a reader of the topic finds none."""
+        if self.resigned:
+            return Errors.NOT_CONTROLLER
+        if not self.config.delete_topic_enable:
+            return Errors.TOPIC_DELETION_DISABLED
+        keys = sorted(k for k in self.context if k[0] == topic)
+        if not keys:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        epoch_version = self.epoch_version if self.config.conditional_writes else None
+        out = Effects()
+        if self.store.delete_topic(topic, epoch_version=epoch_version) is WriteResult.MOVED:
+            self.pending_effects.extend(self.resign("moved"))
+            return Errors.NOT_CONTROLLER
+        for key in keys:
+            del self.context[key]
+            self.published.pop(key, None)
+            self.preferred_pending = [k for k in self.preferred_pending if k != key]
+            waiting = self.store.pending_deletions.get(key, frozenset())
+            self._stop_replicas(key, waiting, EPOCH_DURING_DELETE, out)
+        self.pending_effects.extend(out)
+        return Errors.NONE
+
     # ------------------------------------------------------------------ reassignment
 
     def alter_reassignment(self, key: tuple[str, int], target: tuple[int, ...] | None) -> Errors:
         """KIP-455's ``AlterPartitionReassignments`` for one partition: start moving it to
         the ``target`` replicas (in preference order), or with None cancel the one in
         progress. The replicas become target + removed ones; the adding replicas follow
-        and catch up; ``_progress_reassignment`` finishes it. One store write."""
+        and catch up; ``_progress_reassignment`` finishes it. One store write.
+
+        A new target for a partition already being reassigned replaces the running
+        reassignment (KIP-455): adding and removing are computed again against the
+        *original* replicas, and the replicas the old one was adding that the new target
+        does not keep are dropped at once (out of the ISR, their logs deleted by
+        StopReplica). When the leader is one of them, an ISR member of the new replicas
+        takes over in the same write; with none, the request is refused
+        (``INELIGIBLE_REPLICA``)."""
         state = self.context.get(key)
         if state is None or self.resigned:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -552,16 +649,27 @@ class Controller:
                 leader = candidates[0]
             self._write(key, leader, isr, out, None, original, frozenset(), frozenset())
         else:
-            if state.reassigning:
-                return Errors.REASSIGNMENT_IN_PROGRESS
             if len(set(target)) != len(target) or not target:
                 return Errors.INVALID_REPLICA_ASSIGNMENT
             if any(b not in self.store.registrations and b not in state.replicas for b in target):
                 return Errors.INVALID_REPLICA_ASSIGNMENT  # an unknown broker
-            adding = frozenset(target) - frozenset(state.replicas)
-            removing = frozenset(state.replicas) - frozenset(target)
-            replicas = (*target, *(r for r in state.replicas if r in removing))
-            self._write(key, state.leader, state.isr, out, None, replicas, adding, removing)
+            original = state.original
+            adding = frozenset(target) - frozenset(original)
+            removing = frozenset(original) - frozenset(target)
+            replicas = (*target, *(r for r in original if r in removing))
+            dropped = frozenset(state.replicas) - frozenset(replicas)
+            leader, isr = state.leader, state.isr - dropped
+            if leader in dropped:
+                candidates = [n for n in replicas if n in isr and self._eligible(n)]
+                if not candidates:
+                    return Errors.INELIGIBLE_REPLICA
+                leader = candidates[0]
+            for broker in sorted(adding):
+                self.store.cancel_pending_deletion(key, broker)  # a replica again
+            self._write(key, leader, isr, out, None, replicas, adding, removing)
+            if dropped and self.context[key].replicas == replicas:
+                self.store.add_pending_deletion(key, dropped)
+                self._stop_replicas(key, dropped, self.context[key].leader_epoch, out)
         self.pending_effects.extend(out)
         return Errors.NONE
 
@@ -591,6 +699,11 @@ class Controller:
         else:
             leader, isr = state.leader, state.isr & frozenset(target)
         self._write(key, leader, isr, out, None, target, frozenset(), frozenset())
+        removed = frozenset(state.replicas) - frozenset(target)
+        if removed and self.context[key].replicas == target:
+            # The removed replicas delete their logs (``StopReplica`` with delete).
+            self.store.add_pending_deletion(key, removed)
+            self._stop_replicas(key, removed, self.context[key].leader_epoch, out)
         return True
 
     def _move_off_shutting(
@@ -633,6 +746,7 @@ class Controller:
                 state = self.published[key]
                 if broker in state.replicas:
                     self._send(broker_node(broker), self._leader_and_isr(key, state, broker), out)
+            self._ask_pending_deletions(frozenset({broker}), out)
 
     def _decide(self, key: tuple[str, int], out: Effects) -> bool:
         state = self.context[key]

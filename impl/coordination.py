@@ -20,7 +20,11 @@ What it holds (the znodes of ``KafkaZkClient``, each with its version):
   ``KafkaZkClient.registerControllerAndIncrementControllerEpoch``).
 - each partition's state znode (leader, leader epoch, ISR; its version is the partition
   epoch) and the replica assignment; the LeaderAndIsr last *published* per partition; the
-  producer-id counter (``/latest_producer_id_block``).
+  producer-id counter (``/latest_producer_id_block``);
+- ``/admin/delete_topics``: the replicas still to delete, of deleted topics and of the
+  replicas a reassignment removed (``pending_deletions``), which the controller keeps asking
+  to delete their logs (StopReplica) until they confirm, also after a restart of theirs or a
+  controller failover (``TopicDeletionManager``).
 
 Every operation is a method call that happens at one instant: the store is linearizable
 and each multi-op atomic. The controller's partition-state writes (``write``) are
@@ -153,6 +157,10 @@ class MetadataStore:
         """``/controller_epoch``'s version: every election sets it once."""
         self.next_producer_id = 0
         """KIP-98: the next producer id InitProducerId hands out (never reused)."""
+        self.pending_deletions: dict[tuple[str, int], frozenset[int]] = {}
+        """Per partition, the brokers whose replica must still be deleted (StopReplica with
+        ``delete``): every replica of a deleted topic, and the replicas a reassignment
+        removed. A topic with pending deletions cannot be created again."""
 
     # ------------------------------------------------------------------ partitions
 
@@ -185,6 +193,37 @@ class MetadataStore:
         if publish:
             self.published[key] = new
         return WriteResult.OK
+
+    def delete_topic(self, topic: str, *, epoch_version: int | None) -> WriteResult:
+        """A controller deletes ``topic`` (one multi-op, conditional on
+        ``/controller_epoch``'s version like every partition write): its partition znodes
+        go, and each partition's replicas become pending deletions."""
+        if epoch_version is not None and epoch_version != self.epoch_version:
+            return WriteResult.MOVED
+        for key in sorted(k for k in self.partitions if k[0] == topic):
+            replicas = frozenset(self.partitions.pop(key).replicas)
+            self.published.pop(key, None)
+            self.pending_deletions[key] = self.pending_deletions.get(key, frozenset()) | replicas
+        return WriteResult.OK
+
+    def add_pending_deletion(self, key: tuple[str, int], brokers: frozenset[int]) -> None:
+        """The replicas of ``key`` on ``brokers`` are to be deleted (a reassignment removed
+        them)."""
+        if brokers:
+            self.pending_deletions[key] = self.pending_deletions.get(key, frozenset()) | brokers
+
+    def cancel_pending_deletion(self, key: tuple[str, int], broker: int) -> None:
+        """Broker ``broker`` deleted its replica of ``key`` (or hosts it again: a new
+        reassignment added it back): nothing more to delete there."""
+        left = self.pending_deletions.get(key, frozenset()) - {broker}
+        if left:
+            self.pending_deletions[key] = left
+        else:
+            self.pending_deletions.pop(key, None)
+
+    def deleting(self, topic: str) -> bool:
+        """Whether a deletion of ``topic`` is still in progress."""
+        return any(t == topic and (t, p) not in self.partitions for t, p in self.pending_deletions)
 
     # ------------------------------------------------------------------ sessions
 

@@ -45,6 +45,7 @@ from impl.messages import Message, message
 __all__ = [
     "ANY_EPOCH",
     "CONSUMER_ID",
+    "EPOCH_DURING_DELETE",
     "NO_LEADER",
     "Acked",
     "AlterPartition",
@@ -80,6 +81,8 @@ __all__ = [
     "SessionExpired",
     "ShutdownReady",
     "StaleControllerRequest",
+    "StopReplica",
+    "StopReplicaResponse",
     "Truncated",
 ]
 
@@ -89,6 +92,9 @@ ANY_EPOCH = -1
 """``current_leader_epoch`` of a request that asks for no epoch check (before KIP-320)."""
 CONSUMER_ID = -1
 """``replica_id`` of a consumer's fetch (Kafka's ``CONSUMER_REPLICA_ID``)."""
+EPOCH_DURING_DELETE = -2
+"""The leader epoch of a StopReplica that deletes a topic's replica whatever epoch it is in
+(KIP-570's ``LeaderAndIsr.EpochDuringDelete``)."""
 
 
 class Errors(enum.Enum):
@@ -115,6 +121,8 @@ class Errors(enum.Enum):
     DUPLICATE_BROKER_REGISTRATION = 101
     BROKER_ID_NOT_REGISTERED = 102
     INELIGIBLE_REPLICA = 107
+    TOPIC_ALREADY_EXISTS = 36
+    TOPIC_DELETION_DISABLED = 73
 
     @property
     def retriable(self) -> bool:
@@ -339,6 +347,33 @@ class ShutdownReady(Message):
 
     broker_id: int
     moved: bool
+
+
+@message
+class StopReplica(Message):
+    """The controller tells a broker to stop being a replica of a partition, and with
+    ``delete`` to delete its log (``StopReplicaRequest``): sent to the replicas a KIP-455
+    reassignment removed and to every replica of a deleted topic. ``leader_epoch`` is the
+    partition's leader epoch when the controller decided (KIP-570): a replica already in a
+    newer epoch ignores it; ``EPOCH_DURING_DELETE`` stops it whatever its epoch."""
+
+    controller_epoch: int
+    broker_epoch: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    delete: bool
+
+
+@message
+class StopReplicaResponse(Message):
+    """A broker's answer to StopReplica: ``NONE`` once the replica is gone (and its log
+    deleted, when asked), ``FENCED_LEADER_EPOCH`` when the replica is in a newer epoch."""
+
+    broker_id: int
+    topic: str
+    partition: int
+    error: Errors
 
 
 @message

@@ -144,6 +144,10 @@ class ClusterConfig:
     auto_leader_rebalance: bool = False
     """``auto.leader.rebalance.enable`` (``impl.controller``; Kafka's default is on, off
     here so that runs keep their histories)."""
+    leader_imbalance_per_broker_percentage: int = 10
+    """``leader.imbalance.per.broker.percentage`` (Kafka's default 10)."""
+    leader_imbalance_check_interval_ns: int = 300_000_000_000
+    """``leader.imbalance.check.interval.seconds`` (Kafka's default 300 s)."""
     refinement: bool = False
     """Refinement mode (``impl.refinement``): atomic brokers (``BrokerConfig.atomic``), the
     spec's HW checkpoint on every change and no purgatory expiry; a crash closes the
@@ -261,6 +265,8 @@ class ClusterConfig:
         return ControllerConfig(
             unclean_leader_election=self.unclean,
             auto_leader_rebalance=self.auto_leader_rebalance,
+            leader_imbalance_per_broker_percentage=self.leader_imbalance_per_broker_percentage,
+            leader_imbalance_check_interval_ns=self.leader_imbalance_check_interval_ns,
             shutdown_to_isr_only="shutdown_to_non_isr" not in self.bugs,
             reassignment_waits_for_isr="drop_before_isr_join" not in self.bugs,
             eligible_leader_replicas=self.elr,
@@ -783,6 +789,18 @@ class World:
         for p in created:
             self.timeline.start(topic, p, self.store.partitions[(topic, p)].replicas)
         return created
+
+    def delete_topic(self, topic: str) -> str:
+        """An admin's ``DeleteTopics`` (``kafka-topics.sh --delete``):
+        ``Controller.delete_topic``. The error name, or ``NONE``; ``NO_CONTROLLER`` when no
+        controller acts."""
+        controller = self.controller
+        name = None if controller is None else broker_node(controller.broker_id)
+        if controller is None or name is None or not self.running(name):
+            return "NO_CONTROLLER"
+        if not self.connected(name):
+            return "NO_CONTROLLER"  # the controller cannot reach the store
+        return controller.delete_topic(topic).name
 
     def reassign(self, partition: int, target: tuple[int, ...] | None) -> str:
         """An admin's ``AlterPartitionReassignments`` (KIP-455; ``kafka-reassign-partitions

@@ -150,7 +150,7 @@ def test_a_reassignment_adds_replicas_waits_for_the_isr_then_drops_the_removed_o
     assert controller.alter_reassignment(key, (3, 2)).name == "NONE"
     state = store.partitions[key]
     assert state.replicas == (3, 2, 1) and state.removing == {1} and not state.adding
-    assert controller.alter_reassignment(key, (2,)).name == "REASSIGNMENT_IN_PROGRESS"
+    assert controller.alter_reassignment(key, (1, 2, 3, 9)).name == "INVALID_REPLICA_ASSIGNMENT"
     controller.tick(0)
     assert store.partitions[key].leader == 3, "leadership moves off the removed leader"
     controller.tick(0)

@@ -219,6 +219,26 @@ def _duration(flag: str, text: str) -> int:
     help="KIP-966 Eligible Leader Replicas (Kafka 4.0+): strict min ISR, election from the "
     "ELR. Off: Kafka before 4.0.",
 )
+@click.option(
+    "--auto-leader-rebalance/--no-auto-leader-rebalance",
+    default=False,
+    show_default=True,
+    help="auto.leader.rebalance.enable: the controller moves leadership back to the preferred "
+    "replica of brokers over the imbalance ratio (Kafka's default is on; off here).",
+)
+@click.option(
+    "--leader-imbalance-pct",
+    type=click.IntRange(0, 100),
+    default=10,
+    show_default=True,
+    help="leader.imbalance.per.broker.percentage (with --auto-leader-rebalance).",
+)
+@click.option(
+    "--leader-imbalance-check",
+    default="300s",
+    show_default=True,
+    help="leader.imbalance.check.interval.seconds as a duration (with --auto-leader-rebalance).",
+)
 @click.option("--truncation", type=click.Choice(TRUNCATIONS), default="kip320", show_default=True)
 @click.option(
     "--idempotence/--no-idempotence",
@@ -311,6 +331,9 @@ def test_cmd(
     min_isr: int,
     unclean: bool,
     elr: bool,
+    auto_leader_rebalance: bool,
+    leader_imbalance_pct: int,
+    leader_imbalance_check: str,
     truncation: str,
     idempotence: bool | None,
     flush_messages: int | None,
@@ -375,6 +398,9 @@ def test_cmd(
             min_isr=min_isr,
             unclean=unclean,
             elr=elr,
+            auto_leader_rebalance=auto_leader_rebalance,
+            leader_imbalance_pct=leader_imbalance_pct,
+            leader_imbalance_check_ns=_duration("--leader-imbalance-check", leader_imbalance_check),
             truncation=truncation,
             idempotence=idempotence,
             flush_messages=flush_messages,

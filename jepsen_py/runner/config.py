@@ -50,6 +50,14 @@ class TestConfig:
     elr: bool = False
     """KIP-966 Eligible Leader Replicas (``impl.elr``; ``kmodel test --elr``). Off: Kafka
     before 4.0, the project's "Kafka today"."""
+    auto_leader_rebalance: bool = False
+    """``auto.leader.rebalance.enable`` (``kmodel test --auto-leader-rebalance``): the
+    controller hands leadership back to preferred replicas of over-imbalanced brokers.
+    Off by default here (Kafka's default is on) so that runs keep their histories."""
+    leader_imbalance_pct: int = 10
+    """``leader.imbalance.per.broker.percentage`` (Kafka's default 10)."""
+    leader_imbalance_check_ns: int = 300 * SECOND
+    """``leader.imbalance.check.interval.seconds`` (Kafka's default 300 s)."""
     truncation: str = "kip320"
     nemesis: tuple[str, ...] = ("partition", "kill", "pause")
     interval_ns: int = 5 * SECOND
@@ -123,6 +131,14 @@ class TestConfig:
             value = getattr(self, field)
             if value is not None and value <= 0:
                 raise ConfigError(f"{field}={value}: must be > 0 (or unset)")
+        if not 0 <= self.leader_imbalance_pct <= 100:
+            raise ConfigError(
+                f"leader_imbalance_pct={self.leader_imbalance_pct}: a percentage, 0..100"
+            )
+        if self.leader_imbalance_check_ns <= 0:
+            raise ConfigError(
+                f"leader_imbalance_check_ns={self.leader_imbalance_check_ns}: must be > 0"
+            )
         if self.dirty_expire_ns < 0:
             raise ConfigError(f"dirty_expire_ns={self.dirty_expire_ns}: must be >= 0")
         if self.idempotence and self.acks != "all":
@@ -156,6 +172,9 @@ class TestConfig:
             min_insync_replicas=self.min_isr,
             unclean=self.unclean,
             eligible_leader_replicas=self.elr,
+            auto_leader_rebalance=self.auto_leader_rebalance,
+            leader_imbalance_per_broker_percentage=self.leader_imbalance_pct,
+            leader_imbalance_check_interval_ns=self.leader_imbalance_check_ns,
             producers=self.concurrency,
             consumers=self.concurrency * self.partitions,
             request_timeout_ns=self.request_timeout_ns,
@@ -216,6 +235,9 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         min_isr=config.min_isr,
         unclean=config.unclean,
         elr=config.elr,
+        auto_leader_rebalance=config.auto_leader_rebalance,
+        leader_imbalance_pct=config.leader_imbalance_pct,
+        leader_imbalance_check_ns=config.leader_imbalance_check_ns,
         truncation=config.truncation,
         nemesis=config.nemesis,
         interval_ns=config.interval_ns,
@@ -263,6 +285,12 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
     if config.elr:
         args.append("--elr")
+    if config.auto_leader_rebalance:
+        args.append("--auto-leader-rebalance")
+    if config.leader_imbalance_pct != default.leader_imbalance_pct:
+        args.append(f"--leader-imbalance-pct {config.leader_imbalance_pct}")
+    if config.leader_imbalance_check_ns != default.leader_imbalance_check_ns:
+        args.append(f"--leader-imbalance-check {format_duration(config.leader_imbalance_check_ns)}")
     args += [f"--bug {bug}" for bug in config.bugs]
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
