@@ -395,7 +395,7 @@ class Broker:
         """Whether a controller request may be applied: meant for this registration
         (KIP-380's broker epoch) and not from a controller epoch older than the newest this
         broker has seen (``STALE_CONTROLLER_EPOCH``, unless the fence is off). Records the
-        request's controller epoch as the newest when it is."""
+        request's controller epoch as the broker's, as ``ReplicaManager`` does after the check."""
         if self.broker_epoch is None or msg.broker_epoch != self.broker_epoch:
             return False  # STALE_BROKER_EPOCH: meant for another incarnation (KIP-380)
         if msg.controller_epoch < self.controller_epoch:
@@ -407,7 +407,7 @@ class Broker:
             )
             if fenced:
                 return False  # STALE_CONTROLLER_EPOCH
-        self.controller_epoch = max(self.controller_epoch, msg.controller_epoch)
+        self.controller_epoch = msg.controller_epoch  # (with the fence off, even an older one)
         return True
 
     def _on_stop_replica(self, src: str, msg: StopReplica, out: Effects) -> None:
