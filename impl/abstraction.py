@@ -103,7 +103,10 @@ def abstract(cluster: World, partition: int = 0) -> State:
         log = tuple(record(epoch, offset) for offset, epoch, _, _ in rep.log.entries())
         remote: tuple[int, ...] = ()
         if rep.is_leader:
-            remote = tuple(-1 if r == b else rep.remotes[r].leo for r in config.broker_ids)
+            # A broker that is no replica (a reassignment removed it) is unknown to it.
+            remote = tuple(
+                rep.remotes[r].leo if r != b and r in rep.remotes else -1 for r in config.broker_ids
+            )
             for p in rep.purgatory:
                 for offset in range(p.base_offset, p.last_offset + 1):
                     pending.add(Pending(b, offset, record(p.leader_epoch, offset)[1]))

@@ -648,6 +648,7 @@ class Controller:
                     return Errors.INELIGIBLE_REPLICA  # nobody of the original set can lead
                 leader = candidates[0]
             self._write(key, leader, isr, out, None, original, frozenset(), frozenset())
+            self._drop(key, frozenset(state.adding), original, out)
         else:
             if len(set(target)) != len(target) or not target:
                 return Errors.INVALID_REPLICA_ASSIGNMENT
@@ -657,6 +658,8 @@ class Controller:
             adding = frozenset(target) - frozenset(original)
             removing = frozenset(original) - frozenset(target)
             replicas = (*target, *(r for r in original if r in removing))
+            if (replicas, adding, removing) == (state.replicas, state.adding, state.removing):
+                return Errors.NONE  # the reassignment asked for is the one in progress
             dropped = frozenset(state.replicas) - frozenset(replicas)
             leader, isr = state.leader, state.isr - dropped
             if leader in dropped:
@@ -667,19 +670,19 @@ class Controller:
             for broker in sorted(adding):
                 self.store.cancel_pending_deletion(key, broker)  # a replica again
             self._write(key, leader, isr, out, None, replicas, adding, removing)
-            if dropped and self.context[key].replicas == replicas:
-                self.store.add_pending_deletion(key, dropped)
-                self._stop_replicas(key, dropped, self.context[key].leader_epoch, out)
+            self._drop(key, dropped, replicas, out)
         self.pending_effects.extend(out)
         return Errors.NONE
 
     def _progress_reassignment(
         self, key: tuple[str, int], state: PartitionState, out: Effects
     ) -> bool:
-        """A reassignment in progress: once every target replica is in the ISR, leadership
-        moves off a removed leader (to a target ISR member), then the removed replicas are
-        dropped (replicas := target, the ISR cut to it). ``--bug drop_before_isr_join``
-        completes without waiting."""
+        """A reassignment in progress: once every target replica is in the ISR, one write
+        completes it (KRaft's ``PartitionChangeBuilder.completeReassignmentIfNeeded``): the
+        replicas become the target, the ISR is cut to it, and a removed leader hands over to
+        the first eligible target replica in the ISR, in the same new leader epoch. The
+        removed replicas then delete their logs (StopReplica). ``--bug
+        drop_before_isr_join`` completes without waiting."""
         target = state.target
         waits = self.config.reassignment_waits_for_isr
         if waits and not frozenset(target) <= state.isr:
@@ -687,7 +690,8 @@ class Controller:
         if state.leader not in target:
             candidates = [n for n in target if n in state.isr and self._eligible(n)]
             if candidates:
-                self._write(key, candidates[0], state.isr, out)
+                leader, isr = candidates[0], state.isr & frozenset(target)
+                self._complete(key, state, leader, isr, out)
                 return True
             if waits:
                 return False
@@ -698,13 +702,35 @@ class Controller:
             leader, isr = live[0], (state.isr & frozenset(target)) | {live[0]}
         else:
             leader, isr = state.leader, state.isr & frozenset(target)
-        self._write(key, leader, isr, out, None, target, frozenset(), frozenset())
-        removed = frozenset(state.replicas) - frozenset(target)
-        if removed and self.context[key].replicas == target:
-            # The removed replicas delete their logs (``StopReplica`` with delete).
-            self.store.add_pending_deletion(key, removed)
-            self._stop_replicas(key, removed, self.context[key].leader_epoch, out)
+        self._complete(key, state, leader, isr, out)
         return True
+
+    def _complete(
+        self,
+        key: tuple[str, int],
+        state: PartitionState,
+        leader: int,
+        isr: frozenset[int],
+        out: Effects,
+    ) -> None:
+        """The write that ends a reassignment (replicas := target, with ``leader`` and
+        ``isr``), then StopReplica with delete to the removed replicas."""
+        target = state.target
+        self._write(key, leader, isr, out, None, target, frozenset(), frozenset())
+        self._drop(key, frozenset(state.replicas) - frozenset(target), target, out)
+
+    def _drop(
+        self,
+        key: tuple[str, int],
+        gone: frozenset[int],
+        replicas: tuple[int, ...],
+        out: Effects,
+    ) -> None:
+        """If the last write made ``replicas`` the partition's replicas, the ``gone`` ones
+        delete their logs: pending deletions in the store, and StopReplica now."""
+        if gone and self.context[key].replicas == replicas:
+            self.store.add_pending_deletion(key, gone)
+            self._stop_replicas(key, gone, self.context[key].leader_epoch, out)
 
     def _move_off_shutting(
         self, key: tuple[str, int], state: PartitionState, r: int, out: Effects

@@ -36,6 +36,8 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
+import attrs
+
 from impl.coordination import PartitionState as StoredPartition
 from impl.roles import Role
 from spec.controller import (
@@ -142,6 +144,20 @@ class ControllerCheck:
         self.spec = controller_spec(cluster.config.brokers, cluster.config.partitions)
         self.prev = abstract_controller(cluster)
         self.incarnations = self._incarnations(cluster)
+        self.copies = self._copies(cluster)
+
+    @staticmethod
+    def _copies(cluster: RefinementCluster) -> tuple[frozenset[int], ...]:
+        """Per broker, the partitions (by index) it holds a replica object of."""
+        keys = [(cluster.config.topic, p) for p in range(cluster.config.partitions)]
+        return tuple(
+            frozenset(
+                i
+                for i, k in enumerate(keys)
+                if (broker := cluster.brokers.get(b)) is not None and k in broker.replicas
+            )
+            for b in cluster.config.broker_ids
+        )
 
     @staticmethod
     def _incarnations(cluster: RefinementCluster) -> tuple[int, ...]:
@@ -165,6 +181,24 @@ class ControllerCheck:
                 )
             )
             before = State(before.store, brokers, before.requests, before.writes, before.expiries)
+        copies = self._copies(cluster)
+        if copies != self.copies:
+            # A copy deleted (StopReplica after a reassignment, or a topic deletion): the
+            # spec has no deletion; that replica is compared with itself.
+            brokers = tuple(
+                attrs.evolve(
+                    old,
+                    replicas=tuple(
+                        n if (k in had and k not in has) else o
+                        for k, (o, n) in enumerate(zip(old.replicas, new.replicas, strict=True))
+                    ),
+                )
+                for old, new, had, has in zip(
+                    before.brokers, now.brokers, self.copies, copies, strict=True
+                )
+            )
+            before = State(before.store, brokers, before.requests, before.writes, before.expiries)
+        self.copies = copies
         for d in self.spec.applicable_sometimes():
             if not d.on_transition and getattr(self.spec, d.method)(now):
                 SEEN[d.name] += 1

@@ -42,6 +42,7 @@ from impl.abstraction import RefinementError, abstract, check_step, describe_sta
 from impl.controller import broker_node
 from impl.controller_abstraction import ControllerCheck
 from impl.coordination import STORE
+from impl.rebalance_abstraction import RebalanceCheck
 from impl.refinement import RefinementCluster
 from impl.sim.clock import ms
 from impl.sim.network import Envelope, NetworkConfig
@@ -53,6 +54,7 @@ from spec.replication import NONE, Replication, State
 __all__ = [
     "COVERAGE",
     "OPTIONAL_RULES",
+    "REBALANCE_VIOLATIONS",
     "STATS",
     "InvariantViolation",
     "make_machine",
@@ -68,6 +70,9 @@ checked against the spec."""
 
 CONTROLLER_VIOLATIONS: collections.Counter[str] = collections.Counter()
 """``spec.controller`` properties found broken (for the tests of broken variants)."""
+
+REBALANCE_VIOLATIONS: collections.Counter[str] = collections.Counter()
+"""``spec.rebalance`` properties found broken (for the tests of broken variants)."""
 
 TOLERATED: collections.Counter[str] = collections.Counter()
 """Known disagreements with the spec met and tolerated (see ``make_machine``'s
@@ -153,6 +158,7 @@ def make_machine(
     tolerate: Tolerate | None = None,
     name: str = "RefinementMachine",
     controller_expect_violated: frozenset[str] | None = frozenset(),
+    rebalance_expect_violated: frozenset[str] | None = None,
 ) -> type[RuleBasedStateMachine]:
     """A machine for ``config``; ``expect_violated`` names spec invariants not checked;
     ``always_on``/``disabled`` force optional rules on or off in every test case.
@@ -164,7 +170,15 @@ def make_machine(
 
     After every event the cluster is also abstracted to ``spec.controller``'s state
     (``impl.controller_abstraction``) and that spec's invariants and transition properties
-    are checked, except ``controller_expect_violated`` (None: not checked)."""
+    are checked, except ``controller_expect_violated`` (None: not checked).
+
+    With ``rebalance_expect_violated`` (None: not checked), ``spec.rebalance``'s properties
+    are checked too (``impl.rebalance_abstraction``), except those named; then an event
+    that changes the partition's replica assignment (a KIP-455 reassignment's start,
+    replacement, cancellation or completion) or deletes a replica's copy (StopReplica) is
+    checked by those properties and by every ``spec.replication`` invariant, but not matched
+    to a ``spec.replication`` step: that spec has no assignment. ``always_on`` with
+    ``reassign`` adds the rule that starts, replaces and cancels reassignments."""
     spec = Replication(spec_params(config))
     invariants = [d for d in spec.invariants() if d.name not in expect_violated]
     transitions = [d for d in spec.transition_properties() if d.name not in expect_violated]
@@ -186,6 +200,8 @@ def make_machine(
             self.acked_seen = 0
             self.max_divergence = 0
             self.controller_check: ControllerCheck | None = None
+            self.rebalance_check: RebalanceCheck | None = None
+            self.layout: tuple[object, ...] = ()
 
         # ------------------------------------------------------------ plumbing
 
@@ -203,6 +219,11 @@ def make_machine(
             self.prev = abstract(self.cluster)
             if controller_expect_violated is not None:
                 self.controller_check = ControllerCheck(self.cluster)
+            if rebalance_expect_violated is not None:
+                self.rebalance_check = RebalanceCheck(
+                    self.cluster, self.prev, rebalance_expect_violated
+                )
+                self.layout = self._layout()
             initial = next(iter(spec.init()))
             assert self.prev == initial, (
                 "the initial world is not the spec's initial state:\n"
@@ -231,6 +252,16 @@ def make_machine(
             def described() -> str:
                 return what() if callable(what) else what
 
+            layout = self._layout() if self.rebalance_check is not None else ()
+            if layout != self.layout:
+                # The assignment changed or a copy was deleted: spec.rebalance's business.
+                self.layout = layout
+                STATS["assignment_events"] += 1
+                self.prev = now
+                self._check_invariants(now, None, described)
+                self._check_controller(described)
+                self._check_rebalance(now, described)
+                return
             try:
                 step = check_step(spec, self.prev, now)
             except RefinementError:
@@ -253,6 +284,14 @@ def make_machine(
                             f"transition property {decl.name} fails on {step.describe()} "
                             f"(after {described()!r}): {decl.doc}\n" + describe_state(spec, now)
                         )
+            self._check_invariants(now, step, described)
+            self.prev = now
+            self._check_controller(described)
+            self._check_rebalance(now, described)
+
+        def _check_invariants(
+            self, now: State, step: Step | None, described: Callable[[], str]
+        ) -> None:
             for decl in invariants:
                 if not getattr(spec, decl.method)(now):
                     raise InvariantViolation(
@@ -261,8 +300,26 @@ def make_machine(
                         + f": {decl.doc}\n"
                         + describe_state(spec, now)
                     )
-            self.prev = now
-            self._check_controller(described)
+
+        def _layout(self) -> tuple[object, ...]:
+            """The partition's replica assignment and which brokers hold a copy."""
+            record = self.c.store.partitions[(config.topic, 0)]
+            holders = tuple(
+                b
+                for b in config.broker_ids
+                if (broker := self.c.brokers.get(b)) is not None
+                and broker.replica(config.topic, 0) is not None
+            )
+            return (record.replicas, record.adding, record.removing, holders)
+
+        def _check_rebalance(self, now: State, described: Callable[[], str]) -> None:
+            """``spec.rebalance``'s properties on the abstraction of the cluster."""
+            if self.rebalance_check is None:
+                return
+            broken = self.rebalance_check.check(self.c, now, described)
+            if broken:
+                REBALANCE_VIOLATIONS.update(b.split(" ", 1)[0] for b in broken)
+                raise InvariantViolation("rebalance spec: " + "; ".join(broken))
 
         def _check_controller(self, described: Callable[[], str]) -> None:
             """``spec.controller``'s properties on the abstraction of the cluster."""
@@ -495,6 +552,31 @@ def make_machine(
                     STATS["controlled_shutdown_moved_leader"] += 1
                 if self.c.finish_controlled_shutdown(name):
                     self._after(f"{name} stops cleanly (logs flushed)")
+
+        if "reassign" in always_on:
+            # Defined only when asked for, like ``controlled_shutdown``.
+
+            @precondition(lambda self: self.on("reassign"))
+            @rule(
+                replicas=st.lists(brokers, min_size=1, max_size=config.brokers, unique=True),
+                cancel=st.booleans(),
+            )
+            @counted
+            def reassign(self, replicas: list[int], cancel: bool) -> None:
+                """An admin's ``AlterPartitionReassignments`` (KIP-455) on the controller:
+                move the partition to ``replicas`` (replacing one in progress), or cancel
+                the one in progress."""
+                controller = self.c.controller
+                if controller is None or not self.c.running(broker_node(controller.broker_id)):
+                    return
+                ongoing = self.c.store.partitions[(config.topic, 0)].reassigning
+                if cancel and ongoing:
+                    error = self.c.reassign(0, None)
+                else:
+                    error = self.c.reassign(0, tuple(replicas))
+                if error == "NONE":
+                    STATS["reassignments_requested"] += 1
+                    self._after(f"reassign to {replicas}" if not (cancel and ongoing) else "cancel")
 
         # ------------------------------------------------------------ faults
 

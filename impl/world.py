@@ -800,7 +800,9 @@ class World:
             return "NO_CONTROLLER"
         if not self.connected(name):
             return "NO_CONTROLLER"  # the controller cannot reach the store
-        return controller.delete_topic(topic).name
+        error = controller.delete_topic(topic).name
+        self._dispatch_admin(name, controller)
+        return error
 
     def reassign(self, partition: int, target: tuple[int, ...] | None) -> str:
         """An admin's ``AlterPartitionReassignments`` (KIP-455; ``kafka-reassign-partitions
@@ -813,7 +815,16 @@ class World:
             return "NO_CONTROLLER"
         if not self.connected(name):
             return "NO_CONTROLLER"  # the controller cannot reach the store
-        return controller.alter_reassignment((self.config.topic, partition), target).name
+        error = controller.alter_reassignment((self.config.topic, partition), target).name
+        self._dispatch_admin(name, controller)
+        return error
+
+    def _dispatch_admin(self, name: str, controller: Controller) -> None:
+        """What the controller decided on an admin's request goes out now, as the answer
+        of the request's handling (its LeaderAndIsr requests, with queued sends, still
+        wait for the send threads on its next tick)."""
+        effects, controller.pending_effects = controller.pending_effects, Effects()
+        self._dispatch(name, effects)
 
     # ------------------------------------------------------------------ controlled shutdown
 

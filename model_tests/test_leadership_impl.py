@@ -151,11 +151,13 @@ def test_a_reassignment_adds_replicas_waits_for_the_isr_then_drops_the_removed_o
     state = store.partitions[key]
     assert state.replicas == (3, 2, 1) and state.removing == {1} and not state.adding
     assert controller.alter_reassignment(key, (1, 2, 3, 9)).name == "INVALID_REPLICA_ASSIGNMENT"
-    controller.tick(0)
-    assert store.partitions[key].leader == 3, "leadership moves off the removed leader"
+    epoch = store.partitions[key].leader_epoch
     controller.tick(0)
     state = store.partitions[key]
+    assert state.leader == 3, "leadership moves off the removed leader"
     assert (state.replicas, set(state.isr), state.reassigning) == ((3, 2), {2, 3}, False)
+    assert state.leader_epoch == epoch + 1, "in the same write that completes (KRaft)"
+    assert store.pending_deletions == {key: frozenset({1})}, "b1 is to delete its copy"
 
 
 def test_a_new_replica_must_join_the_isr_before_the_reassignment_completes():
