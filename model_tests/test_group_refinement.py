@@ -1,7 +1,9 @@
 """Refinement (a first version) of the implementation's group coordinator and members against
 ``spec.group.classic``: a Hypothesis state machine drives ``impl.group`` (two brokers that
 take turns as coordinator, consumers that poll, heartbeat, commit, leave and time out, an
-ordered network per connection, logical time) and after every step maps the implementation
+ordered network per connection, logical time, and the ``pause-consumer`` fault: a consumer
+stopped while the others go on, which resumes as a zombie) and after every step maps the
+implementation
 to the spec's state (``impl.group.abstraction``) and checks
 
 - the spec's invariants ``AssignmentPartitionsSubscribedPartitions`` and
@@ -17,7 +19,9 @@ Not yet checked: that each implementation step *is* one of the spec's actions (t
 step-by-step simulation the replication refinement does); requests in flight are not
 abstracted. With the ``no_generation_check`` bug the same checks fail on
 ``zombie_commit``, a run of the machine's rules (a stale OffsetCommit changes the offsets);
-Hypothesis's random search does not reach that run within its 150 examples.
+Hypothesis's random search does not reach that run (not within 1,000 examples, with or
+without the pause rule: the zombie's member id must survive, so its session must not
+expire, while a rebalance moves the generation on).
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ def make_machine(check_generation: bool) -> type[RuleBasedStateMachine]:
             ]
             for m in self.members:
                 m.subscribe(("t",), 0)
+            self.paused: int | None = None
+            """A consumer stopped (SIGSTOP) while the ``pause_member`` rule runs."""
 
         # -------------------------------------------------------------- plumbing
 
@@ -161,16 +167,44 @@ def make_machine(check_generation: bool) -> type[RuleBasedStateMachine]:
             on stays in the network (``deliver`` hands it over later)."""
             for _ in range(rounds):
                 for slot in range(CONSUMERS):
+                    if slot == self.paused:
+                        continue
                     self.poll(slot)
                     if commit:
                         self.commit(slot)
                 for _ in range(1_000):
                     busy = sorted(link for link, q in self.links.items() if q)
+                    busy = [link for link in busy if not self.stopped(link)]
                     if newest_first:
                         busy = [link for link in busy if self.current(link)]
                     if not busy:
                         break
                     self.deliver_on(busy[0])
+
+        @rule(
+            slot=st.integers(0, CONSUMERS - 1),
+            pause=st.sampled_from([ms(4_000), ms(7_000), ms(21_000)]),
+            rounds=st.integers(1, 4),
+        )
+        def pause_member(self, slot: int, pause: int, rounds: int) -> None:
+            """The ``pause-consumer`` fault: consumer ``slot`` is stopped (SIGSTOP: no
+            poll, no heartbeat, nothing it sent or is sent is handled) for ``pause`` while
+            the others go on (``progress``); its session may expire and the group move on
+            without it. It resumes as a zombie: whatever it had in flight (a commit of its
+            old generation) is delivered by the later rules."""
+            self.paused = slot
+            try:
+                self.time_passes(pause)
+                self.progress(rounds, newest_first=False, commit=False)
+            finally:
+                self.paused = None
+
+        def stopped(self, link: tuple[str, str, int]) -> bool:
+            """A message from or to the paused consumer: it waits until the pause ends."""
+            if self.paused is None:
+                return False
+            name = self.members[self.paused].name
+            return name in (link[0], link[1])
 
         def current(self, link: tuple[str, str, int]) -> bool:
             src, _, conn = link
