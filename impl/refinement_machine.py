@@ -34,7 +34,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import currently_in_test_context, event, target
+from hypothesis import HealthCheck, Phase, currently_in_test_context, event, settings, target
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
@@ -57,6 +57,7 @@ __all__ = [
     "REBALANCE_VIOLATIONS",
     "STATS",
     "InvariantViolation",
+    "machine_settings",
     "make_machine",
     "refinement_config",
 ]
@@ -96,6 +97,22 @@ OPTIONAL_RULES = (
 
 DELAYS = (0, 0, ms(1), ms(10), ms(50), ms(200))
 """Logical time a tick rule lets pass first (the lag and session timeouts are below)."""
+
+
+def machine_settings(examples: int, steps: int = 50, *, shrink: bool = True) -> settings:
+    """Settings for running a machine as a test: reproducible (derandomized, no example
+    database), no deadline (simulated time), every health check off; without ``shrink``
+    the first failure is reported as found (for tests that only need one)."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        phases=list(Phase) if shrink else [Phase.generate],
+    )
 
 
 def counted(fn: Callable[..., None]) -> Callable[..., None]:

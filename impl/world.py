@@ -778,11 +778,8 @@ class World:
         """An admin grows ``topic`` (default: the test's) to ``total`` partitions (or creates
         it): ``Controller.create_partitions``. The new partitions' numbers; None: no
         controller acts."""
-        controller = self.controller
-        name = None if controller is None else broker_node(controller.broker_id)
-        if controller is None or name is None or not self.running(name):
-            return None
-        if not self.connected(name):
+        controller = self._admin_controller()
+        if controller is None:
             return None
         topic = self.config.topic if topic is None else topic
         created = controller.create_partitions(topic, total)
@@ -794,14 +791,11 @@ class World:
         """An admin's ``DeleteTopics`` (``kafka-topics.sh --delete``):
         ``Controller.delete_topic``. The error name, or ``NONE``; ``NO_CONTROLLER`` when no
         controller acts."""
-        controller = self.controller
-        name = None if controller is None else broker_node(controller.broker_id)
-        if controller is None or name is None or not self.running(name):
+        controller = self._admin_controller()
+        if controller is None:
             return "NO_CONTROLLER"
-        if not self.connected(name):
-            return "NO_CONTROLLER"  # the controller cannot reach the store
         error = controller.delete_topic(topic).name
-        self._dispatch_admin(name, controller)
+        self._dispatch_admin(controller)
         return error
 
     def reassign(self, partition: int, target: tuple[int, ...] | None) -> str:
@@ -809,22 +803,30 @@ class World:
         .sh``) for partition ``partition`` of the topic: move it to ``target`` (replicas in
         preference order), or with None cancel the one in progress. The error name, or
         ``NONE``; ``NO_CONTROLLER`` when no controller acts."""
-        controller = self.controller
-        name = None if controller is None else broker_node(controller.broker_id)
-        if controller is None or name is None or not self.running(name):
+        controller = self._admin_controller()
+        if controller is None:
             return "NO_CONTROLLER"
-        if not self.connected(name):
-            return "NO_CONTROLLER"  # the controller cannot reach the store
         error = controller.alter_reassignment((self.config.topic, partition), target).name
-        self._dispatch_admin(name, controller)
+        self._dispatch_admin(controller)
         return error
 
-    def _dispatch_admin(self, name: str, controller: Controller) -> None:
+    def _admin_controller(self) -> Controller | None:
+        """The controller an admin request reaches: elected, its broker running and
+        connected to the store (None otherwise: ``NO_CONTROLLER``)."""
+        controller = self.controller
+        if controller is None:
+            return None
+        name = broker_node(controller.broker_id)
+        if not self.running(name) or not self.connected(name):
+            return None
+        return controller
+
+    def _dispatch_admin(self, controller: Controller) -> None:
         """What the controller decided on an admin's request goes out now, as the answer
         of the request's handling (its LeaderAndIsr requests, with queued sends, still
         wait for the send threads on its next tick)."""
         effects, controller.pending_effects = controller.pending_effects, Effects()
-        self._dispatch(name, effects)
+        self._dispatch(broker_node(controller.broker_id), effects)
 
     # ------------------------------------------------------------------ controlled shutdown
 

@@ -9,7 +9,6 @@ new replicas joined the ISR (``drop_before_isr_join``) is caught by
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl.abstraction import abstract
@@ -19,6 +18,7 @@ from impl.refinement_machine import (
     REBALANCE_VIOLATIONS,
     STATS,
     InvariantViolation,
+    machine_settings,
     make_machine,
     refinement_config,
 )
@@ -26,19 +26,6 @@ from impl.refinement_machine import (
 CRASH_VIOLATIONS = frozenset({"StrongIsr", "WeakIsr", "NoAckedAllWriteLost", "NoAckedWriteLost"})
 """What ``spec.replication`` itself violates once power loss takes unflushed tails (the
 refinement machine's other tests say the same)."""
-
-
-def settings_for(examples: int, steps: int = 60, shrink: bool = True) -> settings:
-    return settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        phases=list(Phase) if shrink else [Phase.generate],
-    )
 
 
 def machine(bugs: frozenset[str] = frozenset()) -> type:
@@ -63,7 +50,7 @@ def test_the_abstraction_of_a_new_cluster_is_the_specs_initial_state():
 
 def test_reassignments_among_faults_keep_spec_rebalance_properties():
     started, events = STATS["reassignments_requested"], STATS["assignment_events"]
-    run_state_machine_as_test(machine(), settings=settings_for(300))
+    run_state_machine_as_test(machine(), settings=machine_settings(300))
     assert STATS["reassignments_requested"] > started, "no reassignment was requested"
     assert STATS["assignment_events"] > events, "no assignment change was checked"
 
@@ -72,6 +59,7 @@ def test_a_reassignment_that_completes_before_the_isr_join_is_caught():
     REBALANCE_VIOLATIONS.clear()
     with pytest.raises(InvariantViolation, match=r"ReassignmentKeepsMinIsr|NoAckedAllWriteLost"):
         run_state_machine_as_test(
-            machine(frozenset({"drop_before_isr_join"})), settings=settings_for(1000, shrink=False)
+            machine(frozenset({"drop_before_isr_join"})),
+            settings=machine_settings(1000, shrink=False),
         )
     assert REBALANCE_VIOLATIONS["ReassignmentKeepsMinIsr"] > 0, dict(REBALANCE_VIOLATIONS)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
@@ -37,6 +36,7 @@ from impl.refinement_machine import (
     OPTIONAL_RULES,
     STATS,
     InvariantViolation,
+    machine_settings,
     make_machine,
     refinement_config,
 )
@@ -59,17 +59,6 @@ last replica standing; ``kmodel check replication --model extended --replicas 3 
 UNFENCED_VIOLATIONS = CRASH_VIOLATIONS | {"NoDivergenceBelowHw"}
 """Also what the variants before KIP-320 violate without crashes (KIP-101, KIP-279, KIP-320's
 scenarios)."""
-
-
-def machine_settings(examples: int, steps: int = 50) -> settings:
-    return settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
 
 
 # --------------------------------------------------------------------------------- findings
