@@ -23,8 +23,8 @@ get seconds and states/second; ``spec/`` itself never reads a clock.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Container, Iterable
+from typing import Any, Protocol
 
 import attrs
 
@@ -149,6 +149,7 @@ class Canonical:
     """Maps a state to the canonical member of its symmetry orbit (or to itself)."""
 
     def __init__(self, spec: Spec, symmetry: bool) -> None:
+        self.symmetry = symmetry
         self.perms = list(spec.symmetry_permutations()) if symmetry else []
         if symmetry and not self.perms:
             raise ValueError(f"spec {spec.name} declares no symmetry to reduce by")
@@ -208,6 +209,275 @@ def concretize(spec: Spec, canon: Canonical, trace: list[TraceStep]) -> tuple[Tr
     return tuple(concrete)
 
 
+class Seen(Protocol):
+    """Where a breadth-first search remembers the states it found: each state's *key* (the
+    canonical state itself, or its fingerprint), the link to its parent, and how to rebuild
+    the path to it. ``ExactSeen`` keeps states; ``spec.fingerprints.FingerprintSeen`` keeps
+    16 bytes a state and replays paths through the spec."""
+
+    def key(self, state: Any) -> Any:
+        """What identifies ``state`` (canonical) in this store."""
+        ...
+
+    def __contains__(self, key: Any) -> bool: ...
+
+    @property
+    def known(self) -> Container[Any]:
+        """The keys stored, as a container (``in`` on it is the search's hot test)."""
+        ...
+
+    def add(
+        self, key: Any, state: Any, parent: tuple[Any, ActionDecl, tuple[Any, ...]] | None
+    ) -> None:
+        """Remember a new state: ``parent`` is (the parent's key, the action, its
+        arguments), None for an initial state."""
+        ...
+
+    def edge(self, source: Any, target: Any, action: str, new: bool) -> None:
+        """A transition between two stored states (for the state graph)."""
+        ...
+
+    def close_level(self) -> None:
+        """A breadth-first level is complete."""
+        ...
+
+    def path(self, key: Any) -> list[TraceStep]:
+        """The path from an initial state to the stored state ``key``, through canonical
+        states."""
+        ...
+
+    def finish(self, stats: Stats) -> None:
+        """Fill in what the store measures (its size, its risk)."""
+        ...
+
+
+class ExactSeen:
+    """Every distinct state as a Python object, with the link to its parent (its key is
+    the state itself); with ``graph``, the state graph too (for ``--dot``)."""
+
+    def __init__(self, spec: Spec, *, graph: bool = False, max_graph_states: int = 5_000) -> None:
+        self.spec = spec
+        self.parents: dict[Any, tuple[Any, ActionDecl, tuple[Any, ...]] | None] = {}
+        self.graph = graph
+        self.max_graph_states = max_graph_states
+        self.ids: dict[Any, int] = {}
+        self.edges: list[tuple[int, int, str]] = []
+
+    def key(self, state: Any) -> Any:
+        return state
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self.parents
+
+    @property
+    def known(self) -> Container[Any]:
+        return self.parents
+
+    def add(
+        self, key: Any, state: Any, parent: tuple[Any, ActionDecl, tuple[Any, ...]] | None
+    ) -> None:
+        self.parents[key] = parent
+        if self.graph:
+            if len(self.ids) >= self.max_graph_states:
+                raise ValueError(
+                    f"the state graph has more than {self.max_graph_states} states; "
+                    "--dot is for small models (lower the bounds)"
+                )
+            self.ids[key] = len(self.ids)
+
+    def edge(self, source: Any, target: Any, action: str, new: bool) -> None:
+        if self.graph:
+            self.edges.append((self.ids[source], self.ids[target], action))
+
+    def close_level(self) -> None:
+        pass
+
+    def path(self, key: Any) -> list[TraceStep]:
+        return trace_to(self.parents, self.spec, key)
+
+    def finish(self, stats: Stats) -> None:
+        pass
+
+
+def breadth_first(
+    spec: Spec,
+    seen: Seen,
+    canon: Canonical,
+    *,
+    invariants: Iterable[str] | None = None,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    clock: Callable[[], float] | None = None,
+    progress: ProgressFn | None = None,
+    progress_every: int = 20_000,
+    count_unreduced: bool = True,
+) -> CheckResult:
+    """The breadth-first search every sequential engine runs, remembering states in
+    ``seen``: invariants and "sometimes" properties are checked when a state is first found,
+    transition properties on every transition, so the first violation is at the smallest
+    depth and its trace a shortest counterexample. ``max_states`` / ``max_depth`` are
+    budgets: hitting one makes the result incomplete (UNKNOWN), never a pass. With symmetry,
+    ``count_unreduced=False`` skips the orbit size of every new state."""
+    selected = spec.select_invariants(invariants)
+    state_invs = predicates(spec, [d for d in selected if not d.on_transition])
+    trans_props = predicates(spec, [d for d in selected if d.on_transition])
+    state_sometimes = predicates(
+        spec, [d for d in spec.applicable_sometimes() if not d.on_transition]
+    )
+    trans_sometimes = predicates(spec, [d for d in spec.applicable_sometimes() if d.on_transition])
+    witnessed: dict[str, tuple[TraceStep, ...] | None] = {
+        d.name: None for d in spec.applicable_sometimes()
+    }
+    actions = [
+        (i, decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
+        for i, decl in enumerate(spec.actions())
+    ]
+    fired = [0] * len(actions)
+    found_new = [0] * len(actions)
+    stats = Stats(unreduced_states=0 if canon.symmetry and count_unreduced else None)
+    start = clock() if clock else 0.0
+    violation: Violation | None = None
+    budget_hit = False
+
+    def finish(complete: bool) -> CheckResult:
+        stats.seconds = (clock() - start) if clock else 0.0
+        seen.finish(stats)
+        edges: tuple[tuple[int, int, str], ...] | None = None
+        graph_states: tuple[Any, ...] | None = None
+        if isinstance(seen, ExactSeen) and seen.graph:
+            edges, graph_states = tuple(seen.edges), tuple(seen.ids)
+        return exhaustive_result(
+            spec,
+            stats,
+            names=[decl.name for _, decl, _, _ in actions],
+            fired=fired,
+            found_new=found_new,
+            complete=complete,
+            violation=violation,
+            witnessed=witnessed,
+            checked=selected,
+            graph=edges,
+            graph_states=graph_states,
+        )
+
+    def found_state(state: Any, key: Any) -> Violation | None:
+        for decl, pred in state_invs:
+            if not pred(state):
+                trace = concretize(spec, canon, seen.path(key))
+                return Violation("invariant", decl.name, decl.doc, trace)
+        for entry in list(state_sometimes):
+            decl, pred = entry
+            if pred(state):
+                witnessed[decl.name] = concretize(spec, canon, seen.path(key))
+                state_sometimes.remove(entry)
+        return None
+
+    frontier: list[tuple[Any, Any]] = []
+    for s0 in spec.init():
+        c0 = canon(s0)
+        k0 = seen.key(c0)
+        if k0 in seen:
+            continue
+        seen.add(k0, c0, None)
+        stats.distinct_states += 1
+        if stats.unreduced_states is not None:
+            stats.unreduced_states += canon.orbit_size(c0)
+        frontier.append((c0, k0))
+        violation = found_state(c0, k0)
+        if violation is not None:
+            stats.depth = 1
+            return finish(False)
+    seen.close_level()
+    depth = 1
+    within = spec.within_bounds
+    steps: dict[tuple[str, tuple[Any, ...]], Step] = {}
+
+    def step_of(decl: ActionDecl, args: tuple[Any, ...]) -> Step:
+        # Labels repeat across states: build each once.
+        key = (decl.name, args)
+        step = steps.get(key)
+        if step is None:
+            step = steps[key] = spec.step_of(decl, args)
+        return step
+
+    # The hot loop reads the store's container and skips the calls it does not need.
+    known = seen.known
+    by_state = isinstance(seen, ExactSeen)
+    keyof = seen.key
+    drawing = isinstance(seen, ExactSeen) and seen.graph
+    add = seen.add
+    next_report = progress_every
+    while frontier:
+        stats.depth = depth
+        if max_depth is not None and depth >= max_depth:
+            budget_hit = True
+            break
+        next_frontier: list[tuple[Any, Any]] = []
+        for s, s_key in frontier:
+            if not within(s):
+                continue
+            for i, decl, fn, domain in actions:
+                arg_lists = domain(s) if domain is not None else ((),)
+                for args in arg_lists:
+                    t = fn(s, *args)
+                    if t is None:
+                        continue
+                    fired[i] += 1
+                    if trans_props or trans_sometimes:
+                        step = step_of(decl, args)
+                        for tdecl, prop in trans_props:
+                            if not prop(s, step, t):
+                                trace = seen.path(s_key)
+                                trace.append(TraceStep(step, t))
+                                violation = Violation(
+                                    "transition",
+                                    tdecl.name,
+                                    tdecl.doc,
+                                    concretize(spec, canon, trace),
+                                )
+                                stats.depth = depth + 1
+                                return finish(False)
+                        for entry in list(trans_sometimes):
+                            sdecl, pred = entry
+                            if pred(s, step, t):
+                                trace = seen.path(s_key)
+                                trace.append(TraceStep(step, t))
+                                witnessed[sdecl.name] = concretize(spec, canon, trace)
+                                trans_sometimes.remove(entry)
+                    c = canon(t)
+                    key = c if by_state else keyof(c)
+                    if key in known:
+                        if drawing:
+                            seen.edge(s_key, key, decl.name, False)
+                        continue
+                    add(key, c, (s_key, decl, args))
+                    if drawing:
+                        seen.edge(s_key, key, decl.name, True)
+                    stats.distinct_states += 1
+                    found_new[i] += 1
+                    if stats.unreduced_states is not None:
+                        stats.unreduced_states += canon.orbit_size(c)
+                    violation = found_state(c, key)
+                    if violation is not None:
+                        stats.depth = depth + 1
+                        return finish(False)
+                    next_frontier.append((c, key))
+                    if max_states is not None and stats.distinct_states >= max_states:
+                        budget_hit = True
+                        return finish(False)
+                    if progress is not None and stats.distinct_states >= next_report:
+                        next_report += progress_every
+                        stats.states_generated = sum(fired)
+                        if clock:
+                            stats.seconds = clock() - start
+                        progress(stats)
+        seen.close_level()
+        frontier = next_frontier
+        if frontier:
+            depth += 1
+    return finish(not budget_hit)
+
+
 def check(
     spec: Spec,
     *,
@@ -221,168 +491,20 @@ def check(
     graph: bool = False,
     max_graph_states: int = 5_000,
 ) -> CheckResult:
-    """Explore every reachable state breadth-first; stop at the first violation.
-
-    ``max_states`` / ``max_depth`` are budgets: hitting one makes the result incomplete (the
-    CLI reports UNKNOWN), never a pass.
-    """
-    selected = spec.select_invariants(invariants)
-    state_invs = predicates(spec, [d for d in selected if not d.on_transition])
-    trans_props = predicates(spec, [d for d in selected if d.on_transition])
-    pending_state_sometimes = predicates(
-        spec, [d for d in spec.applicable_sometimes() if not d.on_transition]
+    """Explore every reachable state breadth-first, keeping every state
+    (``breadth_first`` with ``ExactSeen``); stop at the first violation. With ``graph``,
+    the result carries the state graph (at most ``max_graph_states`` states)."""
+    return breadth_first(
+        spec,
+        ExactSeen(spec, graph=graph, max_graph_states=max_graph_states),
+        Canonical(spec, symmetry),
+        invariants=invariants,
+        max_states=max_states,
+        max_depth=max_depth,
+        clock=clock,
+        progress=progress,
+        progress_every=progress_every,
     )
-    pending_trans_sometimes = predicates(
-        spec, [d for d in spec.applicable_sometimes() if d.on_transition]
-    )
-    witnessed: dict[str, tuple[TraceStep, ...] | None] = {
-        d.name: None for d in spec.applicable_sometimes()
-    }
-    canon = Canonical(spec, symmetry)
-    actions = [
-        (i, decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
-        for i, decl in enumerate(spec.actions())
-    ]
-    fired = [0] * len(actions)
-    found_new = [0] * len(actions)
-    stats = Stats(unreduced_states=0 if symmetry else None)
-    start = clock() if clock else 0.0
-    parents: dict[Any, tuple[Any, ActionDecl, tuple[Any, ...]] | None] = {}
-    ids: dict[Any, int] = {}
-    edges: list[tuple[int, int, str]] = []
-    violation: Violation | None = None
-    budget_hit = False
-
-    def finish(complete: bool) -> CheckResult:
-        stats.seconds = (clock() - start) if clock else 0.0
-        return exhaustive_result(
-            spec,
-            stats,
-            names=[decl.name for _, decl, _, _ in actions],
-            fired=fired,
-            found_new=found_new,
-            complete=complete,
-            violation=violation,
-            witnessed=witnessed,
-            checked=selected,
-            graph=tuple(edges) if graph else None,
-            graph_states=tuple(ids) if graph else None,
-        )
-
-    def found_state(state: Any) -> Violation | None:
-        for decl, pred in state_invs:
-            if not pred(state):
-                trace = concretize(spec, canon, trace_to(parents, spec, state))
-                return Violation("invariant", decl.name, decl.doc, trace)
-        for entry in list(pending_state_sometimes):
-            decl, pred = entry
-            if pred(state):
-                witnessed[decl.name] = concretize(spec, canon, trace_to(parents, spec, state))
-                pending_state_sometimes.remove(entry)
-        return None
-
-    frontier: list[Any] = []
-    for s0 in spec.init():
-        c0 = canon(s0)
-        if c0 in parents:
-            continue
-        parents[c0] = None
-        stats.distinct_states += 1
-        if stats.unreduced_states is not None:
-            stats.unreduced_states += canon.orbit_size(c0)
-        if graph:
-            ids[c0] = len(ids)
-        frontier.append(c0)
-        violation = found_state(c0)
-        if violation is not None:
-            stats.depth = 1
-            return finish(False)
-    depth = 1
-    within = spec.within_bounds
-    steps: dict[tuple[str, tuple[Any, ...]], Step] = {}
-
-    def step_of(decl: ActionDecl, args: tuple[Any, ...]) -> Step:
-        # Labels repeat across states: build each once.
-        key = (decl.name, args)
-        step = steps.get(key)
-        if step is None:
-            step = steps[key] = spec.step_of(decl, args)
-        return step
-
-    next_report = progress_every
-    while frontier:
-        stats.depth = depth
-        if max_depth is not None and depth >= max_depth:
-            budget_hit = True
-            break
-        next_frontier: list[Any] = []
-        for s in frontier:
-            if not within(s):
-                continue
-            for i, decl, fn, domain in actions:
-                arg_lists = domain(s) if domain is not None else ((),)
-                for args in arg_lists:
-                    t = fn(s, *args)
-                    if t is None:
-                        continue
-                    fired[i] += 1
-                    if trans_props or pending_trans_sometimes:
-                        step = step_of(decl, args)
-                        for tdecl, prop in trans_props:
-                            if not prop(s, step, t):
-                                trace = trace_to(parents, spec, s)
-                                trace.append(TraceStep(step, t))
-                                violation = Violation(
-                                    "transition",
-                                    tdecl.name,
-                                    tdecl.doc,
-                                    concretize(spec, canon, trace),
-                                )
-                                stats.depth = depth + 1
-                                return finish(False)
-                        for entry in list(pending_trans_sometimes):
-                            sdecl, pred = entry
-                            if pred(s, step, t):
-                                trace = trace_to(parents, spec, s)
-                                trace.append(TraceStep(step, t))
-                                witnessed[sdecl.name] = concretize(spec, canon, trace)
-                                pending_trans_sometimes.remove(entry)
-                    c = canon(t)
-                    if c in parents:
-                        if graph:
-                            edges.append((ids[s], ids[c], decl.name))
-                        continue
-                    parents[c] = (s, decl, args)
-                    stats.distinct_states += 1
-                    found_new[i] += 1
-                    if stats.unreduced_states is not None:
-                        stats.unreduced_states += canon.orbit_size(c)
-                    if graph:
-                        if len(ids) >= max_graph_states:
-                            raise ValueError(
-                                f"the state graph has more than {max_graph_states} states; "
-                                "--dot is for small models (lower the bounds)"
-                            )
-                        ids[c] = len(ids)
-                        edges.append((ids[s], ids[c], decl.name))
-                    violation = found_state(c)
-                    if violation is not None:
-                        stats.depth = depth + 1
-                        return finish(False)
-                    next_frontier.append(c)
-                    if max_states is not None and stats.distinct_states >= max_states:
-                        budget_hit = True
-                        return finish(False)
-                    if progress is not None and stats.distinct_states >= next_report:
-                        next_report += progress_every
-                        stats.states_generated = sum(fired)
-                        if clock:
-                            stats.seconds = clock() - start
-                        progress(stats)
-        frontier = next_frontier
-        if frontier:
-            depth += 1
-    return finish(not budget_hit)
 
 
 def reachable_states(spec: Spec, limit: int) -> list[Any]:

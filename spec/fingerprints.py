@@ -7,7 +7,8 @@ its parent's, 16 bytes a state, in sorted arrays; full states are kept only for 
 (the breadth-first level being expanded and the next one). A counterexample is rebuilt from
 the chain of parent fingerprints by replaying the spec forward from an initial state.
 
-The search is the same breadth-first search as ``check``, in the same order: the same
+The search is ``spec.explore.breadth_first``, the one ``check`` runs, in the same order, its
+states remembered by ``FingerprintSeen``: the same
 distinct states, transitions, depth, per-action coverage, shortest counterexample and
 "sometimes" witnesses, as long as no two distinct states share a fingerprint. Like TLC, the
 result reports the probability that one pair did (TLC's optimistic estimate: distinct x
@@ -20,7 +21,7 @@ process (the states hold ints, tuples, frozensets and short strings). No clock, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,12 +32,9 @@ from spec.explore import (
     ProgressFn,
     Stats,
     TraceStep,
-    Violation,
-    concretize,
-    exhaustive_result,
-    predicates,
+    breadth_first,
 )
-from spec.framework import ActionDecl, Spec, Step
+from spec.framework import ActionDecl, Spec
 
 ROOT = 0
 """Not a parent: the entry of an initial state's parent slot is its own fingerprint."""
@@ -58,9 +56,11 @@ class SeenSet:
         self.parents = np.empty(0, dtype=np.int64)
         self.level: dict[int, int] = {}
 
-    def __contains__(self, fp: int) -> bool:
+    def __contains__(self, fp: object) -> bool:
         if fp in self.level:
             return True
+        if not isinstance(fp, int):
+            return False
         i = int(np.searchsorted(self.keys, fp))
         return i < len(self.keys) and int(self.keys[i]) == fp
 
@@ -146,6 +146,44 @@ def rebuild_trace(spec: Spec, canon: Canonical, seen: ParentLookup, fp: int) -> 
     return replay(spec, canon, parent_chain(seen, fp))
 
 
+class FingerprintSeen:
+    """The ``Seen`` of a fingerprint search: a state's key is its fingerprint, stored with
+    its parent's in a ``SeenSet``; paths are replayed through the spec."""
+
+    def __init__(self, spec: Spec, canon: Canonical) -> None:
+        self.spec = spec
+        self.canon = canon
+        self.set = SeenSet()
+
+    def key(self, state: Any) -> int:
+        return fingerprint(state)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self.set
+
+    @property
+    def known(self) -> Container[Any]:
+        return self.set
+
+    def add(
+        self, key: Any, state: Any, parent: tuple[Any, ActionDecl, tuple[Any, ...]] | None
+    ) -> None:
+        # An initial state is its own parent (ROOT): the chain stops there.
+        self.set.add(key, key if parent is None else parent[0])
+
+    def edge(self, source: Any, target: Any, action: str, new: bool) -> None:
+        pass
+
+    def close_level(self) -> None:
+        self.set.close_level()
+
+    def path(self, key: Any) -> list[TraceStep]:
+        return rebuild_trace(self.spec, self.canon, self.set, key)
+
+    def finish(self, stats: Stats) -> None:
+        stats.seen_bytes = self.set.nbytes + 16 * len(self.set.level)
+
+
 def check_fingerprints(
     spec: Spec,
     *,
@@ -158,155 +196,26 @@ def check_fingerprints(
     progress_every: int = 20_000,
     count_unreduced: bool = True,
 ) -> CheckResult:
-    """``spec.explore.check`` with a fingerprint seen set (see the module doc); the result's
+    """``spec.explore.check`` with a fingerprint seen set (see the module doc): the same
+    ``breadth_first`` search, its states remembered by ``FingerprintSeen``. The result's
     ``stats.seen_bytes`` and ``stats.collision_probability`` say what it cost and risked.
     With symmetry, ``count_unreduced=False`` skips the orbit size of every new state (about
     a third of a symmetric search's time): ``stats.unreduced_states`` is then None."""
-    selected = spec.select_invariants(invariants)
-    state_invs = predicates(spec, [d for d in selected if not d.on_transition])
-    trans_props = predicates(spec, [d for d in selected if d.on_transition])
-    state_sometimes = predicates(
-        spec, [d for d in spec.applicable_sometimes() if not d.on_transition]
-    )
-    trans_sometimes = predicates(spec, [d for d in spec.applicable_sometimes() if d.on_transition])
-    witnessed: dict[str, tuple[TraceStep, ...] | None] = {
-        d.name: None for d in spec.applicable_sometimes()
-    }
     canon = Canonical(spec, symmetry)
-    actions = [
-        (i, decl, getattr(spec, decl.method), getattr(spec, decl.domain) if decl.domain else None)
-        for i, decl in enumerate(spec.actions())
-    ]
-    fired = [0] * len(actions)
-    found_new = [0] * len(actions)
-    stats = Stats(unreduced_states=0 if symmetry and count_unreduced else None)
-    start = clock() if clock else 0.0
-    seen = SeenSet()
-    violation: Violation | None = None
-    budget_hit = False
-
-    def finish(complete: bool) -> CheckResult:
-        stats.seconds = (clock() - start) if clock else 0.0
-        stats.seen_bytes = seen.nbytes + 16 * len(seen.level)
-        stats.collision_probability = collision_probability(stats.distinct_states, sum(fired))
-        return exhaustive_result(
-            spec,
-            stats,
-            names=[decl.name for _, decl, _, _ in actions],
-            fired=fired,
-            found_new=found_new,
-            complete=complete,
-            violation=violation,
-            witnessed=witnessed,
-            checked=selected,
-        )
-
-    def path_to(fp: int) -> list[TraceStep]:
-        return rebuild_trace(spec, canon, seen, fp)
-
-    def found_state(state: Any, fp: int) -> Violation | None:
-        for decl, pred in state_invs:
-            if not pred(state):
-                return Violation(
-                    "invariant", decl.name, decl.doc, concretize(spec, canon, path_to(fp))
-                )
-        for entry in list(state_sometimes):
-            decl, pred = entry
-            if pred(state):
-                witnessed[decl.name] = concretize(spec, canon, path_to(fp))
-                state_sometimes.remove(entry)
-        return None
-
-    frontier: list[tuple[Any, int]] = []
-    for s0 in spec.init():
-        c0 = canon(s0)
-        fp0 = fingerprint(c0)
-        if fp0 in seen:
-            continue
-        seen.add(fp0, fp0)
-        stats.distinct_states += 1
-        if stats.unreduced_states is not None:
-            stats.unreduced_states += canon.orbit_size(c0)
-        frontier.append((c0, fp0))
-        violation = found_state(c0, fp0)
-        if violation is not None:
-            stats.depth = 1
-            return finish(False)
-    seen.close_level()
-    depth = 1
-    within = spec.within_bounds
-    steps: dict[tuple[str, tuple[Any, ...]], Step] = {}
-
-    def step_of(decl: ActionDecl, args: tuple[Any, ...]) -> Step:
-        key = (decl.name, args)
-        step = steps.get(key)
-        if step is None:
-            step = steps[key] = spec.step_of(decl, args)
-        return step
-
-    next_report = progress_every
-    while frontier:
-        stats.depth = depth
-        if max_depth is not None and depth >= max_depth:
-            budget_hit = True
-            break
-        next_frontier: list[tuple[Any, int]] = []
-        for s, s_fp in frontier:
-            if not within(s):
-                continue
-            for i, decl, fn, domain in actions:
-                arg_lists = domain(s) if domain is not None else ((),)
-                for args in arg_lists:
-                    t = fn(s, *args)
-                    if t is None:
-                        continue
-                    fired[i] += 1
-                    if trans_props or trans_sometimes:
-                        step = step_of(decl, args)
-                        for tdecl, prop in trans_props:
-                            if not prop(s, step, t):
-                                trace = path_to(s_fp)
-                                trace.append(TraceStep(step, t))
-                                violation = Violation(
-                                    "transition",
-                                    tdecl.name,
-                                    tdecl.doc,
-                                    concretize(spec, canon, trace),
-                                )
-                                stats.depth = depth + 1
-                                return finish(False)
-                        for entry in list(trans_sometimes):
-                            sdecl, pred = entry
-                            if pred(s, step, t):
-                                trace = path_to(s_fp)
-                                trace.append(TraceStep(step, t))
-                                witnessed[sdecl.name] = concretize(spec, canon, trace)
-                                trans_sometimes.remove(entry)
-                    c = canon(t)
-                    fp = fingerprint(c)
-                    if fp in seen:
-                        continue
-                    seen.add(fp, s_fp)
-                    stats.distinct_states += 1
-                    found_new[i] += 1
-                    if stats.unreduced_states is not None:
-                        stats.unreduced_states += canon.orbit_size(c)
-                    violation = found_state(c, fp)
-                    if violation is not None:
-                        stats.depth = depth + 1
-                        return finish(False)
-                    next_frontier.append((c, fp))
-                    if max_states is not None and stats.distinct_states >= max_states:
-                        budget_hit = True
-                        return finish(False)
-                    if progress is not None and stats.distinct_states >= next_report:
-                        next_report += progress_every
-                        stats.states_generated = sum(fired)
-                        if clock:
-                            stats.seconds = clock() - start
-                        progress(stats)
-        seen.close_level()
-        frontier = next_frontier
-        if frontier:
-            depth += 1
-    return finish(not budget_hit)
+    result = breadth_first(
+        spec,
+        FingerprintSeen(spec, canon),
+        canon,
+        invariants=invariants,
+        max_states=max_states,
+        max_depth=max_depth,
+        clock=clock,
+        progress=progress,
+        progress_every=progress_every,
+        count_unreduced=count_unreduced,
+    )
+    stats = result.stats
+    stats.collision_probability = collision_probability(
+        stats.distinct_states, stats.states_generated
+    )
+    return result
