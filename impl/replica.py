@@ -696,7 +696,8 @@ class Replica:
             consumer = msg.replica_id == CONSUMER_ID
             if force or self.role is not Role.LEADER:
                 out.send(p.src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
-            elif msg.fetch_offset > self.leo:
+            elif not self.log.log_start_offset <= msg.fetch_offset <= self.leo:
+                # past the LEO after a truncation, or below a log start retention moved
                 out.send(p.src, self._fetch_response(msg, Errors.OFFSET_OUT_OF_RANGE))
             elif consumer and (self.hw > msg.fetch_offset or now >= p.deadline):
                 out.send(p.src, self._consumer_response(msg))
