@@ -25,6 +25,8 @@ deletions leaves a shorter deletion, never a hole.
 
 from __future__ import annotations
 
+import itertools
+
 import attrs
 
 from impl.log.log import Log
@@ -67,7 +69,7 @@ def apply_retention(log: Log, *, high_watermark: int, now_ms: int) -> RetentionR
     segments = log.segments
     excess = log.size_in_bytes - config.retention_bytes if config.retention_bytes >= 0 else -1
     count = by_time = deleted_bytes = 0
-    for segment, following in zip(segments, segments[1:], strict=False):
+    for segment, following in itertools.pairwise(segments):
         if following.base_offset > high_watermark:
             break
         expired = False
