@@ -251,7 +251,7 @@ class Replica:
                 self._refuse(src, msg, Errors.NOT_LEADER_OR_FOLLOWER, out)
             return
         if isinstance(msg, Produce):
-            self.handle_produce(src, msg, now, out)
+            self.handle_produce(src, msg, now, out, wall)
         elif isinstance(msg, Fetch):
             self.handle_fetch(src, msg, now, out, wall)
         elif isinstance(msg, OffsetsForLeaderEpoch):
@@ -461,8 +461,12 @@ class Replica:
 
     # ------------------------------------------------------------------ produce
 
-    def handle_produce(self, src: str, msg: Produce, now: int, out: Effects) -> None:
-        """A producer's write, at the leader (``step`` refuses it elsewhere)."""
+    def handle_produce(
+        self, src: str, msg: Produce, now: int, out: Effects, wall: int | None = None
+    ) -> None:
+        """A producer's write, at the leader (``step`` refuses it elsewhere). The batch's
+        LogAppendTime, when its log keeps one (``retention.ms``), is the wall clock ``wall``
+        (default ``now``) in ms, as Kafka stamps ``time.milliseconds()``."""
 
         def reply(error: Errors, base_offset: int = -1) -> None:
             if msg.acks != 0 or error is not Errors.NONE:
@@ -496,7 +500,8 @@ class Replica:
                 base_sequence=msg.base_sequence,
             )
         try:
-            info = self.log.append_as_leader(batch, self.leader_epoch)
+            append_ms = (now if wall is None else wall) // 1_000_000
+            info = self.log.append_as_leader(batch, self.leader_epoch, append_ms)
         except StorageError:
             # EpochRegressionError: see become_leader.
             reply(Errors.KAFKA_STORAGE_ERROR)
@@ -623,6 +628,7 @@ class Replica:
             self.leo,
             records,
             diverging,
+            self.log.log_start_offset,
         )
 
     def handle_fetch(
@@ -852,6 +858,16 @@ class Replica:
         if not fetcher.accept(msg, self.leo):
             return
         backoff_ns = self.fetch_settings.backoff_ns
+        if msg.error is Errors.OFFSET_OUT_OF_RANGE and msg.log_start_offset > self.leo:
+            # Kafka's ``handleOutOfRangeError``: the leader's retention deleted what this
+            # follower still lacks; everything below the leader's log start was below its
+            # high watermark, so the follower starts over, empty, there.
+            self.log.truncate_fully_and_start_at(msg.log_start_offset)
+            self.producer_state.rebuild(self.log)
+            self._set_hw(self.leo)
+            fetcher.next_fetch_at = now
+            self.check()
+            return
         if msg.error is not Errors.NONE or msg.diverging:
             fetcher.next_fetch_at = now + backoff_ns
             return
