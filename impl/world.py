@@ -411,7 +411,10 @@ class World:
                 name,
                 config.topic,
                 i % config.partitions,
-                ConsumerConfig(request_timeout_ns=config.request_timeout_ns),
+                ConsumerConfig(
+                    request_timeout_ns=config.request_timeout_ns,
+                    log_start_aware=config.retention_ms >= 0 or config.retention_bytes >= 0,
+                ),
                 process=100 + i,
             )
             for i, name in enumerate(self.consumer_names)

@@ -251,6 +251,27 @@ def _duration(flag: str, text: str) -> int:
     "(a power loss then loses everything not fsynced).",
 )
 @click.option(
+    "--retention-ms",
+    type=click.IntRange(min=0),
+    default=None,
+    help="retention.ms of the topic: delete segments whose newest record is older "
+    "(default: no limit). Polls then report the log start; records below it are "
+    "deleted-by-retention, not lost (docs/log-cleaning.md).",
+)
+@click.option(
+    "--retention-bytes",
+    type=click.IntRange(min=0),
+    default=None,
+    help="retention.bytes of each partition: delete the oldest segments beyond it "
+    "(default: no limit).",
+)
+@click.option(
+    "--segment-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="log.segment.bytes (default: 256 KiB): retention deletes whole segments.",
+)
+@click.option(
     "--nemesis",
     default="partition,kill,pause",
     show_default=True,
@@ -317,6 +338,9 @@ def test_cmd(
     flush_interval: str | None,
     dirty_expire: str,
     dirty_writeback: str,
+    retention_ms: int | None,
+    retention_bytes: int | None,
+    segment_bytes: int | None,
     nemesis: str,
     time_limit: str,
     interval: str,
@@ -390,6 +414,9 @@ def test_cmd(
             rate=rate,
             concurrency=concurrency,
             bugs=tuple(sorted(set(bugs))),
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+            segment_bytes=segment_bytes,
         )
     except ConfigError as exc:
         fail_input(str(exc))

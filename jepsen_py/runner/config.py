@@ -83,6 +83,13 @@ class TestConfig:
     """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
     bugs: tuple[str, ...] = ()
     """Controller fences turned off (``impl.world.FENCE_BUGS``; ``kmodel test --bug``)."""
+    retention_ms: int | None = None
+    """The topic's ``retention.ms`` (None: no time limit, ``impl.log.retention``)."""
+    retention_bytes: int | None = None
+    """Each partition's ``retention.bytes`` (None: no size limit)."""
+    segment_bytes: int | None = None
+    """``log.segment.bytes`` (None: the cluster's default): retention deletes whole
+    segments, so a short run needs small ones."""
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
@@ -123,6 +130,14 @@ class TestConfig:
             value = getattr(self, field)
             if value is not None and value <= 0:
                 raise ConfigError(f"{field}={value}: must be > 0 (or unset)")
+        for field in ("retention_ms", "retention_bytes"):
+            value = getattr(self, field)
+            if value is not None and (type(value) is not int or value < 0):
+                raise ConfigError(f"{field}={value!r}: must be an int >= 0 (or unset)")
+        if self.segment_bytes is not None and (
+            type(self.segment_bytes) is not int or self.segment_bytes < 1
+        ):
+            raise ConfigError(f"segment_bytes={self.segment_bytes!r}: must be an int >= 1")
         if self.dirty_expire_ns < 0:
             raise ConfigError(f"dirty_expire_ns={self.dirty_expire_ns}: must be >= 0")
         if self.idempotence and self.acks != "all":
@@ -170,7 +185,18 @@ class TestConfig:
             dirty_expire_ns=self.dirty_expire_ns,
             dirty_writeback_ns=self.dirty_writeback_ns,
             bugs=frozenset(self.bugs),
+            **self._log_settings(),
         )
+
+    def _log_settings(self) -> dict[str, int]:
+        """The retention and segment settings that are set (unset ones keep the cluster's
+        defaults, and so the runs they had before these existed)."""
+        settings = {
+            "retention_ms": self.retention_ms,
+            "retention_bytes": self.retention_bytes,
+            "segment_bytes": self.segment_bytes,
+        }
+        return {name: value for name, value in settings.items() if value is not None}
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -229,6 +255,9 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         dirty_expire_ns=config.dirty_expire_ns,
         dirty_writeback_ns=config.dirty_writeback_ns,
         bugs=config.bugs,
+        retention_ms=config.retention_ms,
+        retention_bytes=config.retention_bytes,
+        segment_bytes=config.segment_bytes,
     )
     if config != expressible:
         # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
@@ -263,6 +292,12 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
     if config.elr:
         args.append("--elr")
+    if config.retention_ms is not None:
+        args.append(f"--retention-ms {config.retention_ms}")
+    if config.retention_bytes is not None:
+        args.append(f"--retention-bytes {config.retention_bytes}")
+    if config.segment_bytes is not None:
+        args.append(f"--segment-bytes {config.segment_bytes}")
     args += [f"--bug {bug}" for bug in config.bugs]
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
