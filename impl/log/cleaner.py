@@ -191,7 +191,11 @@ def clean_log(log: Log, *, first_unstable_offset: int, now_ms: int) -> CleanResu
     bytes_before = sum(s.size for s in segments)
     index = 0
     for group in _groups(log, segments, cleaned):
-        _swap(log, index, len(group), [b for i in group for b in cleaned[i]])
+        batches: list[RecordBatch] = []
+        for i in group:
+            for batch in cleaned[i]:
+                _fold(batches, batch)  # across the old segments' boundaries too
+        _swap(log, index, len(group), batches)
         index += 1
     log.check_invariants()
     return CleanResult(
