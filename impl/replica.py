@@ -190,6 +190,8 @@ class Replica:
         self.pending_alter: AlterPartition | None = None
         self.pending_alter_since = 0
         self.hw_changed = False
+        self.append_wall: int | None = None
+        """The wall clock of the Produce being handled: its LogAppendTime (``step``)."""
         self.truncated = False
         """Records were truncated away since the broker last checkpointed recovery points."""
         self._next_request_id = 0
@@ -251,7 +253,8 @@ class Replica:
                 self._refuse(src, msg, Errors.NOT_LEADER_OR_FOLLOWER, out)
             return
         if isinstance(msg, Produce):
-            self.handle_produce(src, msg, now, out, wall)
+            self.append_wall = wall
+            self.handle_produce(src, msg, now, out)
         elif isinstance(msg, Fetch):
             self.handle_fetch(src, msg, now, out, wall)
         elif isinstance(msg, OffsetsForLeaderEpoch):
@@ -461,12 +464,11 @@ class Replica:
 
     # ------------------------------------------------------------------ produce
 
-    def handle_produce(
-        self, src: str, msg: Produce, now: int, out: Effects, wall: int | None = None
-    ) -> None:
+    def handle_produce(self, src: str, msg: Produce, now: int, out: Effects) -> None:
         """A producer's write, at the leader (``step`` refuses it elsewhere). The batch's
-        LogAppendTime, when its log keeps one (``retention.ms``), is the wall clock ``wall``
-        (default ``now``) in ms, as Kafka stamps ``time.milliseconds()``."""
+        LogAppendTime, when its log keeps one (``retention.ms``), is the wall clock of the
+        step (``append_wall``, default ``now``) in ms, as Kafka stamps
+        ``time.milliseconds()``."""
 
         def reply(error: Errors, base_offset: int = -1) -> None:
             if msg.acks != 0 or error is not Errors.NONE:
@@ -500,6 +502,7 @@ class Replica:
                 base_sequence=msg.base_sequence,
             )
         try:
+            wall = self.append_wall
             append_ms = (now if wall is None else wall) // 1_000_000
             info = self.log.append_as_leader(batch, self.leader_epoch, append_ms)
         except StorageError:

@@ -82,3 +82,47 @@ def test_the_offsets_topic_is_compacted_and_the_workload_topic_is_not():
         segment_bytes=broker_config.log.segment_bytes,
         index_interval_bytes=broker_config.log.index_interval_bytes,
     )
+
+
+class _Hosted:
+    def __init__(self, log, hw: int) -> None:
+        self.log = log
+        self.hw = hw
+
+
+def test_the_broker_cleanup_runs_each_job_on_its_own_interval():
+    from impl.log import Log, RecordBatch
+    from impl.log_cleanup import LogCleanup
+    from impl.sim.disk import SimDisk
+
+    disk = SimDisk()
+    compacted = Log.open(disk, "c-0", config=LogConfig(segment_bytes=200, cleanup_policy="compact"))
+    retained = Log.open(disk, "r-0", config=LogConfig(segment_bytes=200, retention_bytes=300))
+    for i in range(40):
+        compacted.append_as_leader(RecordBatch.of(b"v%d" % i, key=b"k%d" % (i % 3)), 0)
+        retained.append_as_leader(RecordBatch.of(b"v%d" % i), 0)
+    hosted = {
+        ("c", 0): _Hosted(compacted, compacted.log_end_offset),
+        ("r", 0): _Hosted(retained, retained.log_end_offset),
+    }
+    cleanup = LogCleanup(retention_check_interval_ns=ms(5_000), cleaner_backoff_ns=ms(3_000))
+    cleanup.tick(hosted, now=0, wall=0)
+    assert cleanup.stats["cleanings"] == 1 and cleanup.stats["records_cleaned"] > 0
+    assert cleanup.stats["segments_deleted"] > 0
+    assert retained.size_in_bytes - retained.active_segment.size < 300 + 200
+    below = [k for o, _, k, _ in compacted.entries() if o < compacted.active_segment.base_offset]
+    assert below and len(below) == len(set(below)) <= 3  # one record per key was kept
+    before = dict(cleanup.stats)
+    for i in range(40, 80):
+        compacted.append_as_leader(RecordBatch.of(b"v%d" % i, key=b"k%d" % (i % 3)), 0)
+        retained.append_as_leader(RecordBatch.of(b"v%d" % i), 0)
+    hosted = {k: _Hosted(h.log, h.log.log_end_offset) for k, h in hosted.items()}
+    cleanup.tick(hosted, now=ms(2_000), wall=ms(2_000))
+    assert cleanup.stats == before  # neither is due yet
+    cleanup.tick(hosted, now=ms(3_000), wall=ms(3_000))
+    assert (
+        cleanup.stats["cleanings"] == 2
+        and cleanup.stats["segments_deleted"] == (before["segments_deleted"])
+    )
+    cleanup.tick(hosted, now=ms(5_000), wall=ms(5_000))
+    assert cleanup.stats["segments_deleted"] > before["segments_deleted"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from jepsen_py.checker.verdict import check_keys
@@ -48,17 +49,26 @@ def test_a_run_with_aggressive_retention_is_valid_and_reports_what_it_deleted(
     assert results["lost_acknowledged_writes"] == 0
 
 
-def test_without_the_log_start_the_same_deletions_would_be_losses(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("limits", "flags"),
+    [
+        ({"retention_bytes": 1500}, "--retention-bytes 1500 --segment-bytes 600"),
+        ({"retention_ms": 2000}, "--retention-ms 2000 --segment-bytes 600"),
+    ],
+)
+def test_without_the_log_start_the_same_deletions_would_be_losses(
+    tmp_path: Path, limits: dict[str, int], flags: str
+) -> None:
     config = TestConfig(
-        retention_bytes=1500,
         segment_bytes=600,
         nemesis=("kill",),
         time_limit_ns=20 * 10**9,
+        **limits,  # type: ignore[arg-type]
     )
     outcome = run_test(config, 4, store_root=str(tmp_path), reports=False)
     assert outcome.verdict_name == "valid"
     assert outcome.check.anomaly_counts["deleted-by-retention"] > 0
-    assert "--retention-bytes 1500 --segment-bytes 600" in reproduce_command(config, 4)
+    assert flags in reproduce_command(config, 4)
     stripped = []
     for op in outcome.history:
         value = op.value
