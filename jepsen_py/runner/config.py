@@ -130,14 +130,6 @@ class TestConfig:
             value = getattr(self, field)
             if value is not None and value <= 0:
                 raise ConfigError(f"{field}={value}: must be > 0 (or unset)")
-        for field in ("retention_ms", "retention_bytes"):
-            value = getattr(self, field)
-            if value is not None and (type(value) is not int or value < 0):
-                raise ConfigError(f"{field}={value!r}: must be an int >= 0 (or unset)")
-        if self.segment_bytes is not None and (
-            type(self.segment_bytes) is not int or self.segment_bytes < 1
-        ):
-            raise ConfigError(f"segment_bytes={self.segment_bytes!r}: must be an int >= 1")
         if self.dirty_expire_ns < 0:
             raise ConfigError(f"dirty_expire_ns={self.dirty_expire_ns}: must be >= 0")
         if self.idempotence and self.acks != "all":
@@ -146,6 +138,14 @@ class TestConfig:
                 "(Kafka: 'Must set acks to all in order to use the idempotent producer'); "
                 "use --acks all or --no-idempotence"
             )
+        for field in ("retention_ms", "retention_bytes"):
+            value = getattr(self, field)
+            if value is not None and (type(value) is not int or value < 0):
+                raise ConfigError(f"{field}={value!r}: must be an int >= 0 (or unset)")
+        if self.segment_bytes is not None and (
+            type(self.segment_bytes) is not int or self.segment_bytes < 1
+        ):
+            raise ConfigError(f"segment_bytes={self.segment_bytes!r}: must be an int >= 1")
 
     @property
     def faults(self) -> tuple[str, ...]:
@@ -292,13 +292,13 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
     if config.elr:
         args.append("--elr")
+    args += [f"--bug {bug}" for bug in config.bugs]
     if config.retention_ms is not None:
         args.append(f"--retention-ms {config.retention_ms}")
     if config.retention_bytes is not None:
         args.append(f"--retention-bytes {config.retention_bytes}")
     if config.segment_bytes is not None:
         args.append(f"--segment-bytes {config.segment_bytes}")
-    args += [f"--bug {bug}" for bug in config.bugs]
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
     args.append(f"--seed {seed}")
