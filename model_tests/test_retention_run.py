@@ -77,3 +77,11 @@ def test_without_the_log_start_the_same_deletions_would_be_losses(
         stripped.append(Op(op.index, op.time, op.process, op.type, op.f, op.key, value))
     verdicts = {c.verdict.verdict.name for c in check_keys(stripped)}
     assert verdicts != {"OK"}  # the final read is incomplete, or records are lost
+
+
+def test_retention_flags_are_refused_for_the_group_workload(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["test", "--workload", "group", "--retention-ms", "5", "--store", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "apply to --workload kafka" in result.output

@@ -365,6 +365,11 @@ def test_cmd(
     if list_faults:
         _list_faults()
         raise SystemExit(EXIT_OK)
+    log_flags = {"--retention-ms": retention_ms, "--retention-bytes": retention_bytes,
+                 "--segment-bytes": segment_bytes}  # fmt: skip
+    if workload == "group" and any(v is not None for v in log_flags.values()):
+        given = ", ".join(f for f, v in log_flags.items() if v is not None)
+        fail_input(f"{given}: the workload topic's log settings apply to --workload kafka")
     if workload == "group":
         _group_test(
             nemesis,
