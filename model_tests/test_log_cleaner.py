@@ -87,6 +87,11 @@ def test_cleaning_keeps_the_last_value_of_each_key_at_its_offset(batches, data):
     # offsets read back increase, LEO and log start unchanged, epochs unchanged
     offsets = _read_offsets(log)
     assert offsets == sorted(after) and len(set(offsets)) == len(offsets)
+    # the rebuilt indexes find every offset: a read from any offset of the log starts with
+    # the batch that covers it
+    for offset in range(log.log_start_offset, log.log_end_offset):
+        first = log.read_batches(offset, 1)[0]
+        assert first.base_offset <= offset <= first.last_offset
     assert log.epoch_cache.entries == epochs_before
     for offset, (epoch, _, _) in after.items():
         assert log.epoch_cache.epoch_for(offset) == epoch
@@ -234,3 +239,16 @@ def test_cleanup_policy_is_checked():
     assert LogConfig(cleanup_policy="delete,compact").cleanup_policy == "compact,delete"
     with pytest.raises(ValueError, match=r"cleanup\.policy must be one of"):
         LogConfig(cleanup_policy="archive")
+
+
+def test_a_cleaner_checkpoint_the_log_no_longer_covers_counts_everything_dirty():
+    log = _build(SimDisk(), [([(b"a", b"1")], False)] * 12)
+    cleaner = LogCleaner()
+    assert cleaner.maybe_clean(log, log.log_end_offset, now_ms=0) is not None
+    checkpoint = cleaner.first_dirty[DIRECTORY]
+    assert checkpoint == log.active_segment.base_offset
+    log.truncate_to(2)  # e.g. a follower truncating on leader-epoch divergence
+    for _ in range(7):
+        log.append_as_leader(RecordBatch.of_pairs([(b"a", b"2")]), 1)
+    assert log.active_segment.base_offset < checkpoint
+    assert cleaner.dirty_ratio(log, log.log_end_offset) == 1.0

@@ -97,7 +97,10 @@ class LogCleaner:
 
     The cleaner checkpoint is kept in memory: after a restart the whole log counts as
     dirty, which only makes the next cleaning come sooner (Kafka persists it in
-    ``cleaner-offset-checkpoint``)."""
+    ``cleaner-offset-checkpoint``). A checkpoint outside [log start, active segment] is
+    reset to the log start, as Kafka's ``LogCleanerManager`` does; one that a truncation
+    left inside the log (Kafka lowers it on truncation) only delays the next cleaning:
+    the dirty ratio decides when to clean, never what is kept."""
 
     first_dirty: dict[str, int] = attrs.Factory(dict)
     horizons: dict[str, int] = attrs.Factory(dict)
@@ -105,7 +108,11 @@ class LogCleaner:
     def dirty_ratio(self, log: Log, first_unstable_offset: int) -> float:
         """Dirty bytes over cleanable bytes (0.0 when nothing is cleanable)."""
         count, _ = cleanable_end(log, first_unstable_offset)
-        first_dirty = max(self.first_dirty.get(log.directory, 0), log.log_start_offset)
+        first_dirty = self.first_dirty.get(log.directory, 0)
+        if not log.log_start_offset <= first_dirty <= log.active_segment.base_offset:
+            # a checkpoint the log no longer covers (truncated, or restarted empty at a
+            # later log start): everything is dirty (Kafka's LogCleanerManager resets it)
+            first_dirty = log.log_start_offset
         total = dirty = 0
         for segment in log.segments[:count]:
             total += segment.size
