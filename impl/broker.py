@@ -58,6 +58,7 @@ from impl.log import (
     TopicPartition,
 )
 from impl.log.fs import FileSystem
+from impl.log_cleanup import LogCleanup
 from impl.protocol import (
     CONSUMER_ID,
     EPOCH_DURING_DELETE,
@@ -124,6 +125,20 @@ class BrokerConfig:
     fence_stale_controller_epoch: bool = True
     """Testing knob (off: ``--bug accept_stale_controller_epoch``): reject a LeaderAndIsr
     from a controller epoch older than the newest applied (STALE_CONTROLLER_EPOCH)."""
+    topic_logs: tuple[tuple[str, LogConfig], ...] = ()
+    """Per-topic log configs (Kafka's topic-level overrides, e.g. ``cleanup.policy=compact``
+    for ``__consumer_offsets``); every other topic's log uses ``log``."""
+    log_retention_check_interval_ns: int = 300_000_000_000
+    """``log.retention.check.interval.ms``: how often retention runs (``impl.log_cleanup``)."""
+    log_cleaner_backoff_ns: int = 15_000_000_000
+    """``log.cleaner.backoff.ms``: how often the cleaner looks for a dirty compacted log."""
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The log config of ``topic``'s partitions."""
+        for name, config in self.topic_logs:
+            if name == topic:
+                return config
+        return self.log
 
 
 PENDING_CONTROLLER_REQUESTS = 64
@@ -175,6 +190,10 @@ class Broker:
         self.recovered: dict[tuple[str, int], RecoveryReport] = {}
         self.shutdown: ShutdownState | None = None
         """A controlled shutdown in progress (``impl.controlled_shutdown``)."""
+        self.log_cleanup = LogCleanup(
+            config.log_retention_check_interval_ns, config.log_cleaner_backoff_ns, now, now
+        )
+        """Retention and compaction of the hosted logs (``impl.log_cleanup``)."""
         self._load(now)
 
     # ------------------------------------------------------------------ start-up
@@ -193,7 +212,9 @@ class Broker:
                 continue
             partition = int(number)
             point = points.get(TopicPartition(topic, partition), 0)
-            log = Log.open(self.disk, directory, config=self.config.log, recovery_point=point)
+            log = Log.open(
+                self.disk, directory, config=self.config.log_config(topic), recovery_point=point
+            )
             # Everything that survived is on disk: recovery re-validated it all.
             log.flush()
             self.recovered[(topic, partition)] = log.recovery
@@ -221,7 +242,9 @@ class Broker:
         key = (topic, partition)
         replica = self.replicas.get(key)
         if replica is None:
-            log = Log.open(self.disk, partition_dir(topic, partition), config=self.config.log)
+            log = Log.open(
+                self.disk, partition_dir(topic, partition), config=self.config.log_config(topic)
+            )
             replica = self._new_replica(topic, partition, log, 0)
             self.replicas[key] = replica
         return replica
@@ -554,6 +577,7 @@ class Broker:
             self.shutdown.tick(now, self.broker_epoch, CONTROLLER, out)
         if self.config.log_flush_interval_ns is not None:
             self._flush_old_logs(now if wall is None else wall)
+        self.log_cleanup.tick(self.replicas, now, now if wall is None else wall)
         interval = self.config.hw_checkpoint_interval_ns
         if interval is not None and now >= self.next_checkpoint_at:
             self.checkpoint_hws()

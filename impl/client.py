@@ -471,6 +471,11 @@ class ConsumerConfig:
     """``fetch.max.wait.ms``: the leader holds a fetch at the HW this long."""
     request_timeout_ns: int = 30_000_000_000
     retry_backoff_ns: int = 100_000_000
+    log_start_aware: bool = False
+    """For a topic with retention: report the leader's log start offset (the fetch
+    response's ``log_start_offset``, KIP-107) in every poll as ``"log_start"``, and after
+    OFFSET_OUT_OF_RANGE below it move the position there (``auto.offset.reset=earliest``).
+    Off: the history format without retention, unchanged."""
 
 
 class Consumer:
@@ -571,7 +576,10 @@ class Consumer:
         out.send(broker_node(self.leader), fetch)
         return out
 
-    def _fail(self, now: int, error: str) -> None:
+    def _fail(self, now: int, error: str, log_start: int | None = None) -> None:
+        value: dict[str, Any] = {"from": self.position, "error": error}
+        if log_start is not None:
+            value["log_start"] = log_start
         self.history.append(
             {
                 "time": now,
@@ -579,7 +587,7 @@ class Consumer:
                 "type": "fail",
                 "f": "poll",
                 "key": self._key(),
-                "value": {"from": self.position, "error": error},
+                "value": value,
             }
         )
         self.stats["fail"] += 1
@@ -596,7 +604,14 @@ class Consumer:
         elif isinstance(msg, FetchResponse):
             if self.in_flight is not None and msg.fetch_id == self.in_flight[0].fetch_id:
                 if msg.error is not Errors.NONE:
-                    self._fail(now, msg.error.name)
+                    aware = self.config.log_start_aware
+                    self._fail(now, msg.error.name, msg.log_start_offset if aware else None)
+                    if (
+                        aware
+                        and msg.error is Errors.OFFSET_OUT_OF_RANGE
+                        and msg.log_start_offset > self.position
+                    ):
+                        self.position = msg.log_start_offset  # auto.offset.reset=earliest
                 else:
                     got = [(o, v) for o, v in decode_records(msg.records) if o >= self.position]
                     self.in_flight = None
@@ -615,6 +630,8 @@ class Consumer:
                             },
                         }
                     )
+                    if self.config.log_start_aware:
+                        self.history[-1]["value"]["log_start"] = msg.log_start_offset
                     self.stats["ok"] += 1
                     self.records.extend(got)
                     if got:

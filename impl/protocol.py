@@ -220,6 +220,9 @@ class FetchResponse(Message):
     diverging: bool = False
     """The record at the fetch offset has an older leader epoch than the follower's latest
     one: the follower cannot append it (see ``impl.fetcher``)."""
+    log_start_offset: int = 0
+    """The leader's log start offset (KIP-107's ``log_start_offset``): a fetch below it is
+    OFFSET_OUT_OF_RANGE, and the fetcher restarts there (retention deleted the rest)."""
 
 
 @message

@@ -190,6 +190,8 @@ class Replica:
         self.pending_alter: AlterPartition | None = None
         self.pending_alter_since = 0
         self.hw_changed = False
+        self.append_wall: int | None = None
+        """The wall clock of the Produce being handled: its LogAppendTime (``step``)."""
         self.truncated = False
         """Records were truncated away since the broker last checkpointed recovery points."""
         self._next_request_id = 0
@@ -251,6 +253,7 @@ class Replica:
                 self._refuse(src, msg, Errors.NOT_LEADER_OR_FOLLOWER, out)
             return
         if isinstance(msg, Produce):
+            self.append_wall = wall
             self.handle_produce(src, msg, now, out)
         elif isinstance(msg, Fetch):
             self.handle_fetch(src, msg, now, out, wall)
@@ -462,7 +465,10 @@ class Replica:
     # ------------------------------------------------------------------ produce
 
     def handle_produce(self, src: str, msg: Produce, now: int, out: Effects) -> None:
-        """A producer's write, at the leader (``step`` refuses it elsewhere)."""
+        """A producer's write, at the leader (``step`` refuses it elsewhere). The batch's
+        LogAppendTime, when its log keeps one (``retention.ms``), is the wall clock of the
+        step (``append_wall``, default ``now``) in ms, as Kafka stamps
+        ``time.milliseconds()``."""
 
         def reply(error: Errors, base_offset: int = -1) -> None:
             if msg.acks != 0 or error is not Errors.NONE:
@@ -496,7 +502,9 @@ class Replica:
                 base_sequence=msg.base_sequence,
             )
         try:
-            info = self.log.append_as_leader(batch, self.leader_epoch)
+            wall = self.append_wall
+            append_ms = (now if wall is None else wall) // 1_000_000
+            info = self.log.append_as_leader(batch, self.leader_epoch, append_ms)
         except StorageError:
             # EpochRegressionError: see become_leader.
             reply(Errors.KAFKA_STORAGE_ERROR)
@@ -623,6 +631,7 @@ class Replica:
             self.leo,
             records,
             diverging,
+            self.log.log_start_offset,
         )
 
     def handle_fetch(
@@ -696,7 +705,8 @@ class Replica:
             consumer = msg.replica_id == CONSUMER_ID
             if force or self.role is not Role.LEADER:
                 out.send(p.src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
-            elif msg.fetch_offset > self.leo:
+            elif not self.log.log_start_offset <= msg.fetch_offset <= self.leo:
+                # past the LEO after a truncation, or below a log start retention moved
                 out.send(p.src, self._fetch_response(msg, Errors.OFFSET_OUT_OF_RANGE))
             elif consumer and (self.hw > msg.fetch_offset or now >= p.deadline):
                 out.send(p.src, self._consumer_response(msg))
@@ -851,6 +861,16 @@ class Replica:
         if not fetcher.accept(msg, self.leo):
             return
         backoff_ns = self.fetch_settings.backoff_ns
+        if msg.error is Errors.OFFSET_OUT_OF_RANGE and msg.log_start_offset > self.leo:
+            # Kafka's ``handleOutOfRangeError``: the leader's retention deleted what this
+            # follower still lacks; everything below the leader's log start was below its
+            # high watermark, so the follower starts over, empty, there.
+            self.log.truncate_fully_and_start_at(msg.log_start_offset)
+            self.producer_state.rebuild(self.log)
+            self._set_hw(self.leo)
+            fetcher.next_fetch_at = now
+            self.check()
+            return
         if msg.error is not Errors.NONE or msg.diverging:
             fetcher.next_fetch_at = now + backoff_ns
             return

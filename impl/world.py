@@ -185,6 +185,16 @@ class ClusterConfig:
     segment_bytes: int = 256 * 1024
     index_interval_bytes: int = 256
     """Denser than Kafka's 4096: simulated reads scan batch headers from the last entry."""
+    retention_ms: int = -1
+    """``retention.ms`` of the workload's topic (-1: no time limit; ``impl.log.retention``)."""
+    retention_bytes: int = -1
+    """``retention.bytes`` of each of its partitions (-1: no size limit)."""
+    log_retention_check_interval_ns: int = ms(1_000)
+    """``log.retention.check.interval.ms``; Kafka's is 5 minutes, longer than most runs."""
+    log_cleaner_backoff_ns: int = ms(1_000)
+    """``log.cleaner.backoff.ms``; Kafka's is 15 seconds."""
+    offsets_cleanup_policy: str = "compact"
+    """``cleanup.policy`` of ``__consumer_offsets`` (Kafka: compact, ``impl.log.cleaner``)."""
     network: NetworkConfig = attrs.field(factory=NetworkConfig)
     crash_closes_session: bool | None = None
     """A crash ends the broker's registration at once; default: in refinement mode."""
@@ -250,7 +260,22 @@ class ClusterConfig:
                 segment_bytes=self.segment_bytes,
                 index_interval_bytes=self.index_interval_bytes,
                 flush_interval_messages=self.log_flush_interval_messages,
+                retention_ms=self.retention_ms,
+                retention_bytes=self.retention_bytes,
             ),
+            topic_logs=(
+                (
+                    CONSUMER_OFFSETS,
+                    LogConfig(
+                        segment_bytes=self.segment_bytes,
+                        index_interval_bytes=self.index_interval_bytes,
+                        flush_interval_messages=self.log_flush_interval_messages,
+                        cleanup_policy=self.offsets_cleanup_policy,
+                    ),
+                ),
+            ),
+            log_retention_check_interval_ns=self.log_retention_check_interval_ns,
+            log_cleaner_backoff_ns=self.log_cleaner_backoff_ns,
             log_flush_interval_ns=self.log_flush_interval_ns,
             heartbeat_interval_ns=self.heartbeat_interval_ns,
             replica_fetch_wait_max_ns=self.replica_fetch_wait_max_ns,
@@ -392,7 +417,10 @@ class World:
                 name,
                 config.topic,
                 i % config.partitions,
-                ConsumerConfig(request_timeout_ns=config.request_timeout_ns),
+                ConsumerConfig(
+                    request_timeout_ns=config.request_timeout_ns,
+                    log_start_aware=config.retention_ms >= 0 or config.retention_bytes >= 0,
+                ),
                 process=100 + i,
             )
             for i, name in enumerate(self.consumer_names)

@@ -148,6 +148,7 @@ SEVERITY = (
     "duplicate",
     NONLINEARIZABLE,
     "unseen",
+    "deleted-by-retention",
     "stale-read",
 )
 """Failure types, the gravest first: a log that diverged (its witnesses show when the

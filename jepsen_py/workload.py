@@ -36,7 +36,8 @@ Outcomes
   it was answered with an ambiguous error; the record may be in the log, now or later.
   The thread then goes on as a new process (the interpreter does that).
 - poll ``ok``: ``{"records": [[offset, value], ...], "hw": h}``; ``fail``: any error (a
-  read changes nothing, so a failed read is never ``info``).
+  read changes nothing, so a failed read is never ``info``). With retention on, both carry
+  the leader's log start offset as ``"log_start"`` (docs/history-format.md).
 
 The producer's per-attempt answers are not in its history: the adapter reads them from the
 send's record (``impl.client.Send``, returned by ``Cluster.client_send``), whose
@@ -274,8 +275,13 @@ class KafkaClients:
             if entry["type"] == "ok":
                 records = [[o, _int_or_text(v)] for o, v in value["records"]]
                 out = {"records": records, "hw": value["hw"]}
+                if "log_start" in value:
+                    out["log_start"] = value["log_start"]
                 return Completion(entry["time"], thread, "ok", out)
-            return Completion(entry["time"], thread, "fail", {"error": value.get("error")})
+            failed = {"error": value.get("error")}
+            if "log_start" in value:
+                failed["log_start"] = value["log_start"]
+            return Completion(entry["time"], thread, "fail", failed)
         if not consumer.fetching and now >= running.invoked_at + self.poll_timeout_ns:
             # Still looking for a leader (no fetch ever sent): give the poll up.
             consumer.give_up_polls()

@@ -70,7 +70,7 @@ def test_every_anomaly_has_a_class_and_the_violations_are_named() -> None:
     assert set(CLASSES) == set(ANOMALIES)
     assert set(CLASSES.values()) == {"violation", "informational"}
     assert {n for n, c in CLASSES.items() if c == "violation"} == VIOLATIONS
-    assert {"unseen", "stale-read"} == set(ANOMALIES) - VIOLATIONS
+    assert {"unseen", "deleted-by-retention", "stale-read"} == set(ANOMALIES) - VIOLATIONS
 
 
 def test_inconsistent_offsets_names_the_first_witness_of_each_value() -> None:
@@ -339,3 +339,46 @@ def test_an_illegal_verdict_always_names_a_violation_and_its_witnesses() -> None
                 if consistency == KAFKA and result.verdict is Verdict.ILLEGAL:
                     assert set(result.violations) <= VIOLATIONS  # never stale-read or unseen
     assert illegal > 50
+
+
+def polled_with_start(
+    p: Any, start: Any, records: list[list[Any]], hw: int, log_start: int, final: bool = False
+) -> list[tuple[Any, ...]]:
+    """A poll whose answer reports the log start (retention on)."""
+    invoke, ok = polled(p, start, records, hw, final=final)
+    return [invoke, (ok[0], ok[1], ok[2], {**ok[3], "log_start": log_start}, ok[4])]
+
+
+def test_a_final_read_from_the_log_start_deletes_by_retention_what_is_below_it() -> None:
+    final = [
+        (3, "invoke", "poll", {"from": 0, "final": True}, "k"),
+        (3, "fail", "poll", {"error": "OFFSET_OUT_OF_RANGE", "log_start": 2}, "k"),
+        *polled_with_start(3, 2, [[2, 12], [3, 13]], 4, 2, final=True),
+        *polled_with_start(3, 4, [], 4, 2, final=True),
+    ]
+    h = history(*WRITES, *final)
+    assert found(h) == {"deleted-by-retention": [[0, 1, 13], [2, 3, 13]]}
+    assert verdict(h).verdict is Verdict.OK
+    # the same final read without a log start is incomplete (it never covered 0 and 1)
+    plain = history(*WRITES, *polled(3, 2, [[2, 12], [3, 13]], 4, final=True))
+    assert verdict(plain).verdict is Verdict.UNKNOWN
+    # and a write at or above the log start the final read missed is still lost
+    missing = [
+        *polled_with_start(3, 2, [[2, 12]], 4, 2, final=True),
+        *polled_with_start(3, 3, [], 3, 2, final=True),
+    ]
+    assert found(history(*WRITES, *missing))["lost-write"] == [[6, 7, 11]]
+
+
+def test_a_consumer_reset_to_the_log_start_does_not_skip() -> None:
+    # the consumer read 0 and 1 then, without a from, read on at 3: retention moved the
+    # log start to 3 meanwhile, so 2 is deleted, not skipped
+    reads = [
+        *polled(2, 0, [[0, 10], [1, 11]], 4),
+        *polled_with_start(2, None, [[3, 13]], 4, 3),
+    ]
+    h = history(*WRITES, *reads)
+    assert found(h) == {"deleted-by-retention": [[4, 5]]}
+    # without the log start it is a poll-skip, and 2 a lost write (the poll covered it)
+    skipped = history(*WRITES, *polled(2, 0, [[0, 10], [1, 11]], 4), *polled(2, None, [[3, 13]], 4))
+    assert {"poll-skip", "lost-write"} <= set(found(skipped))

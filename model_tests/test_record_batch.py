@@ -29,7 +29,7 @@ batches = st.builds(
     st.lists(records, min_size=1, max_size=8),
     base_offset=st.integers(0, 2**40),
     partition_leader_epoch=st.integers(-1, 2**31 - 1),
-    attributes=st.integers(-(2**15), 2**15 - 1),
+    attributes=st.integers(-(2**15), 2**15 - 1).map(lambda a: a & ~0xC0),
     producer_id=st.integers(-1, 2**63 - 1),
     producer_epoch=st.integers(-1, 2**15 - 1),
     base_sequence=st.integers(-1, 2**31 - 1),
@@ -161,7 +161,9 @@ def test_structurally_invalid_batches_with_a_valid_crc_are_corrupt():
         decode(_with_crc(extra))
     wrong_delta = bytearray(good)
     wrong_delta[HEADER_SIZE + 2] = 2  # the first record's offset delta (zig-zag 1)
-    with pytest.raises(CorruptBatchError, match="record 0 has offset delta 1"):
+    # a gap before the first record is legal (a cleaned batch), but the second record's
+    # delta 1 then no longer follows it
+    with pytest.raises(CorruptBatchError, match="record 1 has offset delta 1, not after 1"):
         decode(_with_crc(wrong_delta))
 
 
@@ -180,3 +182,45 @@ def test_offsets_of_a_placed_batch():
     batch = RecordBatch.of_pairs([(b"k", b"1"), (None, b"2"), (b"k", None)]).with_placement(10, 4)
     assert (batch.base_offset, batch.last_offset, batch.next_offset) == (10, 12, 13)
     assert [o for o, _ in batch.offsets_and_records()] == [10, 11, 12]
+
+
+@settings(max_examples=200)
+@given(
+    small_batches,
+    st.data(),
+    st.none() | st.integers(-1, 2**40),
+    st.none() | st.integers(0, 2**40),
+)
+def test_a_cleaned_batch_keeps_its_offsets_and_round_trips(batch, data, stamp, horizon):
+    keep = data.draw(st.sets(st.integers(0, batch.record_count - 1)))
+    cleaned = batch.without_records(keep, delete_horizon_ms=horizon)
+    if stamp is not None:
+        cleaned = cleaned.with_append_time(stamp)
+    assert cleaned.base_offset == batch.base_offset
+    assert cleaned.last_offset == batch.last_offset
+    before = dict(batch.offsets_and_records())
+    after = dict(cleaned.offsets_and_records())
+    assert after == {o: r for o, r in before.items() if o - batch.base_offset in keep}
+    data_bytes = encode(cleaned)
+    decoded, end = decode(data_bytes)
+    assert decoded == cleaned and end == len(data_bytes)
+    assert read_header(data_bytes).last_offset == batch.last_offset
+
+
+def test_timestamps_are_flagged_and_kept_out_of_the_attributes_field():
+    plain = RecordBatch.of(b"a").with_placement(3, 1)
+    stamped = plain.with_append_time(1234)
+    assert len(encode(stamped)) == len(encode(plain)) + 16
+    assert decode(encode(stamped))[0] == stamped
+    assert decode(encode(stamped))[0].attributes == 0
+    with pytest.raises(ValueError, match="bit 6 or 7"):
+        RecordBatch.of(b"a").__class__((Record(None, b"a"),), attributes=0x80)
+
+
+def test_an_empty_batch_exists_only_as_a_cleaned_one():
+    batch = RecordBatch.of(b"a", b"b").with_placement(7, 2)
+    empty = batch.without_records(())
+    assert empty.record_count == 0 and (empty.base_offset, empty.last_offset) == (7, 8)
+    assert decode(encode(empty))[0] == empty
+    with pytest.raises(ValueError, match="only a cleaned batch"):
+        RecordBatch(())

@@ -9,6 +9,8 @@ Modules, each owning one Kafka mechanism:
 - ``leader_epoch``: the leader-epoch cache and OffsetsForLeaderEpoch (KIP-101, KIP-279);
 - ``checkpoint``: Kafka's checkpoint files (high watermark, recovery point, epochs);
 - ``recovery``: what opening a log after a crash validates and repairs;
+- ``cleaner``: log compaction (``cleanup.policy=compact``, tombstones, KIP-534);
+- ``retention``: deleting old segments (``retention.ms``, ``retention.bytes``);
 - ``config``: the topic-level storage configs; ``fs``: what the log needs from a disk;
   ``errors``: the typed errors.
 
@@ -33,6 +35,7 @@ from impl.log.errors import (
     CheckpointError,
     CorruptBatchError,
     EpochRegressionError,
+    InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     StaleHandleError,
@@ -62,6 +65,7 @@ __all__ = [
     "EpochEndOffset",
     "EpochEntry",
     "EpochRegressionError",
+    "InvalidRecordError",
     "LeaderEpochCache",
     "LeaderEpochCheckpointFile",
     "Log",

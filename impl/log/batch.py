@@ -2,8 +2,8 @@
 
 Every append, every replica fetch and every consumer read moves whole batches; a batch is
 written atomically in the sense that recovery keeps it entirely or drops it entirely. The
-byte layout follows Kafka's v2 ``DefaultRecordBatch``, big-endian, minus the timestamps
-(this model's time is logical and nothing in storage reads it)::
+byte layout follows Kafka's v2 ``DefaultRecordBatch``, big-endian, with the timestamps
+optional (see below)::
 
     offset  size  field
          0     8  base offset               assigned by the leader on append
@@ -12,17 +12,34 @@ byte layout follows Kafka's v2 ``DefaultRecordBatch``, big-endian, minus the tim
         16     1  magic                     2
         17     4  CRC-32C                   over bytes 21 .. end (attributes onwards)
         21     2  attributes                (compression etc.; 0 here, carried as is)
-        23     4  last offset delta         record count - 1 (no compaction, no gaps)
+        23     4  last offset delta         record count - 1 as produced; kept by the cleaner
         27     8  producer id               -1 unless idempotent (KIP-98)
         35     2  producer epoch            -1
         37     4  base sequence             -1
-        41     4  record count
-        45     .. records
+        41     4  record count              0 only for a cleaned batch whose records all went
+        45    16  base and max timestamp    only if attributes has TIMESTAMPS_FLAG (below)
+        ..    ..  records
 
     record: length varint | attributes int8 (0) | offset delta varint |
             key length varint (-1 = null) | key | value length varint (-1 = null) | value
 
 Varints are zig-zag base-128, as Kafka's ``ByteUtils.writeVarint``.
+
+Timestamps. Kafka's v2 always carries a base and a max timestamp; this model carries them only
+when a log needs time (``retention.ms``, or the tombstone delete horizon of compaction,
+KIP-534), flagged by attribute bit 7 (``TIMESTAMPS_FLAG``, unused by Kafka), so that a log
+without them keeps the exact bytes (and so the segment rolls and fetch sizes) it had before
+they existed. A batch's ``max_timestamp`` is its LogAppendTime (``message.timestamp.type``),
+stamped by the leader; followers copy it with the bytes. Attribute bit 6 is KIP-534's
+``DELETE_HORIZON_FLAG``: the base timestamp then holds the time after which the cleaner may
+drop the batch's tombstones. Both bits are owned by the codec: ``RecordBatch.attributes``
+never holds them.
+
+Compaction (``impl.log.cleaner``) keeps a v2 batch's base offset and last offset delta when
+it removes records from it, as Kafka's ``MemoryRecords.filterTo`` does, so the remaining
+records' offset deltas have gaps and a batch may hold no record at all (Kafka's empty
+batch): every offset still belongs to exactly one batch, and offsets stay contiguous from
+batch to batch.
 
 Why the CRC starts at the attributes, as in Kafka: the base offset and the partition leader
 epoch are rewritten by the leader when it appends a producer's batch, and the CRC must not
@@ -37,6 +54,7 @@ write), ``CorruptBatchError`` when a complete batch is wrong, each saying where 
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -48,6 +66,7 @@ from impl.log.errors import CorruptBatchError, TruncatedBatchError
 
 __all__ = [
     "CRC_START",
+    "DELETE_HORIZON_FLAG",
     "HEADER_SIZE",
     "LOG_OVERHEAD",
     "MAGIC",
@@ -55,6 +74,7 @@ __all__ = [
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
     "NO_SEQUENCE",
+    "TIMESTAMPS_FLAG",
     "BatchHeader",
     "Record",
     "RecordBatch",
@@ -69,6 +89,13 @@ NO_PARTITION_LEADER_EPOCH = -1
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+TIMESTAMPS_FLAG = 0x80
+"""Attribute bit 7 (this model's): a base and a max timestamp follow the fixed header."""
+DELETE_HORIZON_FLAG = 0x40
+"""Attribute bit 6 (KIP-534): the base timestamp is the tombstones' delete horizon."""
+_CODEC_FLAGS = TIMESTAMPS_FLAG | DELETE_HORIZON_FLAG
+_TIMESTAMPS = struct.Struct(">qq")
 
 _HEADER = struct.Struct(">qiibIhiqhii")
 HEADER_SIZE = _HEADER.size
@@ -120,12 +147,20 @@ def _to_records(records: Iterable[Record]) -> tuple[Record, ...]:
     return tuple(records)
 
 
+def _to_deltas(deltas: Iterable[int] | None) -> tuple[int, ...] | None:
+    return None if deltas is None else tuple(deltas)
+
+
 @attrs.frozen(slots=True)
 class RecordBatch:
-    """A non-empty run of records with consecutive offsets, written in one leader epoch.
+    """A run of records written in one leader epoch, covering offsets ``base_offset`` ..
+    ``last_offset``.
 
     A producer builds one with ``base_offset=0`` and no leader epoch; the leader's log
-    assigns both (``with_placement``) when it appends.
+    assigns both (``with_placement``) when it appends. As produced, the records have
+    consecutive offsets (``offset_deltas`` and ``cleaned_last_delta`` are None). The
+    cleaner (``without_records``) removes records and keeps the batch's offset range, so
+    its records' offset deltas may have gaps and it may hold none.
     """
 
     records: tuple[Record, ...] = attrs.field(converter=_to_records)
@@ -135,20 +170,50 @@ class RecordBatch:
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     base_sequence: int = NO_SEQUENCE
+    max_timestamp: int | None = None
+    """The batch's LogAppendTime in ms (None: the batch carries no timestamps)."""
+    delete_horizon_ms: int | None = None
+    """KIP-534: when the cleaner may drop this batch's tombstones (None: not set yet)."""
+    offset_deltas: tuple[int, ...] | None = attrs.field(default=None, converter=_to_deltas)
+    """Each record's offset minus ``base_offset``; None: 0, 1, 2, ... (as produced)."""
+    cleaned_last_delta: int | None = None
+    """The last offset delta of a cleaned batch; None: ``len(records) - 1``."""
 
     def __attrs_post_init__(self) -> None:
-        if not self.records:
-            raise ValueError("a record batch holds at least one record")
         for record in self.records:
             if not isinstance(record, Record):
                 raise TypeError(f"records must be Record values, got {type(record).__name__}")
-        _check_range("base_offset", self.base_offset, 0, _INT64[1] - len(self.records))
+        if not self.records and self.cleaned_last_delta is None:
+            raise ValueError(
+                "a record batch holds at least one record (only a cleaned batch, with "
+                "cleaned_last_delta set, may be empty)"
+            )
+        if self.offset_deltas is not None:
+            deltas = self.offset_deltas
+            if len(deltas) != len(self.records):
+                raise ValueError(f"{len(self.records)} records but {len(deltas)} offset deltas")
+            if any(a >= b for a, b in itertools.pairwise(deltas)) or (deltas and deltas[0] < 0):
+                raise ValueError(f"offset deltas {deltas} must be >= 0 and strictly increase")
+        last = self.last_offset_delta
+        _check_range("last offset delta", last, 0, _INT32[1])
+        if self.records and self.delta(len(self.records) - 1) > last:
+            raise ValueError(f"a record's offset delta exceeds the last offset delta {last}")
+        _check_range("base_offset", self.base_offset, 0, _INT64[1] - last - 1)
         _check_range("partition_leader_epoch", self.partition_leader_epoch, -1, _INT32[1])
         _check_range("attributes", self.attributes, *_INT16)
+        if self.attributes & _CODEC_FLAGS:
+            raise ValueError(
+                f"attributes 0x{self.attributes & 0xFFFF:04x} set bit 6 or 7, which the codec "
+                "owns: set max_timestamp / delete_horizon_ms instead"
+            )
         _check_range("producer_id", self.producer_id, *_INT64)
         _check_range("producer_epoch", self.producer_epoch, *_INT16)
         _check_range("base_sequence", self.base_sequence, *_INT32)
-        _check_range("record count", len(self.records), 1, _INT32[1])
+        _check_range("record count", len(self.records), 0, _INT32[1])
+        for name in ("max_timestamp", "delete_horizon_ms"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_range(name, value, -1, _INT64[1])
 
     @classmethod
     def of(cls, *values: bytes | None, key: bytes | None = None) -> RecordBatch:
@@ -166,15 +231,25 @@ class RecordBatch:
 
     @property
     def last_offset_delta(self) -> int:
+        if self.cleaned_last_delta is not None:
+            return self.cleaned_last_delta
         return len(self.records) - 1
 
     @property
     def last_offset(self) -> int:
-        return self.base_offset + len(self.records) - 1
+        return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + len(self.records)
+        return self.last_offset + 1
+
+    @property
+    def has_timestamps(self) -> bool:
+        return self.max_timestamp is not None or self.delete_horizon_ms is not None
+
+    def delta(self, index: int) -> int:
+        """The offset delta of record ``index``."""
+        return index if self.offset_deltas is None else self.offset_deltas[index]
 
     def with_placement(self, base_offset: int, partition_leader_epoch: int) -> RecordBatch:
         """This batch as the leader appends it: at ``base_offset``, in its epoch."""
@@ -182,9 +257,36 @@ class RecordBatch:
             self, base_offset=base_offset, partition_leader_epoch=partition_leader_epoch
         )
 
+    def with_append_time(self, timestamp_ms: int) -> RecordBatch:
+        """This batch stamped with the leader's LogAppendTime."""
+        return attrs.evolve(self, max_timestamp=timestamp_ms)
+
+    def without_records(
+        self, keep: Iterable[int], delete_horizon_ms: int | None = None
+    ) -> RecordBatch:
+        """The cleaner's copy of this batch: only the records at indexes ``keep`` (in
+        order), at their original offsets; base offset, last offset and every header field
+        kept (Kafka's ``MemoryRecords.filterTo`` for v2), ``delete_horizon_ms`` set if
+        given."""
+        indexes = sorted(set(keep))
+        if indexes and not 0 <= indexes[0] <= indexes[-1] < len(self.records):
+            raise IndexError(f"record indexes {indexes} outside 0..{len(self.records) - 1}")
+        deltas = tuple(self.delta(i) for i in indexes)
+        last = self.last_offset_delta
+        consecutive = deltas == tuple(range(len(deltas)))
+        return attrs.evolve(
+            self,
+            records=tuple(self.records[i] for i in indexes),
+            offset_deltas=None if consecutive else deltas,
+            cleaned_last_delta=None if consecutive and last == len(deltas) - 1 else last,
+            delete_horizon_ms=(
+                self.delete_horizon_ms if delete_horizon_ms is None else delete_horizon_ms
+            ),
+        )
+
     def offsets_and_records(self) -> Iterator[tuple[int, Record]]:
-        for delta, record in enumerate(self.records):
-            yield self.base_offset + delta, record
+        for index, record in enumerate(self.records):
+            yield self.base_offset + self.delta(index), record
 
     def encode(self) -> bytes:
         return encode(self)
@@ -254,18 +356,33 @@ def _read_nullable(
 # ---------------------------------------------------------------------------- encode
 
 
+def _as_int16(value: int) -> int:
+    return value - 0x10000 if value >= 0x8000 else value
+
+
 def encode(batch: RecordBatch) -> bytes:
     """The v2 bytes of ``batch``, CRC included."""
     body = bytearray()
     record = bytearray()
-    for delta, r in enumerate(batch.records):
+    for index, r in enumerate(batch.records):
         record.clear()
         record.append(0)  # record attributes: unused in v2
-        _write_varint(record, delta)
+        _write_varint(record, batch.delta(index))
         _write_nullable(record, r.key)
         _write_nullable(record, r.value)
         _write_varint(body, len(record))
         body += record
+    attributes = batch.attributes
+    timestamps = b""
+    if batch.has_timestamps:
+        attributes |= TIMESTAMPS_FLAG
+        max_timestamp = NO_TIMESTAMP if batch.max_timestamp is None else batch.max_timestamp
+        base_timestamp = max_timestamp
+        if batch.delete_horizon_ms is not None:
+            attributes |= DELETE_HORIZON_FLAG
+            base_timestamp = batch.delete_horizon_ms
+        timestamps = _TIMESTAMPS.pack(base_timestamp, max_timestamp)
+    body[:0] = timestamps
     header = bytearray(HEADER_SIZE)
     _HEADER.pack_into(
         header,
@@ -275,7 +392,7 @@ def encode(batch: RecordBatch) -> bytes:
         batch.partition_leader_epoch,
         MAGIC,
         0,
-        batch.attributes,
+        _as_int16(attributes),
         batch.last_offset_delta,
         batch.producer_id,
         batch.producer_epoch,
@@ -403,52 +520,79 @@ def decode(
         raise CorruptBatchError(
             f"{where}: negative base offset {base_offset} or leader epoch {epoch}", pos
         )
-    if count < 1 or last_offset_delta != count - 1:
+    if count < 0 or last_offset_delta < max(count - 1, 0):
         raise CorruptBatchError(
-            f"{where}: {count} records with last offset delta {last_offset_delta}; a batch "
-            "holds at least one record with consecutive offsets",
+            f"{where}: {count} records with last offset delta {last_offset_delta}; a batch's "
+            "records fit in its offset range",
             pos,
         )
+    records_at = pos + HEADER_SIZE
+    max_timestamp: int | None = None
+    delete_horizon: int | None = None
+    if attributes & TIMESTAMPS_FLAG:
+        if end - records_at < _TIMESTAMPS.size:
+            raise CorruptBatchError(f"{where}: the timestamps run past the end of the batch", pos)
+        base_timestamp, max_ts = _TIMESTAMPS.unpack_from(buf, records_at)
+        records_at += _TIMESTAMPS.size
+        max_timestamp = None if max_ts == NO_TIMESTAMP else max_ts
+        if attributes & DELETE_HORIZON_FLAG:
+            delete_horizon = base_timestamp
+    elif attributes & DELETE_HORIZON_FLAG:
+        raise CorruptBatchError(f"{where}: a delete horizon flag without timestamps", pos)
     try:
-        records = _decode_records(buf, pos + HEADER_SIZE, end, count)
+        records, deltas = _decode_records(buf, records_at, end, count, last_offset_delta)
     except _Malformed as e:
         raise CorruptBatchError(f"{where}: {e}", pos) from None
+    consecutive = deltas == tuple(range(count))
     batch = RecordBatch(
         records,
         base_offset=base_offset,
         partition_leader_epoch=epoch,
-        attributes=attributes,
+        attributes=_as_int16((attributes & 0xFFFF) & ~_CODEC_FLAGS),
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,
+        max_timestamp=max_timestamp,
+        delete_horizon_ms=delete_horizon,
+        offset_deltas=None if consecutive else deltas,
+        cleaned_last_delta=(
+            None if consecutive and last_offset_delta == count - 1 else last_offset_delta
+        ),
     )
     _remember(chunk, batch)
     return batch, end
 
 
 def _decode_records(
-    buf: bytes | bytearray | memoryview, pos: int, end: int, count: int
-) -> tuple[Record, ...]:
+    buf: bytes | bytearray | memoryview, pos: int, end: int, count: int, last_delta: int
+) -> tuple[tuple[Record, ...], tuple[int, ...]]:
     records = []
-    for expected_delta in range(count):
+    deltas = []
+    previous = -1
+    for index in range(count):
         length, pos = _read_varint(buf, pos, end)
         record_end = pos + length
         if length < 3 or record_end > end:
-            raise _Malformed(f"record {expected_delta} has impossible length {length}")
+            raise _Malformed(f"record {index} has impossible length {length}")
         if buf[pos] != 0:
-            raise _Malformed(f"record {expected_delta} has attributes {buf[pos]}, expected 0")
+            raise _Malformed(f"record {index} has attributes {buf[pos]}, expected 0")
         delta, p = _read_varint(buf, pos + 1, record_end)
-        if delta != expected_delta:
-            raise _Malformed(f"record {expected_delta} has offset delta {delta}")
+        if not previous < delta <= last_delta:
+            raise _Malformed(
+                f"record {index} has offset delta {delta}, not after {previous} and within "
+                f"the last offset delta {last_delta}"
+            )
+        previous = delta
+        deltas.append(delta)
         key, p = _read_nullable(buf, p, record_end, "key")
         value, p = _read_nullable(buf, p, record_end, "value")
         if p != record_end:
-            raise _Malformed(f"record {expected_delta} has {record_end - p} trailing bytes")
+            raise _Malformed(f"record {index} has {record_end - p} trailing bytes")
         records.append(Record(key, value))
         pos = record_end
     if pos != end:
         raise _Malformed(f"{end - pos} bytes follow the last record")
-    return tuple(records)
+    return tuple(records), tuple(deltas)
 
 
 def iter_batches(

@@ -14,6 +14,7 @@ __all__ = [
     "CheckpointError",
     "CorruptBatchError",
     "EpochRegressionError",
+    "InvalidRecordError",
     "OffsetOutOfRangeError",
     "RecordTooLargeError",
     "StaleHandleError",
@@ -49,6 +50,11 @@ class CorruptBatchError(BatchError):
 
 class OffsetOutOfRangeError(StorageError):
     """A read below the log start offset or above the LEO (Kafka's OFFSET_OUT_OF_RANGE)."""
+
+
+class InvalidRecordError(StorageError):
+    """A record the log's configuration forbids, e.g. a record without a key in a compacted
+    log (Kafka's INVALID_RECORD)."""
 
 
 class RecordTooLargeError(StorageError):

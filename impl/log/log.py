@@ -39,6 +39,7 @@ from impl.log.config import LogConfig
 from impl.log.errors import (
     CorruptBatchError,
     EpochRegressionError,
+    InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     StaleHandleError,
@@ -172,11 +173,28 @@ class Log:
 
     # ------------------------------------------------------------------ append
 
-    def append_as_leader(self, batch: RecordBatch, leader_epoch: int) -> LogAppendInfo:
+    def append_as_leader(
+        self, batch: RecordBatch, leader_epoch: int, now_ms: int | None = None
+    ) -> LogAppendInfo:
         """Append a producer's batch: assign it offsets from the LEO and stamp
-        ``leader_epoch`` into it. The epoch must not be older than the log's latest: an older
-        leader is fenced (KIP-320) and must not write."""
+        ``leader_epoch`` into it, and ``now_ms`` as its LogAppendTime when the log's
+        retention reads time (``LogConfig.stamps_append_time``). The epoch must not be older
+        than the log's latest: an older leader is fenced (KIP-320) and must not write. A
+        compacted log refuses a record without a key (Kafka's INVALID_RECORD: "Compacted
+        topic cannot accept message without key")."""
         self._check_live()
+        if self.config.compact and any(r.key is None for r in batch.records):
+            raise InvalidRecordError(
+                f"{self.directory}: cleanup.policy={self.config.cleanup_policy} needs a key on "
+                "every record (compaction keeps the last record of each key); set one"
+            )
+        if self.config.stamps_append_time:
+            if now_ms is None:
+                raise ValueError(
+                    f"{self.directory}: retention.ms={self.config.retention_ms} reads batch "
+                    "timestamps; pass now_ms (the leader's LogAppendTime)"
+                )
+            batch = batch.with_append_time(now_ms)
         if leader_epoch < 0:
             raise ValueError(f"a leader appends in an epoch >= 0, got {leader_epoch}")
         latest = self.epoch_cache.latest_epoch
@@ -395,6 +413,18 @@ class Log:
         self._log_start_offset = min(self._log_start_offset, leo)
         return True
 
+    def replace_segments(self, first: int, count: int, segment: Segment) -> None:
+        """Put ``segment`` (already on disk under its final name) in place of the ``count``
+        segments from index ``first``, whose files are gone: the last step of a cleaning
+        swap (``impl.log.cleaner``). It must cover exactly their offsets."""
+        self._check_live()
+        old = self._segments[first : first + count]
+        assert count > 0 and first + count < len(self._segments), "never the active segment"
+        assert segment.base_offset == old[0].base_offset, (segment, old[0])
+        assert segment.next_offset == old[-1].next_offset, (segment, old[-1])
+        self._segments[first : first + count] = [segment]
+        self._bases[first : first + count] = [segment.base_offset]
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every record and restart the log, empty, at ``offset`` (a follower whose
         fetch position fell below the leader's log start, or above its own log)."""
@@ -428,6 +458,20 @@ class Log:
             self._bases.pop(0)
         self.epoch_cache.truncate_from_start(offset)
         return True
+
+    def delete_oldest_segments(self, count: int) -> int:
+        """Delete the ``count`` oldest segments (never the active one) and move the log
+        start to the base offset of the first one left: retention (``impl.log.retention``).
+        Returns the new log start."""
+        self._check_live()
+        if not 0 <= count < len(self._segments):
+            raise ValueError(
+                f"{self.directory}: cannot delete {count} of {len(self._segments)} segments "
+                "(the active segment stays)"
+            )
+        if count:
+            self.advance_log_start_offset(self._segments[count].base_offset)
+        return self._log_start_offset
 
     # ------------------------------------------------------------------ checks
 

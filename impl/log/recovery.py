@@ -6,7 +6,10 @@ torn (power failed mid write-back) or corrupt. What it can trust is everything b
 ``recovery-point-offset-checkpoint``. On open:
 
 1. leftover ``*.tmp`` files (a checkpoint write interrupted before its rename) and index
-   files without their ``.log`` are removed;
+   files without their ``.log`` are removed; so are ``*.cleaned`` files (a cleaning that
+   crashed before its swap, ``impl.log.cleaner``), and a ``*.swap`` file (a cleaning that
+   crashed after it) replaces the segments whose offsets it covers (Kafka's
+   ``LogLoader.completeSwapOperations``);
 2. segments entirely below the recovery point are trusted: their index is loaded and
    sanity-checked (rebuilt by a full scan if that fails), their end found by stepping over
    batch headers;
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import attrs
 
-from impl.log.batch import RecordBatch
+from impl.log.batch import RecordBatch, read_header
 from impl.log.checkpoint import LeaderEpochCheckpointFile
 from impl.log.config import LogConfig
 from impl.log.fs import FileSystem, join
@@ -39,7 +42,13 @@ from impl.log.index import IndexCorruptError
 from impl.log.leader_epoch import LeaderEpochCache
 from impl.log.segment import INDEX_SUFFIX, LOG_SUFFIX, Segment, SegmentScan, parse_base_offset
 
-__all__ = ["LoadedLog", "RecoveryReport", "load_log"]
+__all__ = ["CLEANED_SUFFIX", "SWAP_SUFFIX", "LoadedLog", "RecoveryReport", "load_log"]
+
+CLEANED_SUFFIX = ".cleaned"
+"""A cleaned segment being written: ``<base>.log.cleaned``; not yet part of the log."""
+SWAP_SUFFIX = ".swap"
+"""A cleaned segment, complete and fsynced, replacing the segments it covers:
+``<base>.log.swap``. Renaming ``.cleaned`` to ``.swap`` is the cleaning's commit point."""
 
 
 @attrs.frozen
@@ -100,6 +109,7 @@ def load_log(
     removed: list[str] = []
     logs: list[int] = []
     indexes: list[int] = []
+    removed.extend(_finish_cleaning(disk, directory))
     for name in disk.list_dir(directory):
         if name.endswith(".tmp"):
             disk.delete(join(directory, name))
@@ -200,3 +210,35 @@ def load_log(
         epochs_after=tuple((e.epoch, e.start_offset) for e in cache.entries),
     )
     return LoadedLog(segments, cache, log_start, min(recovery_point, log_end), report)
+
+
+def _finish_cleaning(disk: FileSystem, directory: str) -> list[str]:
+    """Undo a cleaning that crashed before its commit point (delete ``*.cleaned``) or
+    complete one that crashed after it (a ``*.swap`` replaces every segment whose base
+    offset lies in its offset range, then takes its final name). Returns the files
+    removed."""
+    removed = []
+    for name in sorted(disk.list_dir(directory)):
+        if name.endswith(CLEANED_SUFFIX):
+            disk.delete(join(directory, name))
+            removed.append(name)
+    for name in sorted(disk.list_dir(directory)):
+        if not name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            continue
+        final = name[: -len(SWAP_SUFFIX)]
+        parsed = parse_base_offset(final)
+        assert parsed is not None, f"{directory}/{name}: not a segment's swap file"
+        first = parsed[0]
+        swap = join(directory, name)
+        data = disk.read(swap)
+        position, end = 0, first
+        while (header := read_header(data, position)) is not None and header.size > 0:
+            end = header.last_offset + 1
+            position += header.size
+        for other in sorted(disk.list_dir(directory)):
+            found = parse_base_offset(other)
+            if found is not None and first <= found[0] < end:
+                disk.delete(join(directory, other))
+                removed.append(other)
+        disk.rename(swap, join(directory, final))
+    return removed

@@ -24,8 +24,14 @@ What the pass reads, per (run, key) -- a partition -- and per consumer (run, pro
 - **the final read** of a key: polls invoked with ``{"final": true}`` (the fault
   injector's last phase, after every fault is healed). It is *complete* when the final
   polls, each covering the offsets from its ``from`` to one past its last record, cover
-  every offset from 0 up to some ``N``, and a final poll from ``N`` returned nothing with
-  a high watermark at most ``N``: the final read then returned the whole log.
+  every offset from 0 (or from the highest log start a final poll reported) up to some
+  ``N``, and a final poll from ``N`` returned nothing with a high watermark at most ``N``:
+  the final read then returned the whole log;
+- **the log start** of a key: with retention on, polls (``ok`` or ``fail``) report the
+  leader's log start offset as ``log_start`` (Kafka's FetchResponse ``log_start_offset``,
+  KIP-107): every offset below the highest one reported was deleted on purpose. A poll
+  whose start lies below the ``log_start`` it reports starts, for ``poll-skip`` and for
+  what it covers, at that log start (the consumer's ``auto.offset.reset``).
 
 Anomalies (``CLASSES`` gives each its class):
 
@@ -40,6 +46,11 @@ Anomalies (``CLASSES`` gives each its class):
   never read by anyone) a poll covered that offset;
 - ``unseen`` (informational): an acknowledged send that no poll returned and that is not a
   lost write: nobody read where it is (a consumer that fell behind, or never looked);
+- ``deleted-by-retention`` (informational): a record (acknowledged, or read) at an offset
+  below the key's log start (or acknowledged without an offset, once the log start is
+  above 0) that the final read, or every poll, did not return: retention deleted it
+  (``retention.ms``/``retention.bytes``). Below the log start, a lost write and a deleted
+  one look the same, so no loss is claimed there;
 - ``poll-skip`` (violation): a poll with a start (a ``from``, or the consumer's position)
   whose first record lies past an offset known to exist at or after that start;
 - ``nonmonotonic-poll`` (violation): a poll with a start whose first record lies below it;
@@ -93,6 +104,7 @@ CLASSES: dict[str, str] = {
     "aborted-read": VIOLATION,
     "lost-write": VIOLATION,
     "unseen": INFORMATIONAL,
+    "deleted-by-retention": INFORMATIONAL,
     "poll-skip": VIOLATION,
     "nonmonotonic-poll": VIOLATION,
     "int-poll-skip": VIOLATION,
@@ -112,6 +124,7 @@ DESCRIPTIONS: dict[str, str] = {
     "lost-write": "a record that must be in the log was not returned by a read that "
     "covered it (or by the complete final read)",
     "unseen": "an acknowledged send no poll returned (nobody read where it is)",
+    "deleted-by-retention": "a record below the log start no read returned: retention deleted it",
     "poll-skip": "a poll jumped over an offset known to exist",
     "nonmonotonic-poll": "a poll started below the consumer's position",
     "int-poll-skip": "a poll's successive records jump over an offset known to exist",
@@ -167,6 +180,17 @@ class KeyAnomalies:
     """Per anomaly found, its witnesses (at most ``max_witnesses``), sorted."""
     problems: tuple[Problem, ...] = ()
     final: FinalRead = attrs.field(factory=FinalRead)
+    log_start: int = 0
+    """The highest log start a poll of the key reported (0: none; retention off)."""
+
+    def deleted(self, offset: int | None) -> bool:
+        """Whether a record at ``offset`` (None: unknown) may have been deleted by
+        retention: it lies below the log start (the ``deleted-by-retention`` rule)."""
+        return self.deleted_below(self.log_start, offset)
+
+    @staticmethod
+    def deleted_below(log_start: int, offset: int | None) -> bool:
+        return log_start > 0 and (offset is None or offset < log_start)
 
     def found(self) -> list[str]:
         """The anomalies found, in `ANOMALIES` order."""
@@ -185,9 +209,11 @@ class _Key:
         "final_cover",
         "final_ends",
         "final_present",
+        "final_start",
         "final_values",
         "ident",
         "known",
+        "log_start",
         "more_at",
         "more_where",
         "nonmonotonic_sends",
@@ -224,6 +250,8 @@ class _Key:
         self.final_cover: list[tuple[int, int]] = []
         self.final_ends: list[tuple[int, int]] = []  # (N, poll ok) of empty final polls
         self.final_values: set[Any] = set()
+        self.log_start = 0  # the highest log start a poll reported
+        self.final_start = 0  # the highest log start a final poll reported
         self.problems: list[Problem] = []
         self.known: list[int] | None = None
 
@@ -374,6 +402,19 @@ class Observer:
             self._send(part, consumer, ikey, arg, inv, pos, type_, value, where)
         elif type_ == "ok":
             self._poll(part, consumer, ikey, arg, inv, pos, value, extra, where)
+        elif type_ == "fail":
+            self._log_start(part, arg, value)
+
+    @staticmethod
+    def _log_start(part: _Key, arg: Any, value: Any) -> int | None:
+        """Note the log start a poll's answer reports (retention on); return it."""
+        log_start = _int(value.get("log_start")) if isinstance(value, dict) else None
+        if log_start is None or log_start < 0:
+            return None
+        part.log_start = max(part.log_start, log_start)
+        if isinstance(arg, dict) and arg.get("final") is True:
+            part.final_start = max(part.final_start, log_start)
+        return log_start
 
     def _reassign(
         self, consumer: _Consumer, arg: Any, inv: int, pos: int, run: Any, where: str
@@ -482,13 +523,17 @@ class Observer:
         else:
             start = None
         before = (setter,) if setter >= 0 else ()
+        log_start = self._log_start(part, arg, value)
+        # a start below the log start this poll reports begins at the log start: nothing
+        # below it can be read any more (retention; auto.offset.reset)
+        begins = start if start is None or log_start is None else max(start, log_start)
         if records:
             first = records[0][0]
-            if start is not None:
+            if start is not None and begins is not None:
                 if first < start:
                     part.backs.append(("nonmonotonic-poll", (*before, inv, pos)))
-                elif first > start:
-                    part.skips.append(("poll-skip", start, first, (*before, inv, pos)))
+                elif first > begins:
+                    part.skips.append(("poll-skip", begins, first, (*before, inv, pos)))
             previous: int | None = None
             highest = first
             for offset, v in records:
@@ -502,7 +547,7 @@ class Observer:
                 previous = offset
                 highest = max(highest, offset)
             last = records[-1][0]
-            lowest = first if start is None else min(start, first)
+            lowest = first if begins is None else min(begins, first)
             part.spans.append((lowest, highest, pos))
             part.prove(highest + 1, pos)
             consumer.positions[key] = (last + 1, pos)
@@ -511,8 +556,8 @@ class Observer:
                 if type(start_arg) is int:
                     part.final_cover.append((start_arg, last + 1))
         else:
-            if start is not None:
-                consumer.positions[key] = (start, pos)
+            if begins is not None:
+                consumer.positions[key] = (begins, pos)
             if final and type(start_arg) is int and hw is not None and start_arg >= hw:
                 part.final_ends.append((start_arg, pos))
         if hw is not None:
@@ -562,6 +607,7 @@ class Observer:
             witnesses,
             tuple(part.problems),
             final,
+            part.log_start,
         )
 
     @staticmethod
@@ -575,7 +621,7 @@ class Observer:
     def _final(part: _Key) -> FinalRead:
         if not part.final_present:
             return FinalRead()
-        covered = 0
+        covered = part.final_start
         for start, stop in sorted(part.final_cover):
             if start > covered:
                 break
@@ -603,18 +649,26 @@ class Observer:
                 return reach[i][1]
             return None
 
+        def deleted(offset: int | None) -> bool:
+            """Below the log start (an acknowledgement without an offset may be too):
+            `KeyAnomalies.deleted`'s rule, on the pass's state."""
+            return KeyAnomalies.deleted_below(part.log_start, offset)
+
         for v, (ok, offset) in part.acked.items():
             sent = part.sent.get(v, ok)
             if final.complete:
                 if v not in part.final_values:
                     assert final.position is not None
-                    found["lost-write"].append(tuple(sorted({sent, ok, final.position})))
+                    name = "deleted-by-retention" if deleted(offset) else "lost-write"
+                    found[name].append(tuple(sorted({sent, ok, final.position})))
                 continue
             if v in part.read:
                 continue
             cover = covering(offset) if offset is not None else None
             if cover is not None:
                 found["lost-write"].append(tuple(sorted({sent, ok, cover})))
+            elif deleted(offset):
+                found["deleted-by-retention"].append(tuple(sorted({sent, ok})))
             else:
                 found["unseen"].append(tuple(sorted({sent, ok})))
         if final.complete:
@@ -624,9 +678,8 @@ class Observer:
                     continue
                 if v in part.failed:
                     continue  # an aborted read: its own anomaly
-                found["lost-write"].append(
-                    tuple(sorted({part.sent[v], first_read, final.position}))
-                )
+                name = "deleted-by-retention" if deleted(part.where.get(v)) else "lost-write"
+                found[name].append(tuple(sorted({part.sent[v], first_read, final.position})))
 
 
 def observe(ops: Iterable[Any], max_witnesses: int | None = None) -> list[KeyAnomalies]:

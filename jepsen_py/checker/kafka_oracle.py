@@ -28,6 +28,13 @@ history when:
   nothing with a high watermark at most ``N``), every value of ``F`` is one the final
   polls returned.
 
+Retention: polls (``ok`` or ``fail``) may report the partition's log start offset
+(``log_start``, KIP-107); let ``S`` be the highest reported for the key. Records below
+``S`` were deleted on purpose: O7 then asks only for the values of ``F`` at or above
+``S``, and the final read's spans need only cover ``[S', N)`` for the highest ``S'`` a
+final poll reported; in O5 a poll whose start is below the log start it reports starts
+at that log start (``auto.offset.reset``).
+
 No real-time order and no high watermark constrains ``F``: Kafka promises neither a
 read lease (reads may be stale) nor that a consumer sees a write as soon as it is
 acknowledged. Linearizability, which does, is `kafka_log.check_log`'s.
@@ -120,15 +127,24 @@ def _kept(arg: Any) -> frozenset[str]:
     return frozenset()
 
 
+def _log_start(out: Any) -> int:
+    start = out.get("log_start") if isinstance(out, dict) else None
+    return start if type(start) is int and start >= 0 else 0
+
+
 def _final(events: list[_Event], ident: tuple[Any, Any]) -> tuple[bool, set[Any]]:
     """(complete, values returned) of the final read of ``ident`` (O7)."""
     cover: list[tuple[int, int]] = []
     ends: list[int] = []
     values: set[Any] = set()
+    reach = 0
     for e in events:
-        if e.kind != "poll" or (e.run, e.key) != ident or e.type != "ok":
+        if e.kind != "poll" or (e.run, e.key) != ident or e.type not in ("ok", "fail"):
             continue
         if not (isinstance(e.arg, dict) and e.arg.get("final") is True):
+            continue
+        reach = max(reach, _log_start(e.out))
+        if e.type != "ok":
             continue
         start = _start(e.arg)
         records = _records(e.out)
@@ -140,7 +156,6 @@ def _final(events: list[_Event], ident: tuple[Any, Any]) -> tuple[bool, set[Any]
             cover.append((start, records[-1][0] + 1))
         elif type(hw) is int and start >= hw:
             ends.append(start)
-    reach = 0
     for a, b in sorted(cover):
         if a > reach:
             break
@@ -197,7 +212,11 @@ def _partition(events: list[_Event], invokes: list[Op], ident: tuple[Any, Any]) 
             return f"O4: {value!r} is in the log but was not sent, or its send failed"
     loose = sorted({v for v in acked if v not in offset_of}, key=repr)
     complete, final_values = _final(events, ident)
-    if complete and any(v not in final_values for v in (*offset_of, *loose)):
+    deleted_below = max(
+        (_log_start(e.out) for e in mine if e.kind == "poll" and e.type in ("ok", "fail")),
+        default=0,
+    )
+    if complete and any(v not in final_values for v, o in offset_of.items() if o >= deleted_below):
         return "O7/O3: a record the log must hold is not in the complete final read"
     top = max([*fixed, *mentioned]) + 1
     free = [o for o in range(top + len(loose)) if o not in fixed]
@@ -205,6 +224,11 @@ def _partition(events: list[_Event], invokes: list[Op], ident: tuple[Any, Any]) 
     for chosen in itertools.permutations(free, len(loose)):
         log = dict(fixed)
         log.update(zip(chosen, loose, strict=True))
+        if complete and any(
+            v not in final_values for o, v in zip(chosen, loose, strict=True) if o >= deleted_below
+        ):
+            why = "O7/O3: an acknowledged record is not in the complete final read"
+            continue
         failed_because = _explains(events, ident, log)
         if failed_because is None:
             return None
@@ -244,6 +268,9 @@ def _explains(events: list[_Event], ident: tuple[Any, Any], log: dict[int, Any])
         start = _start(e.arg)
         if start is None:
             start = positions.get(who)
+        log_start = _log_start(e.out)
+        if start is not None and start < log_start:
+            start = log_start  # below it, retention deleted everything
         records = _records(e.out)
         if records:
             if start is not None and records[0][0] != next_at_or_after(start):

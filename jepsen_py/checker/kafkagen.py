@@ -14,6 +14,9 @@ does for the log checker, but with Kafka's consumer side in full:
   from wherever the consumer starts); they return a contiguous run of records below the
   high watermark they report, which may be stale (a deposed leader's);
 - a final phase (sometimes) reads every key back from offset 0 with ``final`` polls;
+- with ``p_retention`` > 0, retention moves a key's log start up now and then: every poll
+  then reports it (``log_start``), a poll from below it fails with OFFSET_OUT_OF_RANGE,
+  and one continuing from a position below it starts there (``auto.offset.reset``);
 - with probability ``p_fault`` per op that takes effect, the simulated cluster misbehaves
   in one of `FAULTS`: an acknowledged write that is not in the log, a failed one that is,
   a record appended twice, an acknowledgement with the wrong offset, a poll that skips or
@@ -62,6 +65,9 @@ class SmallWorkload:
     """A poll reports a high watermark below the log's end (and reads below it)."""
     p_reassign: float = 0.15
     max_records: int = 3
+    p_retention: float = 0.0
+    """Per step, retention moves a random key's log start up (0: no retention, and no
+    ``log_start`` in the history)."""
 
 
 @attrs.define
@@ -77,6 +83,7 @@ def generate_small(rng: random.Random, w: SmallWorkload | None = None) -> list[O
     w = w or SmallWorkload()
     keys = [f"k{i}" for i in range(w.keys)]
     logs: dict[str, list[Any]] = {k: [] for k in keys}
+    starts: dict[str, int] | None = {k: 0 for k in keys} if w.p_retention > 0 else None
     clients = [_Client(i, "producer") for i in range(w.producers)]
     clients += [_Client(w.producers + i, "consumer") for i in range(w.consumers)]
     fresh = len(clients)
@@ -94,6 +101,9 @@ def generate_small(rng: random.Random, w: SmallWorkload | None = None) -> list[O
         if late and rng.random() < 0.1:
             key, v = late.pop(rng.randrange(len(late)))
             logs[key].append(v)
+        if starts is not None and rng.random() < w.p_retention:
+            key = rng.choice(keys)
+            starts[key] = min(len(logs[key]), starts[key] + rng.randint(1, 3))
         c = rng.choice(clients)
         if c.op is None:
             value += 1
@@ -101,7 +111,7 @@ def generate_small(rng: random.Random, w: SmallWorkload | None = None) -> list[O
             emit(c, "invoke", c.op["f"], c.op["key"], c.op["arg"])
         elif c.op["effect"]:
             c.op["effect"] = False
-            _take_effect(rng, w, c, logs, fault())
+            _take_effect(rng, w, c, logs, fault(), starts=starts)
         else:
             op, c.op = c.op, None
             emit(c, op["type"], op["f"], op["key"], op["out"])
@@ -126,10 +136,14 @@ def generate_small(rng: random.Random, w: SmallWorkload | None = None) -> list[O
             for _ in range(20):
                 arg = {"from": position, "final": True}
                 emit(reader, "invoke", "poll", key, arg)
-                reader.op = {"f": "poll", "key": key, "arg": arg, "start": position}
-                _take_effect(rng, w, reader, logs, fault(), final=True)
+                reader.op = {"f": "poll", "key": key, "arg": arg, "start": position,
+                             "type": "ok"}  # fmt: skip
+                _take_effect(rng, w, reader, logs, fault(), final=True, starts=starts)
                 done = reader.op
-                emit(reader, "ok", "poll", key, done["out"])
+                emit(reader, done["type"], "poll", key, done["out"])
+                if done["type"] == "fail":
+                    position = done["out"]["log_start"]  # retention: read on from there
+                    continue
                 if not done["out"]["records"]:
                     break
                 position = done["out"]["records"][-1][0] + 1
@@ -185,6 +199,7 @@ def _take_effect(
     fault: str | None,
     *,
     final: bool = False,
+    starts: dict[str, int] | None = None,
 ) -> None:
     op = c.op
     assert op is not None
@@ -213,11 +228,19 @@ def _take_effect(
             op["out"] = ack
         return
     # a poll
+    log_start = 0 if starts is None else starts[op["key"]]
     start = op["start"]
+    if start is not None and start < log_start:
+        # a fetch below the log start: OFFSET_OUT_OF_RANGE, which reports the log start
+        op["type"], op["out"] = "fail", {"error": "OFFSET_OUT_OF_RANGE", "log_start": log_start}
+        op["position"] = None
+        return
     if start is None:
         start = c.positions.get(op["key"])
+        if start is not None and start < log_start:
+            start = log_start  # the consumer's auto.offset.reset=earliest
     if start is None:
-        start = rng.randrange(len(log) + 1)  # a consumer may start anywhere
+        start = rng.randrange(log_start, len(log) + 1)  # a consumer may start anywhere
     hw = len(log)
     if not final and rng.random() < w.p_stale:
         hw = rng.randrange(hw + 1)
@@ -240,6 +263,8 @@ def _take_effect(
         if others:
             records[i] = [records[i][0], rng.choice(others)]
     op["out"] = {"records": records, "hw": hw}
+    if starts is not None:
+        op["out"]["log_start"] = log_start
     if records:
         op["position"] = records[-1][0] + 1
     elif op["start"] is not None or c.positions.get(op["key"]) is not None:

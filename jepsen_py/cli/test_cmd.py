@@ -271,6 +271,27 @@ def _duration(flag: str, text: str) -> int:
     "(a power loss then loses everything not fsynced).",
 )
 @click.option(
+    "--retention-ms",
+    type=click.IntRange(min=0),
+    default=None,
+    help="retention.ms of the topic: delete segments whose newest record is older "
+    "(default: no limit). Polls then report the log start; records below it are "
+    "deleted-by-retention, not lost (docs/log-cleaning.md).",
+)
+@click.option(
+    "--retention-bytes",
+    type=click.IntRange(min=0),
+    default=None,
+    help="retention.bytes of each partition: delete the oldest segments beyond it "
+    "(default: no limit).",
+)
+@click.option(
+    "--segment-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="log.segment.bytes (default: 256 KiB): retention deletes whole segments.",
+)
+@click.option(
     "--nemesis",
     default="partition,kill,pause",
     show_default=True,
@@ -340,6 +361,9 @@ def test_cmd(
     flush_interval: str | None,
     dirty_expire: str,
     dirty_writeback: str,
+    retention_ms: int | None,
+    retention_bytes: int | None,
+    segment_bytes: int | None,
     nemesis: str,
     time_limit: str,
     interval: str,
@@ -364,6 +388,11 @@ def test_cmd(
     if list_faults:
         _list_faults()
         raise SystemExit(EXIT_OK)
+    log_flags = {"--retention-ms": retention_ms, "--retention-bytes": retention_bytes,
+                 "--segment-bytes": segment_bytes}  # fmt: skip
+    if workload == "group" and any(v is not None for v in log_flags.values()):
+        given = ", ".join(f for f, v in log_flags.items() if v is not None)
+        fail_input(f"{given}: the workload topic's log settings apply to --workload kafka")
     if workload == "group":
         _group_test(
             nemesis,
@@ -416,6 +445,9 @@ def test_cmd(
             rate=rate,
             concurrency=concurrency,
             bugs=tuple(sorted(set(bugs))),
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+            segment_bytes=segment_bytes,
         )
     except ConfigError as exc:
         fail_input(str(exc))

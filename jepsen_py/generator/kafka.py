@@ -67,6 +67,12 @@ def _last_offset(value: Any) -> int | None:
     return last[0]
 
 
+def _log_start(value: Any) -> int | None:
+    """The log start offset a poll's answer reported (retention on), or None."""
+    start = value.get("log_start") if isinstance(value, dict) else None
+    return start if type(start) is int else None
+
+
 @attrs.frozen(slots=True)
 class _Polls(Gen):
     keys: tuple[str, ...]
@@ -104,6 +110,12 @@ class _Polls(Gen):
                 **positions,
                 (event.process, event.key): start if last is None else last + 1,
             }
+        elif event.type == "fail" and event.key is not None:
+            # Below the log start retention moved (OFFSET_OUT_OF_RANGE): go on from there,
+            # as a consumer with auto.offset.reset=earliest does.
+            log_start = _log_start(event.value)
+            if log_start is not None and log_start > start:
+                positions = {**positions, (event.process, event.key): log_start}
         return _Polls(self.keys, self.p_rewind, positions, inflight)
 
 
@@ -168,8 +180,12 @@ class _FinalReads(Gen):
             return self
         assert event.key is not None
         last = _last_offset(event.value) if event.type == "ok" else None
+        log_start = _log_start(event.value)
         if last is not None and last >= read.position:
             new = attrs.evolve(read, position=last + 1, inflight=None, strikes=0)
+        elif event.type == "fail" and log_start is not None and log_start > read.position:
+            # retention deleted what is below the log start: the read-back starts there
+            new = attrs.evolve(read, position=log_start, inflight=None, strikes=0)
         else:
             hw = event.value.get("hw") if isinstance(event.value, dict) else None
             caught_up = event.type == "ok" and (not isinstance(hw, int) or read.position >= hw)
@@ -182,7 +198,8 @@ class _FinalReads(Gen):
 def final_reads(keys: Sequence[str], *, max_strikes: int = 5) -> Gen:
     """Read every key back from offset 0 with polls invoked with ``{"from": N, "final":
     true}`` (the checker's final-read convention), each key by one thread, continuing from
-    one past the last record returned while polls return records; a key is done at an
+    one past the last record returned while polls return records (or from the log start a
+    failed poll reports, when retention deleted what is below it); a key is done at an
     empty poll at or past the high watermark it reports (or with no ``hw``). A key gives
     up after ``max_strikes`` polls in a row without progress (failed, or empty below
     ``hw``), so a broken cluster cannot keep the phase running forever."""

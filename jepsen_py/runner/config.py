@@ -91,6 +91,13 @@ class TestConfig:
     """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
     bugs: tuple[str, ...] = ()
     """Controller fences turned off (``impl.world.FENCE_BUGS``; ``kmodel test --bug``)."""
+    retention_ms: int | None = None
+    """The topic's ``retention.ms`` (None: no time limit, ``impl.log.retention``)."""
+    retention_bytes: int | None = None
+    """Each partition's ``retention.bytes`` (None: no size limit)."""
+    segment_bytes: int | None = None
+    """``log.segment.bytes`` (None: the cluster's default): retention deletes whole
+    segments, so a short run needs small ones."""
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
@@ -147,6 +154,14 @@ class TestConfig:
                 "(Kafka: 'Must set acks to all in order to use the idempotent producer'); "
                 "use --acks all or --no-idempotence"
             )
+        for field in ("retention_ms", "retention_bytes"):
+            value = getattr(self, field)
+            if value is not None and (type(value) is not int or value < 0):
+                raise ConfigError(f"{field}={value!r}: must be an int >= 0 (or unset)")
+        if self.segment_bytes is not None and (
+            type(self.segment_bytes) is not int or self.segment_bytes < 1
+        ):
+            raise ConfigError(f"segment_bytes={self.segment_bytes!r}: must be an int >= 1")
 
     @property
     def faults(self) -> tuple[str, ...]:
@@ -189,7 +204,18 @@ class TestConfig:
             dirty_expire_ns=self.dirty_expire_ns,
             dirty_writeback_ns=self.dirty_writeback_ns,
             bugs=frozenset(self.bugs),
+            **self._log_settings(),
         )
+
+    def _log_settings(self) -> dict[str, int]:
+        """The retention and segment settings that are set (unset ones keep the cluster's
+        defaults, and so the runs they had before these existed)."""
+        settings = {
+            "retention_ms": self.retention_ms,
+            "retention_bytes": self.retention_bytes,
+            "segment_bytes": self.segment_bytes,
+        }
+        return {name: value for name, value in settings.items() if value is not None}
 
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self, recurse=False)
@@ -251,6 +277,9 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         dirty_expire_ns=config.dirty_expire_ns,
         dirty_writeback_ns=config.dirty_writeback_ns,
         bugs=config.bugs,
+        retention_ms=config.retention_ms,
+        retention_bytes=config.retention_bytes,
+        segment_bytes=config.segment_bytes,
     )
     if config != expressible:
         # An explicit schedule, an op cap or a timeout no flag sets: only the store has it.
@@ -292,6 +321,12 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     if config.leader_imbalance_check_ns != default.leader_imbalance_check_ns:
         args.append(f"--leader-imbalance-check {format_duration(config.leader_imbalance_check_ns)}")
     args += [f"--bug {bug}" for bug in config.bugs]
+    if config.retention_ms is not None:
+        args.append(f"--retention-ms {config.retention_ms}")
+    if config.retention_bytes is not None:
+        args.append(f"--retention-bytes {config.retention_bytes}")
+    if config.segment_bytes is not None:
+        args.append(f"--segment-bytes {config.segment_bytes}")
     if config.name != default.name:
         args.append(f"--name {shlex.quote(config.name)}")
     args.append(f"--seed {seed}")

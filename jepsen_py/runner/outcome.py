@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from impl.timeline import Event
-from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS, observe, summarize
+from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS, KeyAnomalies, observe, summarize
 from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, KeyCheck, check_keys
@@ -235,7 +235,11 @@ def check_history(history: Sequence[Op], consistency: str = KAFKA) -> HistoryChe
         explanations={
             str(c.key): c.verdict.explanation for c in checks if c.verdict.verdict is not Verdict.OK
         },
-        lost_writes=tuple(missing_from_final_read(ops, dict(reads.keys))),
+        lost_writes=tuple(
+            missing_from_final_read(
+                ops, dict(reads.keys), {str(c.key): c.anomalies.log_start for c in checks}
+            )
+        ),
         final_reads=reads,
         completions=completion_counts(ops),
         checker_seconds=round(time.perf_counter() - started, 6),
@@ -272,11 +276,15 @@ def final_read_status(history: Sequence[Op]) -> dict[str, bool]:
     return {str(k.key): k.final.complete for k in observe(list(history)) if k.final.present}
 
 
-def missing_from_final_read(history: Sequence[Op], reads: dict[str, bool]) -> list[Op]:
+def missing_from_final_read(
+    history: Sequence[Op], reads: dict[str, bool], log_starts: dict[str, int] | None = None
+) -> list[Op]:
     """The ``ok`` sends whose value the final read of their key did not return, for keys
     whose final read completed: acknowledged writes that are gone, however they went
     (never read: ``lost-write``/``unseen``; read once, then replaced:
-    ``inconsistent-offsets``)."""
+    ``inconsistent-offsets``) -- except those retention deleted on purpose, below the
+    key's log start (``log_starts``, `KeyAnomalies.deleted`)."""
+    starts = log_starts or {}
     final_values: dict[str, set[Any]] = {}
     final_process: dict[Any, str] = {}
     for op in history:
@@ -301,7 +309,13 @@ def missing_from_final_read(history: Sequence[Op], reads: dict[str, bool]) -> li
         and reads.get(str(op.key))
         and isinstance(op.value, dict)
         and freeze(op.value.get("value")) not in final_values.get(str(op.key), set())
+        and not KeyAnomalies.deleted_below(starts.get(str(op.key), 0), _offset(op.value))
     ]
+
+
+def _offset(value: dict[str, Any]) -> int | None:
+    offset = value.get("offset")
+    return offset if type(offset) is int else None
 
 
 def explain_run_losses(
@@ -314,7 +328,12 @@ def explain_run_losses(
     the lost writes when already known (`HistoryCheck.lost_writes`); by default, found
     from the final reads (`missing_from_final_read`)."""
     if lost is None:
-        lost = missing_from_final_read(history, final_read_status(history))
+        keys = observe(list(history))
+        lost = missing_from_final_read(
+            history,
+            {str(k.key): k.final.complete for k in keys if k.final.present},
+            {str(k.key): k.log_start for k in keys},
+        )
     if not lost:
         return []
     return explain_losses(
