@@ -426,9 +426,16 @@ def check_delivery(
         extra = [p for r, k, p in keyed if (r, k) == ident] + [p for r, p in keyless if r == run]
         if extra:
             found = attrs.evolve(found, problems=(*found.problems, *extra))
-        verdict = delivery_verdict(found, delivery, lines)
-        out.append(DeliveryKey(run, key, len(events[ident]), found, verdict))
+        out.append(judge(found, len(events[ident]), delivery, lines))
     return out
+
+
+def judge(
+    found: KeyAnomalies, events: int, delivery: str, line_of: Callable[[int], int | None]
+) -> DeliveryKey:
+    """A key's anomalies with their verdict under ``delivery`` (every engine's step)."""
+    verdict = delivery_verdict(found, delivery, line_of)
+    return DeliveryKey(found.run, found.key, events, found, verdict)
 
 
 def _show(value: Any, limit: int = 80) -> str:
