@@ -22,7 +22,7 @@ Kafka-log job (`keycheck`). Parquet and the importers' formats are left to the l
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -44,6 +44,8 @@ SHIFT = 40
 LINE_MASK = (1 << SHIFT) - 1
 REJECTED = "rejected"
 ACCEPTED = "op"
+FACT = "fact"
+COUNT = "count"
 
 
 def _parse(item: tuple[int, int, str]) -> list[tuple[Any, Any]]:
@@ -83,6 +85,23 @@ def _validate(group: tuple[Any, Iterable[Op]]) -> list[tuple[str, Any]]:
 def _numbered(fid: int) -> Callable[[tuple[str, int]], tuple[int, int, str]]:
     """(text, index) of a file's line -> (file, line number, text)."""
     return lambda t: (fid, t[1] + 1, t[0])
+
+
+def _summary(items: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """What the driver needs of a partition of validated lines: its rejections, its run
+    facts, and how many ops of each file it accepted."""
+    accepted: dict[int, int] = {}
+    for tag, payload in items:
+        if tag == REJECTED:
+            yield tag, payload
+            continue
+        fid, op = payload
+        accepted[fid] = accepted.get(fid, 0) + 1
+        fact = split_op(_pos(fid, op), op).fact
+        if fact is not None:
+            yield FACT, (fid, op.run, fact)
+    for fid, n in accepted.items():
+        yield COUNT, (fid, n)
 
 
 def _pos(fid: int, op: Op) -> int:
@@ -166,17 +185,18 @@ def _job(
             .union(parsed.filter(lambda t: t[0] == REJECTED))
             .cache()
         )
-        accepted = checked.filter(lambda t: t[0] == ACCEPTED).map(lambda t: t[1]).cache()
-        rejected = checked.filter(lambda t: t[0] == REJECTED).map(lambda t: t[1]).collect()
-        counts = accepted.map(lambda t: t[0]).countByValue()
-        splits = accepted.map(lambda t: (t[0], t[1], split_op(_pos(t[0], t[1]), t[1])))
+        accepted = checked.filter(lambda t: t[0] == ACCEPTED).map(lambda t: t[1])
+        rejected: list[tuple[Any, ...]] = []
+        counts: dict[int, int] = {}
         facts: dict[tuple[int, Any], list[Any]] = {}
-        for fid, run, fact in (
-            splits.filter(lambda s: s[2].fact is not None)
-            .map(lambda s: (s[0], s[1].run, s[2].fact))
-            .collect()
-        ):
-            facts.setdefault((fid, run), []).append(fact)
+        for tag, payload in checked.mapPartitions(_summary).collect():  # small: one job
+            if tag == REJECTED:
+                rejected.append(payload)
+            elif tag == COUNT:
+                counts[payload[0]] = counts.get(payload[0], 0) + payload[1]
+            else:
+                facts.setdefault((payload[0], payload[1]), []).append(payload[2])
+        splits = accepted.map(lambda t: (t[0], t[1], split_op(_pos(t[0], t[1]), t[1])))
         shared = sc.broadcast({ident: RunFacts(fs) for ident, fs in facts.items()})
 
         def judge_key(item: tuple[Any, Iterable[Any]]) -> tuple[int, int, Any]:
