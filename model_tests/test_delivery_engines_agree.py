@@ -70,3 +70,27 @@ def test_local_and_spark_give_the_same_delivery_verdicts_and_counts(
         seen |= {v for v, *_ in local.values()}
         assert any(s[3] for s in local.values())  # rejected lines compared too
     assert seen == {"ok", "illegal", "unknown"}  # the comparison is not vacuous
+
+
+def log_summary(result: InputResult) -> tuple[Any, ...]:
+    keys = {(k.run, k.key): (k.verdict.value, k.ops, dict(k.counts)) for k in result.keys}
+    return result.verdict.value, result.model, keys, result.error
+
+
+@pytest.mark.spark
+def test_the_kafka_log_check_of_group_histories_leaves_the_group_ops_aside_on_both_engines(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``kmodel verify`` without ``--delivery`` takes a group history as a Kafka log (its
+    sends and polls), on both engines alike: the keyless commits and fetches make no key."""
+    from jepsen_py.checker.engine import verify_path
+    from jepsen_py.checker.spark import SparkOptions, verify_spark
+
+    paths = histories(tmp_path / "h")[:-1]  # the malformed lines are the delivery check's
+    local = {str(p): log_summary(verify_path(p)) for p in paths}
+    report = verify_spark([str(p) for p in paths], SparkOptions(partitions=2), spark=spark)
+    for result in report.inputs:
+        assert log_summary(result) == local[result.path], result.path
+    assert all(
+        model == "log" and None not in {k for _, k in keys} for _, model, keys, _ in local.values()
+    )

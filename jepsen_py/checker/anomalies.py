@@ -184,6 +184,10 @@ def class_of(name: str, consistency: str | None) -> str:
 
 
 LOG_FS = frozenset({"send", "poll"})
+GROUP_FS = frozenset({"process", "commit", "fetch-offsets", "seek"})
+"""The client ops a consumer group's delivery adds to a Kafka history (docs/history-format.md):
+the delivery check reads them (`jepsen_py.checker.delivery`), the Kafka-log check leaves
+them aside."""
 REASSIGN_FS = frozenset({"assign", "subscribe"})
 """Ops that set which keys a consumer reads (Kafka's ``assign``/``subscribe``)."""
 

@@ -65,8 +65,6 @@ from jepsen_py.checker.verdict import DeliveryVerdict, delivery_verdict
 from jepsen_py.history.op import Op
 
 KILL_F = "kill-consumer"
-GROUP_FS = frozenset({"process", "commit", "fetch-offsets", "seek"})
-"""The client ops a group's delivery adds to the history format."""
 
 ACK, PROCESS, COMMIT, FETCH, FETCHED, SEEK = "ack", "process", "commit", "fetch", "fetched", "seek"
 Event = tuple[int, str, Any, Any]
