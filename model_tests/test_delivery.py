@@ -112,9 +112,13 @@ def test_a_record_above_the_committed_offset_not_yet_processed_is_not_lost() -> 
 def test_an_unacknowledged_commit_passes_nothing() -> None:
     h = produced(2)
     h.assign(1, [K])
-    h.commit(1, 2, type_="info")
-    h.commit(1, 2, type_="fail")
-    assert counts(one_key(h)) == {}
+    h.add(1, "invoke", "commit", {K: 2})
+    h.add(1, "fail", "commit", {K: 2, "error": "ILLEGAL_GENERATION"})
+    h.add(2, "invoke", "commit", {K: 2})
+    h.add(2, "info", "commit", {K: 2, "error": "REQUEST_TIMED_OUT"})
+    key = one_key(h)
+    assert counts(key) == {}
+    assert key.verdict.verdict is Verdict.OK
 
 
 def test_a_crash_after_processing_before_the_commit_explains_the_duplicate() -> None:

@@ -161,12 +161,12 @@ def split_op(pos: int, op: Op) -> Split:
         return Split(events=((op.key, (pos, PROCESS, op.process, offsets)),))
     if f == "commit":
         if not isinstance(value, dict) or not all(
-            _key_name(k) and (_offset(v) or (k == "error" and type_ == "fail"))
+            _key_name(k) and (_offset(v) or (k == "error" and type_ in ("fail", "info")))
             for k, v in value.items()
         ):
             return Split(
                 problem=f"commit value {_show(value)} is not a map of key -> offset (the next "
-                'offset to read), e.g. {"t-0": 12} (a fail may add "error": "NAME")'
+                'offset to read), e.g. {"t-0": 12} (a fail or info may add "error": "NAME")'
             )
         if type_ != "ok":
             return _NOTHING
