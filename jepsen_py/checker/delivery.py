@@ -45,8 +45,9 @@ every engine applies.
 The check is built to be spread: `split_op` turns one op, on its own, into the facts of its
 run (`Assign`, `Kill`: few, shared by every key) and events of its keys (a commit of three
 partitions is three events); `check_key` judges one key from its events and its run's facts.
-`check_delivery` does both over a list of ops (the local engine, ``kmodel test``); the Spark
-engine runs `split_op` on every line, broadcasts the facts and groups the events by key.
+`check_delivery` does both over a list of ops (the local engine; ``kmodel test --workload
+group`` is to call it); the Spark engine runs `split_op` on every line, broadcasts the facts
+and groups the events by key.
 Positions are whatever the caller numbers ops by, increasing in history order; witnesses
 are sorted tuples of positions.
 """
