@@ -101,3 +101,15 @@ def test_malformed_group_lines_are_rejected_with_their_line_and_reason(tmp_path:
     assert "not the records processed" in rejected[0]["reason"]
     assert "not a map of key -> offset" in rejected[1]["reason"]
     assert "logged once, as ok" in rejected[2]["reason"]
+
+
+def test_a_history_without_group_ops_is_not_judged(tmp_path: Path) -> None:
+    path = tmp_path / "plain.jsonl"
+    lines = [
+        {"process": 0, "type": "invoke", "f": "send", "key": "t-0", "value": 1},
+        {"process": 0, "type": "ok", "f": "send", "key": "t-0", "value": {"offset": 0, "value": 1}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out, _ = run("--engine", "local", "--delivery", "at-least-once", str(path))
+    assert code == 2
+    assert "not a consumer group's history" in out

@@ -36,6 +36,12 @@ def histories(folder: Path) -> list[Path]:
             for op in generate_group(random.Random(seed), w):
                 out.write(json.dumps({**op_to_record(op), "run": f"r{seed}"}) + "\n")
     paths.append(runs)
+    plain = folder / "plain-kafka.jsonl"  # no group op: not judged, on either engine
+    plain.write_text(
+        '{"process": 0, "type": "invoke", "f": "send", "key": "t-0", "value": 1}\n'
+        '{"process": 0, "type": "ok", "f": "send", "key": "t-0", "value": {"offset": 0}}\n'
+    )
+    paths.append(plain)
     bad = folder / "malformed.jsonl"
     good = (CORPUS / "duplicate-crash.jsonl").read_text().splitlines()
     good.insert(5, '{"process": 1, "type": "ok", "f": "commit", "value": [1]}')

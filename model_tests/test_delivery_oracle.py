@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +74,16 @@ def test_checker_and_oracle_agree_on_a_thousand_seeded_histories() -> None:
     info yet took effect, seen only by a later fetch) need many histories to show up."""
     for seed in range(1000):
         ops = generate_group(random.Random(seed), GroupWorkload(p_fault=0.1, steps=80))
+        expected = oracle(ops)
+        for key, counts in checker_counts(ops).items():
+            assert counts == expected[key], (seed, key)
+
+
+@pytest.mark.slow
+def test_checker_and_oracle_agree_on_ten_thousand_seeded_histories() -> None:
+    for seed in range(10_000):
+        w = GroupWorkload(keys=1 + seed % 3, members=1 + seed % 4, p_fault=0.15, steps=100)
+        ops = generate_group(random.Random(seed), w)
         expected = oracle(ops)
         for key, counts in checker_counts(ops).items():
             assert counts == expected[key], (seed, key)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import DeliveryKey, check_delivery, split_op
 from jepsen_py.checker.records import InputResult, KeyResult, downgrade
 from jepsen_py.checker.result import Verdict
@@ -71,8 +72,16 @@ def verify_delivery_path(
             name, f"{name}: cannot read: {exc.strerror or exc}", format=fmt, model=DELIVERY_MODEL
         )
     checked = check_delivery(ops, delivery)
+    group_ops = sum(op.f in GROUP_FS for op in ops)
     return delivery_result(
-        name, fmt, delivery, checked, ops.__getitem__, list(rejections), len(ops), started
+        name,
+        fmt,
+        delivery,
+        checked,
+        ops.__getitem__,
+        list(rejections),
+        (len(ops), group_ops),
+        started,
     )
 
 
@@ -83,18 +92,21 @@ def delivery_result(
     checked: list[DeliveryKey],
     op_at: Callable[[int], Op],
     rejected: list[Rejection],
-    ops: int,
+    counted: tuple[int, int],
     started: float,
 ) -> InputResult:
     """The `InputResult` of one input's delivery check, on every engine: ``checked`` its
     keys (`delivery.check_delivery`, or the Spark job's), ``op_at`` the op at a position,
     ``rejected`` its rejected lines (a key with some is UNKNOWN; a keyless one makes the
-    input UNKNOWN), ``ops`` the ops accepted, ``started`` when its check began."""
-    if not checked:
+    input UNKNOWN), ``counted`` the ops accepted and how many of them are a group's
+    (`anomalies.GROUP_FS`), ``started`` when its check began. An input without a group op
+    is not a consumer group's history: nothing was checked, it is UNKNOWN."""
+    ops, group_ops = counted
+    if not checked or not group_ops:
         return InputResult.unchecked(
             name,
-            f"{name}: nothing to check for --delivery: no acknowledged send, process, commit "
-            "or fetch-offsets op (docs/history-format.md, consumer groups)",
+            f"{name}: nothing to check for --delivery: no process, commit or fetch-offsets op, "
+            "so not a consumer group's history (docs/history-format.md, consumer groups)",
             format=fmt,
             model=DELIVERY_MODEL,
             rejected=rejected,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import RunFacts, check_key, judge, key_order, split_op
 from jepsen_py.checker.delivery_engine import DELIVERY_MODEL, KEYED_FS, delivery_result
 from jepsen_py.checker.records import InputResult
@@ -89,19 +90,21 @@ def _numbered(fid: int) -> Callable[[tuple[str, int]], tuple[int, int, str]]:
 
 def _summary(items: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
     """What the driver needs of a partition of validated lines: its rejections, its run
-    facts, and how many ops of each file it accepted."""
-    accepted: dict[int, int] = {}
+    facts, and how many ops (and group ops) of each file it accepted."""
+    accepted: dict[int, list[int]] = {}
     for tag, payload in items:
         if tag == REJECTED:
             yield tag, payload
             continue
         fid, op = payload
-        accepted[fid] = accepted.get(fid, 0) + 1
+        counts = accepted.setdefault(fid, [0, 0])
+        counts[0] += 1
+        counts[1] += op.f in GROUP_FS
         fact = split_op(_pos(fid, op), op).fact
         if fact is not None:
             yield FACT, (fid, op.run, fact)
-    for fid, n in accepted.items():
-        yield COUNT, (fid, n)
+    for fid, (n, g) in accepted.items():
+        yield COUNT, (fid, n, g)
 
 
 def _pos(fid: int, op: Op) -> int:
@@ -187,13 +190,14 @@ def _job(
         )
         accepted = checked.filter(lambda t: t[0] == ACCEPTED).map(lambda t: t[1])
         rejected: list[tuple[Any, ...]] = []
-        counts: dict[int, int] = {}
+        counts: dict[int, tuple[int, int]] = {}
         facts: dict[tuple[int, Any], list[Any]] = {}
         for tag, payload in checked.mapPartitions(_summary).collect():  # small: one job
             if tag == REJECTED:
                 rejected.append(payload)
             elif tag == COUNT:
-                counts[payload[0]] = counts.get(payload[0], 0) + payload[1]
+                n, g = counts.get(payload[0], (0, 0))
+                counts[payload[0]] = (n + payload[1], g + payload[2])
             else:
                 facts.setdefault((payload[0], payload[1]), []).append(payload[2])
         splits = accepted.map(lambda t: (t[0], t[1], split_op(_pos(t[0], t[1]), t[1])))
@@ -239,7 +243,7 @@ def _job(
                 keys,
                 ops_at.__getitem__,
                 list(sink),
-                counts.get(i, 0),
+                counts.get(i, (0, 0)),
                 began,
             )
     return [out[i] for i in range(len(files))]
