@@ -62,13 +62,16 @@ def summary(result: InputResult) -> tuple[Any, ...]:
 def test_local_and_spark_give_the_same_delivery_verdicts_and_counts(
     spark: Any, tmp_path: Path
 ) -> None:
-    from jepsen_py.checker.spark.delivery import verify_delivery_spark
+    from jepsen_py.checker.spark.delivery import verify_delivery_spark_modes
 
     paths = histories(tmp_path / "h")
+    spark_results, figures = verify_delivery_spark_modes(
+        [str(p) for p in paths], DELIVERIES, spark=spark
+    )
     seen = set()
     for delivery in DELIVERIES:
         local = {str(p): summary(verify_delivery_path(p, delivery)) for p in paths}
-        results, figures = verify_delivery_spark([str(p) for p in paths], delivery, spark=spark)
+        results = spark_results[delivery]
         assert len(results) == len(paths)
         for result in results:
             assert summary(result) == local[result.path], result.path

@@ -22,7 +22,7 @@ Kafka-log job (`keycheck`). Parquet and the importers' formats are left to the l
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -124,6 +124,31 @@ def verify_delivery_spark(
     """Check the delivery of the histories under ``paths`` on Spark (see the module
     docstring); returns one `InputResult` per file and figures about the job. Starts a
     session (and stops it) unless one is given or active."""
+    results, figures = verify_delivery_spark_modes(
+        paths,
+        (delivery,),
+        fmt=fmt,
+        session=session,
+        spark=spark,
+        say=say,
+        max_witnesses=max_witnesses,
+    )
+    return results[delivery], figures
+
+
+def verify_delivery_spark_modes(
+    paths: Iterable[str],
+    deliveries: Sequence[str],
+    *,
+    fmt: str | None = None,
+    session: SessionOptions | None = None,
+    spark: SparkSession | None = None,
+    say: Callable[[str], None] | None = None,
+    max_witnesses: int = 100,
+) -> tuple[dict[str, list[InputResult]], dict[str, Any]]:
+    """`verify_delivery_spark` under several modes from one job: the anomalies do not
+    depend on the mode, only their classes do, so each mode's verdicts are settled on the
+    driver from the same findings."""
     tell = say or (lambda message: None)
     started = time.perf_counter()
     figures: dict[str, Any] = {}
@@ -137,29 +162,30 @@ def verify_delivery_spark(
         spark = start(session or SessionOptions())
         figures["startup_seconds"] = round(time.perf_counter() - started, 3)
     try:
-        results = _job(spark, list(paths), delivery, fmt, max_witnesses, figures)
+        results = _job(spark, list(paths), tuple(deliveries), fmt, max_witnesses, figures)
     finally:
         if own:
             spark.stop()
+    first = results[deliveries[0]]
     figures["seconds"] = round(time.perf_counter() - started, 3)
-    figures["ops"] = sum(r.ops for r in results)
-    figures["keys"] = sum(len(r.keys) for r in results)
+    figures["ops"] = sum(r.ops for r in first)
+    figures["keys"] = sum(len(r.keys) for r in first)
     return results, figures
 
 
 def _job(
     spark: SparkSession,
     paths: list[str],
-    delivery: str,
+    deliveries: tuple[str, ...],
     fmt: str | None,
     max_witnesses: int,
     figures: dict[str, Any],
-) -> list[InputResult]:
+) -> dict[str, list[InputResult]]:
     sc = spark.sparkContext
     figures["master"] = sc.master
     began = time.perf_counter()
     files = list_inputs(paths, fmt, spark)
-    out: dict[int, InputResult] = {}
+    out: dict[Any, InputResult] = {}  # file -> unchecked, (mode, file) -> checked
     readable = []
     for i, file in enumerate(files):
         if file.error is not None:
@@ -235,18 +261,19 @@ def _job(
                 ((n, f) for fid, n, f in found if fid == i),
                 key=lambda nf: key_order((nf[1].run, nf[1].key)),
             )
-            keys = [judge(f, n, delivery, _line) for n, f in mine]
-            out[i] = delivery_result(
-                files[i].display,
-                "jsonl",
-                delivery,
-                keys,
-                ops_at.__getitem__,
-                list(sink),
-                counts.get(i, (0, 0)),
-                began,
-            )
-    return [out[i] for i in range(len(files))]
+            for delivery in deliveries:
+                keys = [judge(f, n, delivery, _line) for n, f in mine]
+                out[(delivery, i)] = delivery_result(
+                    files[i].display,
+                    "jsonl",
+                    delivery,
+                    keys,
+                    ops_at.__getitem__,
+                    list(sink),
+                    counts.get(i, (0, 0)),
+                    began,
+                )
+    return {d: [out.get((d, i)) or out[i] for i in range(len(files))] for d in deliveries}
 
 
 def _line(pos: int) -> int:
