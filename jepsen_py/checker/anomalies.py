@@ -134,7 +134,73 @@ DESCRIPTIONS: dict[str, str] = {
 }
 """One line per anomaly, for explanations (docs/checking.md has the definitions)."""
 
+AT_LEAST_ONCE = "at-least-once"
+AT_MOST_ONCE = "at-most-once"
+DELIVERIES = (AT_LEAST_ONCE, AT_MOST_ONCE)
+"""``--delivery``: the guarantee a consumer group's delivery is held to
+(`jepsen_py.checker.delivery`; the ``KafkaConsumer`` Javadoc, "Offsets and Consumer
+Position": committing after processing gives at least once, before it at most once)."""
+
+DELIVERY_CLASSES: dict[str, dict[str, str]] = {
+    AT_LEAST_ONCE: {
+        "lost": VIOLATION,
+        "duplicated-rebalance": INFORMATIONAL,
+        "duplicated-crash": INFORMATIONAL,
+        "duplicated-unexplained": VIOLATION,
+        "commit-regression": VIOLATION,
+    },
+    AT_MOST_ONCE: {
+        "lost": INFORMATIONAL,
+        "duplicated-rebalance": VIOLATION,
+        "duplicated-crash": VIOLATION,
+        "duplicated-unexplained": VIOLATION,
+        "commit-regression": VIOLATION,
+    },
+}
+"""The delivery anomalies' class under each ``--delivery`` (docs/checking.md, "Delivery
+semantics"): which one is a violation depends on what the consumers promise."""
+
+DELIVERY_ANOMALIES: tuple[str, ...] = tuple(DELIVERY_CLASSES[AT_LEAST_ONCE])
+assert all(tuple(c) == DELIVERY_ANOMALIES for c in DELIVERY_CLASSES.values())
+
+DESCRIPTIONS.update(
+    {
+        "lost": "an acknowledged record the group's committed offset passed, that no "
+        "member processed",
+        "duplicated-rebalance": "a record processed again by the partition's next owner, "
+        "which started before a commit covering it was acknowledged",
+        "duplicated-crash": "a record processed again after its processor was killed "
+        "before a commit covering it was acknowledged",
+        "duplicated-unexplained": "a record processed twice with neither a rebalance nor "
+        "a crash to explain it",
+        "commit-regression": "an OffsetFetch returned less than a commit already "
+        "acknowledged (the committed offset went backwards)",
+    }
+)
+
+
+def violations_of(consistency: str | None) -> frozenset[str]:
+    """The anomalies classed as violations when ``consistency`` decides: a ``--delivery``
+    mode's (`DELIVERY_CLASSES`), else the Kafka-log taxonomy's (`VIOLATIONS`)."""
+    classes = DELIVERY_CLASSES.get(consistency or "")
+    if classes is None:
+        return VIOLATIONS
+    return frozenset(n for n, c in classes.items() if c == VIOLATION)
+
+
+def class_of(name: str, consistency: str | None) -> str:
+    """``name``'s class (violation or informational) when ``consistency`` decides."""
+    classes = DELIVERY_CLASSES.get(consistency or "")
+    if classes is not None and name in classes:
+        return classes[name]
+    return CLASSES[name]
+
+
 LOG_FS = frozenset({"send", "poll"})
+GROUP_FS = frozenset({"process", "commit", "fetch-offsets", "seek"})
+"""The client ops a consumer group's delivery adds to a Kafka history (docs/history-format.md):
+the delivery check reads them (`jepsen_py.checker.delivery`), the Kafka-log check leaves
+them aside."""
 REASSIGN_FS = frozenset({"assign", "subscribe"})
 """Ops that set which keys a consumer reads (Kafka's ``assign``/``subscribe``)."""
 
@@ -175,7 +241,8 @@ class KeyAnomalies:
     run: Any
     key: Any
     counts: dict[str, int]
-    """Every anomaly of `ANOMALIES`, with its exact count."""
+    """Every anomaly of `ANOMALIES` (of `DELIVERY_ANOMALIES` for a delivery check), with
+    its exact count, in that order."""
     witnesses: dict[str, tuple[Witness, ...]]
     """Per anomaly found, its witnesses (at most ``max_witnesses``), sorted."""
     problems: tuple[Problem, ...] = ()
@@ -194,7 +261,7 @@ class KeyAnomalies:
 
     def found(self) -> list[str]:
         """The anomalies found, in `ANOMALIES` order."""
-        return [name for name in ANOMALIES if self.counts.get(name)]
+        return [name for name, n in self.counts.items() if n]
 
 
 class _Key:

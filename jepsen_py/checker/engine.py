@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import ANOMALIES, REASSIGN_FS
+from jepsen_py.checker.anomalies import ANOMALIES, GROUP_FS, LOG_FS, REASSIGN_FS
 from jepsen_py.checker.model import Model, Operation, operations
 from jepsen_py.checker.models import MODELS, UNSET, model_named
 from jepsen_py.checker.records import (
@@ -154,7 +154,7 @@ def group_ops(ops: list[Op]) -> dict[GroupKey, list[Op]]:
 
 
 _FS_OF_MODEL = {
-    "log": frozenset({"send", "poll", *REASSIGN_FS}),
+    "log": frozenset({"send", "poll", *REASSIGN_FS, *GROUP_FS}),
     "kv": frozenset({"get", "put", "append"}),
     "cas-register": frozenset({"read", "write", "cas"}),
 }
@@ -186,6 +186,8 @@ def model_of(fs: frozenset[str] | set[str]) -> str | None:
     None when none does (or when they are only ``assign``/``subscribe``)."""
     for name, model_fs in _FS_OF_MODEL.items():
         if fs and fs <= model_fs and not fs <= REASSIGN_FS:
+            if name == "log" and not fs & LOG_FS:
+                continue  # a consumer group's ops alone: nothing of a log to check
             return name
     return None
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS
+from jepsen_py.checker.anomalies import ANOMALIES, DELIVERY_ANOMALIES, violations_of
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.wgl import PartitionResult
 from jepsen_py.history.op import Op
@@ -48,7 +48,8 @@ class KeyResult:
     """The ops that witness the verdict (log model only): the first violation's, or the
     failure to linearize when linearizability decides."""
     consistency: str | None = None
-    """What decided (log model only): ``kafka`` or ``linearizable``."""
+    """What decided (log model only): ``kafka`` or ``linearizable``; for a delivery check
+    (``kmodel verify --delivery``), the delivery mode."""
     kafka: Verdict | None = None
     """Kafka's guarantees (log model only)."""
     linearizable: Verdict | None = None
@@ -62,7 +63,8 @@ class KeyResult:
 
     @property
     def informational(self) -> dict[str, int]:
-        return {n: c for n, c in self.counts.items() if c and n not in VIOLATIONS}
+        broken = violations_of(self.consistency)
+        return {n: c for n, c in self.counts.items() if c and n not in broken}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -159,7 +161,7 @@ class InputResult:
             for name, n in key.counts.items():
                 if n:
                     out[name] = out.get(name, 0) + n
-        return {name: out[name] for name in ANOMALIES if name in out}
+        return {name: out[name] for name in (*ANOMALIES, *DELIVERY_ANOMALIES) if name in out}
 
     @property
     def violations(self) -> dict[str, int]:

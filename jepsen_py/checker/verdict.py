@@ -30,12 +30,14 @@ import attrs
 
 from jepsen_py.checker.anomalies import (
     ANOMALIES,
+    DELIVERIES,
     DESCRIPTIONS,
     LOG_FS,
     VIOLATIONS,
     FinalRead,
     KeyAnomalies,
     Observer,
+    violations_of,
 )
 from jepsen_py.checker.kafka_log import LogResult, check_log
 from jepsen_py.checker.result import Verdict
@@ -95,38 +97,19 @@ def key_verdict(
     ``line_of`` turns a position into the op's history line (for explanations)."""
     if consistency not in CONSISTENCIES:
         raise ValueError(f"consistency {consistency!r}: expected one of {CONSISTENCIES}")
-    premise = next((p for p in found.problems if p.premise), None)
-    problem = next((p for p in found.problems if not p.premise), None)
-    broken = [] if premise is not None else [n for n in found.found() if n in VIOLATIONS]
-    if broken:
-        kafka = Verdict.ILLEGAL
-    elif premise is not None or problem is not None or found.final.unfinished:
-        kafka = Verdict.UNKNOWN
-    else:
-        kafka = Verdict.OK
-    kafka_text = _kafka_text(kafka, broken, found, premise or problem, line_of)
+    kafka, broken, kafka_text, decided_by = guarantees(found, VIOLATIONS, line_of)
     if linearizable is Verdict.OK:
         lin_text = "linearizable: yes"
     else:
         lin_text = f"linearizable: {'no' if linearizable is Verdict.ILLEGAL else 'unknown'}"
         if linearizable_explanation:
             lin_text += f" ({linearizable_explanation})"
-    informational = [n for n in found.found() if n not in VIOLATIONS]
-    info_text = (
-        "informational: " + ", ".join(f"{n} ({found.counts[n]})" for n in informational)
-        if informational
-        else None
-    )
+    info_text = _informational_text(found, VIOLATIONS)
     if consistency == KAFKA:
         verdict = kafka
         violations = tuple(broken)
         first, beside = kafka_text, (lin_text if linearizable is not Verdict.OK else None)
-        if broken:
-            witness = found.witnesses[broken[0]][0]
-        elif kafka is Verdict.UNKNOWN and (premise or problem) is not None:
-            witness = (premise or problem).positions  # type: ignore[union-attr]
-        else:
-            witness = ()
+        witness = decided_by
     else:
         verdict = linearizable
         violations = (NONLINEARIZABLE,) if linearizable is Verdict.ILLEGAL else ()
@@ -148,6 +131,80 @@ def key_verdict(
         tuple(sorted(witness)),
         "; ".join(parts) if parts else None,
         found.final,
+    )
+
+
+def guarantees(
+    found: KeyAnomalies, violations: frozenset[str], line_of: LineOf
+) -> tuple[Verdict, list[str], str | None, tuple[int, ...]]:
+    """The rule every anomaly-based verdict follows, the Kafka-log taxonomy's and a
+    ``--delivery`` check's alike: ILLEGAL when an anomaly of ``violations`` was found
+    (unless a premise of the definitions fails); else UNKNOWN when something kept the key
+    from being judged (a `Problem`, an unfinished final read); else OK. Returns the
+    verdict, the violations found (in order), the text that says why, and the positions
+    of the ops that witness the first violation (or what left the key unknown)."""
+    premise = next((p for p in found.problems if p.premise), None)
+    problem = next((p for p in found.problems if not p.premise), None)
+    broken = [] if premise is not None else [n for n in found.found() if n in violations]
+    if broken:
+        verdict = Verdict.ILLEGAL
+    elif premise is not None or problem is not None or found.final.unfinished:
+        verdict = Verdict.UNKNOWN
+    else:
+        verdict = Verdict.OK
+    text = _kafka_text(verdict, broken, found, premise or problem, line_of)
+    if broken:
+        witness: tuple[int, ...] = found.witnesses[broken[0]][0]
+    elif verdict is Verdict.UNKNOWN and (premise or problem) is not None:
+        witness = (premise or problem).positions  # type: ignore[union-attr]
+    else:
+        witness = ()
+    return verdict, broken, text, witness
+
+
+def _informational_text(found: KeyAnomalies, violations: frozenset[str]) -> str | None:
+    informational = [n for n in found.found() if n not in violations]
+    if not informational:
+        return None
+    return "informational: " + ", ".join(f"{n} ({found.counts[n]})" for n in informational)
+
+
+@attrs.frozen
+class DeliveryVerdict:
+    """One key's verdict under ``--delivery`` (`jepsen_py.checker.delivery`), and why."""
+
+    verdict: Verdict
+    delivery: str
+    """``at-least-once`` or ``at-most-once``: which anomalies are violations."""
+    violations: tuple[str, ...]
+    counts: dict[str, int]
+    """Every delivery anomaly's count (informational ones too)."""
+    witness: tuple[int, ...]
+    explanation: str | None
+
+    @property
+    def informational(self) -> tuple[str, ...]:
+        """Delivery anomalies found that are not violations under ``delivery``."""
+        broken = violations_of(self.delivery)
+        return tuple(n for n, c in self.counts.items() if c and n not in broken)
+
+
+def delivery_verdict(found: KeyAnomalies, delivery: str, line_of: LineOf) -> DeliveryVerdict:
+    """The verdict on one key of a consumer group's delivery under ``delivery``
+    (``--delivery``), by the same rule as the Kafka-log taxonomy's (`guarantees`), with
+    the mode's classes (`anomalies.DELIVERY_CLASSES`). Every engine calls this."""
+    if delivery not in DELIVERIES:
+        raise ValueError(f"delivery {delivery!r}: expected one of {DELIVERIES}")
+    broken_set = violations_of(delivery)
+    verdict, broken, text, witness = guarantees(found, broken_set, line_of)
+    parts = [p for p in (text, _informational_text(found, broken_set)) if p]
+    return DeliveryVerdict(
+        verdict,
+        delivery,
+        tuple(broken),
+        dict(found.counts),
+        tuple(sorted(witness)),
+        "; ".join(parts) if parts else None,
     )
 
 

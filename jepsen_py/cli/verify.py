@@ -28,7 +28,14 @@ from typing import Any
 import click
 import orjson
 
-from jepsen_py.checker.anomalies import ANOMALIES, CLASSES, DESCRIPTIONS
+from jepsen_py.checker.anomalies import (
+    ANOMALIES,
+    DELIVERIES,
+    DELIVERY_ANOMALIES,
+    DESCRIPTIONS,
+    class_of,
+)
+from jepsen_py.checker.delivery_engine import verify_delivery_path
 from jepsen_py.checker.engine import MODEL_NAMES, NOT_CHECKED, verify_path
 from jepsen_py.checker.models import UNSET
 from jepsen_py.checker.records import WITNESSES_SHOWN, InputResult, KeyResult, line_of
@@ -132,12 +139,14 @@ def _print_human(result: InputResult) -> None:
 def _print_anomalies(console: Any, result: InputResult) -> None:
     """One line per anomaly found: count over the keys, class, first witnesses' lines."""
     counts = result.anomaly_counts
-    for name in ANOMALIES:
+    for name in (*ANOMALIES, *DELIVERY_ANOMALIES):
         groups = result.anomalies.get(name) or []
         n = counts.get(name, len(groups))
         if n:
             console.print(
-                f"anomaly {name} ({CLASSES[name]}): {n} (lines {_lines(groups)})", markup=False
+                f"anomaly {name} ({class_of(name, result.consistency)}): {n} "
+                f"(lines {_lines(groups)})",
+                markup=False,
             )
 
 
@@ -216,11 +225,11 @@ def _print_spark_summary(results: list[InputResult], figures: dict[str, Any]) ->
             )
             for line in describe_key(key):
                 console.print(f"  {line}", markup=False)
-        for name in ANOMALIES:
+        for name in (*ANOMALIES, *DELIVERY_ANOMALIES):
             groups = result.anomalies.get(name) or []
             if groups:
                 console.print(
-                    f"  {result.path}: anomaly {name} ({CLASSES[name]}): "
+                    f"  {result.path}: anomaly {name} ({class_of(name, result.consistency)}): "
                     f"{result.anomaly_counts.get(name, len(groups))} "
                     f"(lines {_lines(groups)})",
                     markup=False,
@@ -344,6 +353,13 @@ def _figures_line(figures: dict[str, Any]) -> str:
     help="Kafka logs: what decides, Kafka's guarantees (kafka, the default; linearizability "
     "is reported beside) or linearizability (linearizable). docs/checking.md.",
 )
+@click.option(
+    "--delivery",
+    type=click.Choice(DELIVERIES),
+    default=None,
+    help="Check a consumer group's delivery instead (lost, duplicated, commit-regression), "
+    "held to at-least-once or at-most-once. docs/checking.md.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="On a Spark failure, print Spark's traces too.")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line of results.")
 def verify(
@@ -362,6 +378,7 @@ def verify(
     driver_memory: str,
     spark_conf: tuple[str, ...],
     consistency: str | None,
+    delivery: str | None,
     verbose: bool,
     as_json: bool,
 ) -> None:
@@ -373,7 +390,11 @@ def verify(
     Spark reads (hdfs://, s3a://). Formats: jsonl and parquet (this project's), edn
     (Jepsen/Knossos), porcupine-etcd and porcupine-kv (Porcupine's test data). Models: log
     (Kafka partitions: Kafka's guarantees and linearizability), register, cas-register,
-    kv. In a directory only history files count (docs/history-format.md)."""
+    kv. In a directory only history files count (docs/history-format.md).
+
+    With --delivery, what is checked is a consumer group's delivery (its process, commit
+    and fetch-offsets ops): records lost, records processed twice and why, committed
+    offsets that went backwards; at-least-once or at-most-once says which are violations."""
     if timeout is not None and timeout <= 0:
         fail_input(f"--timeout must be a positive number of seconds, got {timeout}")
     if initial is not None and model in ("log",):
@@ -383,6 +404,12 @@ def verify(
             f"--consistency applies to Kafka logs (--model log); the {model} model is checked "
             "for linearizability only"
         )
+    if delivery is not None:
+        given = {"--model": model, "--consistency": consistency, "--initial": initial}
+        given.update({"--report": report_dir, "--timeout": timeout})
+        flag = next((f for f, v in given.items() if v is not None), None)
+        if flag is not None:
+            fail_input(f"{flag} does not apply to --delivery (a consumer group's delivery check)")
     consistency = consistency or KAFKA
     start_value = parse_initial(initial)
     if report_dir is not None and os.path.exists(report_dir) and not os.path.isdir(report_dir):
@@ -420,6 +447,23 @@ def verify(
             fail_input("--report draws keys from the local engine: use --engine local")
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             fail_input("--engine spark needs Java 17+ (scripts/check-java says how to get it)")
+        if delivery is not None:
+            unsupported = {"--output": output_dir, "--partitions": partitions}
+            unsupported["--max-key-ops"] = max_key_ops
+            flag = next((f for f, v in unsupported.items() if v is not None), None)
+            if flag is not None:
+                fail_input(f"{flag} does not apply to --delivery on Spark yet")
+            _verify_spark_delivery(
+                paths,
+                delivery,
+                fmt=fmt,
+                master=master,
+                log_level=spark_log_level,
+                driver_memory=driver_memory,
+                spark_conf=settings,
+                verbose=verbose,
+                as_json=as_json,
+            )
         _verify_spark(
             paths,
             model=model,
@@ -443,6 +487,8 @@ def verify(
     for path, problem in local_paths(paths, quiet=as_json):
         if problem is not None:
             result = InputResult.unchecked(path, problem, format=fmt, model=model)
+        elif delivery is not None:
+            result = verify_delivery_path(path, delivery, fmt)
         else:
             result = verify_path(
                 path,
@@ -471,6 +517,67 @@ def verify(
                 "engine": "local",
             }
         )
+    raise SystemExit(code)
+
+
+def _verify_spark_delivery(
+    paths: tuple[str, ...],
+    delivery: str,
+    *,
+    fmt: str | None,
+    master: str | None,
+    log_level: str,
+    driver_memory: str,
+    spark_conf: list[tuple[str, str]],
+    verbose: bool,
+    as_json: bool,
+) -> None:
+    """``--delivery`` on Spark (`jepsen_py.checker.spark.delivery`): the local engine's
+    results and verdicts, printed the same way."""
+    from jepsen_py.checker.spark.delivery import verify_delivery_spark
+    from jepsen_py.checker.spark.session import SessionOptions, spark_reason
+
+    session = SessionOptions(
+        master=master,
+        log_level=log_level.upper(),
+        driver_memory=driver_memory,
+        extra_conf=tuple(spark_conf),
+        verbose=verbose,
+    )
+    try:
+        results, figures = verify_delivery_spark(
+            paths,
+            delivery,
+            fmt=fmt,
+            session=session,
+            say=lambda m: click.echo(f"spark: {m}", err=True),
+        )
+    except Exception as exc:  # Spark failed as a whole: say so, in one line, and exit 2
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        fail_input(f"Spark failed on {', '.join(paths[:3])}: {spark_reason(exc)}")
+    code = exit_code(results)
+    if not as_json:
+        for result in results:
+            _print_human(result)
+    click.echo(
+        f"spark {figures.get('master')}: {figures['ops']} ops in {figures['keys']} keys, "
+        f"{figures['seconds']:.1f} s",
+        err=True,
+    )
+    if as_json:
+        emit_json(
+            {
+                "inputs": [r.to_json() for r in results],
+                "totals": totals(results),
+                "exit_code": code,
+                "engine": "spark",
+                "spark": figures,
+            }
+        )
+    sys.stdout.flush()
     raise SystemExit(code)
 
 

@@ -114,6 +114,12 @@ def _where(op: Op) -> str:
     return f"line {op.line}" if op.line is not None else f"index {op.index}"
 
 
+EVENT_FS: frozenset[str] = frozenset({"process"})
+"""Client ops logged once, ``ok``, when they happened, with no invocation: a consumer's
+``process`` (the application finished processing records, docs/history-format.md). They
+neither start nor complete an operation, so they pass whatever the process has pending."""
+
+
 def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
     """Yield the ops of a well-formed history, rejecting (with the reason) every line that
     breaks the one-op-at-a-time rule of its process. Streams: it holds one pending op per
@@ -125,6 +131,19 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
             yield op
             continue
         who = (op.run, op.process)
+        if op.f in EVENT_FS:
+            if op.type != "ok":
+                rejections.reject(
+                    op.line,
+                    f"{op.f!r} is logged once, as ok, when the application finished "
+                    f"processing; a {op.type!r} line of it means nothing: log ok, or leave it "
+                    "out (a consumer killed before it finished logs no process line)",
+                    key=op.key,
+                    run=op.run,
+                )
+                continue
+            yield op
+            continue
         if op.type == "invoke":
             if who in crashed:
                 rejections.reject(

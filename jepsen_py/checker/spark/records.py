@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import REASSIGN_FS
+from jepsen_py.checker.anomalies import GROUP_FS, REASSIGN_FS
 from jepsen_py.checker.records import InputResult
 from jepsen_py.checker.spark.keycheck import FILE_RUN, file_of, run_of
 
@@ -52,8 +52,10 @@ class Group:
 
     @property
     def is_key(self) -> bool:
-        """False for a group of ``assign``/``subscribe`` ops alone (handed to the keys)."""
-        return not (set(self.fs) <= REASSIGN_FS)
+        """False for a group of ``assign``/``subscribe`` ops alone (handed to the keys), or
+        of a consumer group's delivery ops alone (keyless commits and fetches, which the
+        log check leaves aside, as the local engine does)."""
+        return not (set(self.fs) <= REASSIGN_FS | GROUP_FS)
 
 
 @attrs.frozen
