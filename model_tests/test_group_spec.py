@@ -32,6 +32,7 @@ from spec.group.lifecycle import (
     member_transition,
     mermaid,
 )
+from spec.liveness import check_liveness
 
 # invariant -> a configuration where it must fail
 FAILS_UNDER = {
@@ -199,8 +200,46 @@ def test_invariant_can_fail(name: str) -> None:
     assert result.violation is not None and result.violation.name == name
 
 
+LIVENESS_BREAKS = {
+    "ignores_rebalance_in_progress": Params(
+        max_failovers=0, bugs=frozenset({"ignores_rebalance_in_progress"})
+    ),
+}
+"""The liveness bug: the invariants hold, ``RebalanceFinishes`` does not."""
+
+
 def test_every_bug_has_a_breaking_configuration() -> None:
-    assert set(BREAKS) == set(BUGS)
+    assert set(BREAKS) | set(LIVENESS_BREAKS) == set(BUGS)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "cooperative"])
+def test_a_started_rebalance_finishes_under_fairness(protocol: str) -> None:
+    """``RebalanceFinishes`` holds on every fair behavior (coordinator moves left out here
+    to keep the default suite quick; the slow test below has them)."""
+    result = check_liveness(build(Params(protocol=protocol, max_failovers=0)))
+    assert result.complete and result.violation is None
+
+
+def test_a_consumer_that_ignores_rebalance_in_progress_stalls_the_rebalance() -> None:
+    """The broken client keeps reading when its heartbeat says REBALANCE_IN_PROGRESS: every
+    invariant holds, but the join phase waits for it forever (the rebalance timeout is the
+    bounded expiry fault, not fair): a lasso of 7 states that then stutters."""
+    params = LIVENESS_BREAKS["ignores_rebalance_in_progress"]
+    assert check(build(params)).violation is None
+    violation = check_liveness(build(params)).violation
+    assert violation is not None and violation.name == "RebalanceFinishes"
+    assert (len(violation.lasso.prefix), len(violation.lasso.cycle)) == (7, 0)
+    steps = [step.step.action for step in violation.lasso.prefix if step.step is not None]
+    assert steps[-1] == "receive_assignment", "consumer 1 goes on reading"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["classic", "cooperative"])
+def test_a_started_rebalance_finishes_within_the_default_bounds(protocol: str) -> None:
+    result = check_liveness(build(Params(protocol=protocol)))
+    assert result.complete and result.violation is None
+    broken = Params(protocol=protocol, bugs=frozenset({"ignores_rebalance_in_progress"}))
+    assert check_liveness(build(broken)).violation is not None
 
 
 @pytest.mark.parametrize("bug", sorted(BREAKS))
@@ -267,8 +306,8 @@ def test_every_bug_alone_is_violated_with_the_defaults(
 def test_cli_help_lists_the_group_bugs() -> None:
     result = CliRunner().invoke(main, ["check", "--help"])
     listed = (
-        "group: assign_before_revoked, no_generation_check, no_member_epoch_fencing, "
-        "no_revocation_first, sync_without_generation_check"
+        "group: assign_before_revoked, ignores_rebalance_in_progress, no_generation_check, "
+        "no_member_epoch_fencing, no_revocation_first, sync_without_generation_check"
     )
     assert listed in " ".join(result.stdout.split())
 

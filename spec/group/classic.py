@@ -64,10 +64,12 @@ from typing import Any
 import attrs
 
 from spec.framework import (
+    Fair,
     Kind,
     Spec,
     Step,
     action,
+    eventually,
     invariant,
     sometimes_transition,
     transition_property,
@@ -666,6 +668,8 @@ class ClassicGroup(Spec):
         outcome = self.fence_outcome(s, "Heartbeat", member.member_id, member.generation)
         if outcome == NONE_ERROR:
             return None
+        if outcome == REBALANCE_IN_PROGRESS and "ignores_rebalance_in_progress" in self.p.bugs:
+            return None  # the broken client keeps reading instead of rejoining
         fenced = self._rejoin(member, outcome)
         return attrs.evolve(s, members=_with_member(s, slot, fenced))
 
@@ -921,6 +925,68 @@ class ClassicGroup(Spec):
         """The coordinator moves: a new coordinator loads the group and it resumes Stable
         from the stored metadata."""
         return step.action == "load_group" and after.group.state == STABLE
+
+    # --- liveness ------------------------------------------------------------------------------
+
+    def rebalancing(self, s: State) -> bool:
+        """A rebalance is under way that the bounds let finish: the group is in
+        PreparingRebalance below the generation bound, or in CompletingRebalance (the
+        premise of ``RebalanceFinishes``)."""
+        group = s.group
+        if group.state == PREPARING:
+            return group.generation < self.p.generation_bound
+        return group.state == COMPLETING
+
+    @eventually(after="rebalancing")
+    def rebalance_finishes(self, s: State) -> bool:
+        """A started rebalance finishes, for every member: the group is Stable (or Empty)
+        and every consumer the group counts as a member is Stable in the group's generation,
+        its assignment received, reading again. Under weak fairness of the protocol's own
+        steps (join, the join phase's completion, SyncGroup sent, handled and answered,
+        heartbeats, commits handled, loading); faults and membership changes are not fair, and
+        bounded. Two states count as finished because the bounds, not the protocol, stop
+        them: one at the generation bound (a member that must rejoin there could start no
+        further generation within the bounds, where Kafka would), and a join phase waiting
+        for a member id no consumer holds any more (one that left while the coordinator
+        moved): Kafka's ``rebalance.timeout.ms`` drops it, which the spec models as the
+        bounded ``expire`` fault."""
+        group = s.group
+        if group.generation >= self.p.generation_bound:
+            return True  # the bounds: a rejoin could start no further generation here
+        held = {m.member_id for m in s.members}
+        if group.state == PREPARING and any(m not in held for m in group.ids()):
+            return True  # waits for rebalance.timeout.ms to drop a member nobody holds
+        if group.state not in (STABLE, EMPTY) or group.loading:
+            return False
+        ids = group.ids()
+        return all(
+            m.state == MEMBER_STABLE and m.generation == group.generation
+            for m in s.members
+            if m.member_id in ids
+        )
+
+    def fairness(self) -> tuple[Fair, ...]:
+        """What keeps happening: every consumer (re)joins, the join phase completes, each
+        SyncGroup is sent, handled and answered, an OffsetCommit sent is handled, a new
+        coordinator loads the group (weak fairness); heartbeats run whenever they can,
+        between the poll loop's requests (strong fairness: the heartbeat thread is not held
+        back by commits). Expiry, request timeouts, coordinator moves, leaving and sending
+        commits are not fair."""
+        fair = (
+            "join_group",
+            "complete_join",
+            "send_sync",
+            "handle_sync",
+            "receive_assignment",
+            "heartbeat",
+            "handle_commit",
+            "coordinator_loading",
+            "load_group",
+        )
+        strong = ("heartbeat",)  # the heartbeat thread runs beside the poll loop's requests
+        return tuple(
+            Fair(d.name, strong=d.name in strong) for d in self.enabled_actions() if d.name in fair
+        )
 
     def applicable_sometimes(self) -> tuple[Any, ...]:
         skip = set()

@@ -36,6 +36,11 @@ BUGS = {
         "the leader's SyncGroup assignment is applied without checking its generation: an "
         "assignment computed for an older generation's members becomes the current one"
     ),
+    "ignores_rebalance_in_progress": (
+        "the consumer ignores REBALANCE_IN_PROGRESS in a heartbeat response and keeps reading "
+        "instead of rejoining (no requestRejoin): the join phase waits for it until the "
+        "rebalance timeout, and without one forever (a liveness bug)"
+    ),
     "no_revocation_first": (
         "cooperative: the leader assigns a partition to its new owner in the same rebalance in "
         "which its old owner still holds it (KIP-429's revoke-then-reassign skipped)"
@@ -52,9 +57,16 @@ BUGS = {
 }
 
 PROTOCOL_BUGS = {
-    "classic": frozenset({"no_generation_check", "sync_without_generation_check"}),
+    "classic": frozenset(
+        {"no_generation_check", "sync_without_generation_check", "ignores_rebalance_in_progress"}
+    ),
     "cooperative": frozenset(
-        {"no_generation_check", "sync_without_generation_check", "no_revocation_first"}
+        {
+            "no_generation_check",
+            "sync_without_generation_check",
+            "no_revocation_first",
+            "ignores_rebalance_in_progress",
+        }
     ),
     "consumer": frozenset({"no_member_epoch_fencing", "assign_before_revoked"}),
 }
