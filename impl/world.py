@@ -564,7 +564,8 @@ class World:
             now, wall = clock.monotonic_now(name), clock.wall_now(name)
             if msg is None:
                 if self.groups is not None:
-                    return broker.tick(now, wall).extend(self.groups.broker_tick(b, broker, now))
+                    ticked = self.groups.broker_effects(b, broker.tick(now, wall))
+                    return ticked.extend(self.groups.broker_tick(b, broker, now))
                 return broker.tick(now, wall)
             assert src is not None
             if self.groups is not None and isinstance(msg, GROUP_REQUESTS):
@@ -579,7 +580,11 @@ class World:
                 return effects
             if isinstance(msg, LeaderAndIsr):
                 self.stats["leader_and_isr_delivered"] += 1
-            return broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+            effects = broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+            if self.groups is not None:
+                # The group coordinator's own appends are answered in-process.
+                return self.groups.broker_effects(b, effects)
+            return effects
         if name == STORE:
             now = clock.monotonic_now(name)
             if msg is None:

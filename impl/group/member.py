@@ -33,9 +33,13 @@ import attrs
 
 from impl.assignors import range_assign, round_robin_assign
 from impl.group.messages import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
     ILLEGAL_GENERATION,
     NONE,
+    NOT_COORDINATOR,
     REBALANCE_IN_PROGRESS,
+    REQUEST_TIMED_OUT,
     FindCoordinator,
     FindCoordinatorResponse,
     Heartbeat,
@@ -318,8 +322,13 @@ class Member:
         elif error == ILLEGAL_GENERATION:
             self._reset(now, keep_member_id=True, lost=True)
             self.generation = -1
-        elif error == "NOT_COORDINATOR":
+        elif error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
             self._coordinator_lost(now)
+        elif error in (COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT):
+            # Retriable (``RetriableException``): a join or sync in progress is tried again
+            # with the same member id; a stable member keeps its partitions.
+            if self.state in (JOINING, AWAITING_SYNC):
+                self._reset(now, keep_member_id=True)
         else:  # UNKNOWN_MEMBER_ID (and anything else): rejoin as a new member
             self._reset(now, keep_member_id=False)
 
