@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from impl.group.consumer import ConsumerApp, GroupConsumer
 from impl.group.coordinator import (
     GROUP_BUGS,
     Coordinator,
@@ -122,6 +123,7 @@ class GroupHost:
         check_generation: bool = True,
         member_config: MemberConfig | None = None,
         load_delay_ns: int = ms(300),
+        app: ConsumerApp | None = None,
     ) -> None:
         self.group = group
         self.partition = coordinator_partition(group, offsets_partitions)
@@ -144,9 +146,31 @@ class GroupHost:
         self.notes: list[Message] = []
         self._member_config = member_config or MemberConfig(group=group)
         self._topics = dict(topics)
-        self.members: dict[str, Member] = {}
-        for i, name in enumerate(consumers):
-            self.members[name] = self._member(name, 200 + i)
+        self.app = app or ConsumerApp()
+        self._next_process = 199
+        self.consumers: dict[str, GroupConsumer] = {}
+        """Each consumer node's client: its member and its application
+        (``impl.group.consumer``); the world keeps this very dict as its consumers."""
+        for name in consumers:
+            self.consumers[name] = self._consumer(name)
+
+    @property
+    def members(self) -> dict[str, Member]:
+        """Each consumer's group member."""
+        return {name: c.member for name, c in self.consumers.items()}
+
+    def fresh_process(self) -> int:
+        """A history process id never used in this run (a restarted consumer, or one whose
+        commit ended unknown, goes on as a new process)."""
+        self._next_process += 1
+        return self._next_process
+
+    def _consumer(self, name: str) -> GroupConsumer:
+        process = self.fresh_process()
+        topic = min(self._topics)
+        return GroupConsumer(
+            name, self._member(name, process), topic, self.app, process, self.fresh_process
+        )
 
     def _member(self, name: str, process: int) -> Member:
         names = [self.brokers[b] for b in sorted(self.brokers)]
@@ -279,9 +303,11 @@ class GroupHost:
     # ------------------------------------------------------------------ consumers
 
     def subscribe(self, name: str, now: int) -> None:
-        self.members[name].subscribe(tuple(sorted(self._topics)), now)
+        self.consumers[name].member.subscribe(tuple(sorted(self._topics)), now)
+        self.consumers[name].poll(now)  # moves the subscribe op into its history
 
     def client_restarted(self, name: str, now: int) -> None:
-        """A consumer's process started again: a new member (same node), subscribed."""
-        self.members[name] = self._member(name, self.members[name].process + 1000)
+        """A consumer's process started again: a new member (same node, new history
+        process), subscribed."""
+        self.consumers[name] = self._consumer(name)
         self.subscribe(name, now)
