@@ -429,8 +429,9 @@ class GroupConsumer:
             self._op("ok", "commit", dict(c.offsets), now, mode=c.mode)
             self._bump("commit_ok")
             for tp, records in c.then_process:
-                if tp in self._owned:
-                    self._process(tp, records, now)
+                # commitSync returned: the application processes what poll() gave it,
+                # whatever rebalance the member has noticed since.
+                self._process(tp, records, now)
             self._handle_polled(now, effects)
             return
         c.error = msg.error
