@@ -583,7 +583,7 @@ class World:
             now, wall = clock.monotonic_now(name), clock.wall_now(name)
             if msg is None:
                 if self.groups is not None:
-                    ticked = self.groups.broker_effects(b, broker.tick(now, wall))
+                    ticked = self.groups.broker_effects(b, broker.tick(now, wall), now)
                     return ticked.extend(self.groups.broker_tick(b, broker, now))
                 return broker.tick(now, wall)
             assert src is not None
@@ -602,7 +602,7 @@ class World:
             effects = broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
             if self.groups is not None:
                 # The group coordinator's own appends are answered in-process.
-                return self.groups.broker_effects(b, effects)
+                return self.groups.broker_effects(b, effects, now)
             return effects
         if name == STORE:
             now = clock.monotonic_now(name)

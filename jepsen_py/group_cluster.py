@@ -16,8 +16,10 @@ the consumers.
 - every ``fault_interval_ns`` the nemesis (``jepsen_py.nemesis``) starts a fault drawn from
   ``faults`` (the seed's ``faults`` stream), or ends the one running: ``pause-consumer``
   and ``kill-consumer``, ``kill-coordinator`` and ``pause-coordinator`` (``kill`` and
-  ``pause`` of the broker leading the group's ``__consumer_offsets`` partition), and any
-  fault of the Kafka workload's catalogue by name (``kill``, ``pause``, ``partition``, ...);
+  ``pause`` of the broker leading the group's ``__consumer_offsets`` partition),
+  ``late-commit`` (a consumer's OffsetCommit delivered after the group moved on, see
+  ``LATE_COMMIT``), and any fault of the Kafka workload's catalogue by name (``kill``,
+  ``pause``, ``partition``, ...);
 - after ``duration_ns`` every fault is healed, the consumers go on for ``recovery_ns``, and
   a final OffsetFetch (an admin's, handed to the coordinator's broker directly) reads the
   group's committed offsets: the ``fetch-offsets`` op with ``"final": true``.
@@ -42,7 +44,7 @@ from impl.group.consumer import ConsumerApp
 from impl.group.coordinator import GROUP_BUGS
 from impl.group.invariants import GroupInvariants
 from impl.group.member import MemberConfig
-from impl.group.messages import NO_OFFSET, NONE, GenerationCompleted, OffsetFetch
+from impl.group.messages import NO_OFFSET, NONE, GenerationCompleted, OffsetCommit, OffsetFetch
 from impl.group.messages import OffsetFetchResponse as _OffsetFetchResponse
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.protocol import NO_LEADER
@@ -54,12 +56,20 @@ from jepsen_py.workload import record_key_for
 __all__ = [
     "COORDINATOR_FAULTS",
     "GROUP_CLUSTER_FAULTS",
+    "LATE_COMMIT",
     "GroupClusterConfig",
     "GroupClusterRun",
 ]
 
 COORDINATOR_FAULTS = {"kill-coordinator": "kill", "pause-coordinator": "pause"}
 """Faults aimed at the group coordinator's broker -> the catalogue fault performed on it."""
+LATE_COMMIT = "late-commit"
+"""A consumer's OffsetCommit delivered late: the request it would send now is held and
+reaches the coordinator only after the group has moved to a later generation (a request
+left on a connection the client gave up on, as the harness's slow messages); its answer is
+lost with that connection. The zombie's commit that the generation check must refuse (and
+does: delivered only once the group's generation moved past the request's, it changes
+nothing with the check on; at the heal one still held is dropped)."""
 GROUP_CLUSTER_FAULTS = (
     "pause-consumer",
     "kill-consumer",
@@ -67,6 +77,7 @@ GROUP_CLUSTER_FAULTS = (
     "pause-coordinator",
     "partition",
     "kill",
+    "late-commit",
 )
 """``--nemesis all`` with ``--workload group``."""
 TOPIC = "t"
@@ -101,7 +112,11 @@ class GroupClusterConfig:
         unknown = sorted(set(self.bugs) - GROUP_BUGS)
         if unknown:
             raise ValueError(f"unknown group --bug {unknown}; choose from {sorted(GROUP_BUGS)}")
-        bad = [f for f in self.faults if f not in COORDINATOR_FAULTS and f not in CATALOGUE]
+        bad = [
+            f
+            for f in self.faults
+            if f not in COORDINATOR_FAULTS and f not in CATALOGUE and f != LATE_COMMIT
+        ]
         if bad:
             raise ValueError(
                 f"unknown group faults {bad}; choose from {', '.join(GROUP_CLUSTER_FAULTS)} "
@@ -160,6 +175,8 @@ class GroupClusterRun:
         self._t = 0
         self._value = 0
         self._next_fault = config.fault_interval_ns
+        self._late: tuple[str, OffsetCommit] | None = None
+        """late-commit: (consumer, the request it sent) held back."""
 
     # ------------------------------------------------------------------ the run
 
@@ -193,6 +210,7 @@ class GroupClusterRun:
                 with contextlib.suppress(OverflowError):
                     cluster.client_send("p1", key, str(self._value).encode())
             if faults and c.faults and t >= self._next_fault:
+                self._deliver_late()
                 self._fault()
                 self._next_fault += c.fault_interval_ns
             self._t += step
@@ -238,6 +256,9 @@ class GroupClusterRun:
             return
         rng = self.cluster.fault_rng
         name = self.config.faults[rng.randrange(len(self.config.faults))]
+        if name == LATE_COMMIT:
+            self._hold_commit()
+            return
         fault = COORDINATOR_FAULTS.get(name, name)
         start, stop = fault_ops(fault)
         given = None
@@ -250,7 +271,69 @@ class GroupClusterRun:
         self._perform(start, given)
         self._active = (fault, stop)
 
+    def _generation(self) -> int | None:
+        """The group's generation at its coordinator (None: none loaded)."""
+        b = self._coordinator()
+        coordinator = None if b is None else self.host.coordinators[b]
+        if coordinator is None or GROUP not in coordinator.hosted or GROUP in coordinator.loading:
+            return None
+        return coordinator.groups[GROUP].generation
+
+    def _hold_commit(self) -> None:
+        """late-commit's start: a stable consumer's commit of what it processed is held."""
+        if self._late is not None:
+            return
+        cluster = self.cluster
+        eligible = [
+            name
+            for name, gc in sorted(self.host.consumers.items())
+            if cluster.running(name)
+            and gc.member.state == "stable"
+            and any(tp in gc.processed for tp in gc.member.owned)
+        ]
+        if not eligible:
+            return
+        name = eligible[cluster.fault_rng.randrange(len(eligible))]
+        gc = self.host.consumers[name]
+        offsets = tuple((tp, gc.processed[tp]) for tp in gc.member.owned if tp in gc.processed)
+        request = OffsetCommit(GROUP, gc.member.member_id, gc.member.generation, offsets, -1)
+        self._late = (name, request)
+        self.faults[LATE_COMMIT] = self.faults.get(LATE_COMMIT, 0) + 1
+        value = {
+            "node": name,
+            "member": request.member_id,
+            "generation": request.generation,
+            "offsets": {f"{t}-{p}": o for (t, p), o in offsets},
+        }
+        cluster.record(
+            {"process": "nemesis", "type": "info", "f": f"start-{LATE_COMMIT}", "value": value}
+        )
+
+    def _deliver_late(self, *, healing: bool = False) -> None:
+        """late-commit's stop: once the group is past the held request's generation, it
+        reaches the coordinator (at the heal, if it is not, it is dropped)."""
+        if self._late is None:
+            return
+        name, request = self._late
+        generation = self._generation()
+        moved = generation is not None and generation > request.generation
+        if not moved and not healing:
+            return
+        self._late = None
+        b = self._coordinator()
+        value: dict[str, Any] = {"node": name, "group_generation": generation}
+        if moved and b is not None and self.cluster.running(name):
+            coordinator = self.cluster.broker_names[b]
+            self.cluster.network.send(name, coordinator, request)
+            value["delivered_to"] = coordinator
+        else:
+            value["dropped"] = True
+        self.cluster.record(
+            {"process": "nemesis", "type": "info", "f": f"stop-{LATE_COMMIT}", "value": value}
+        )
+
     def _heal(self) -> None:
+        self._deliver_late(healing=True)
         if self._active is not None:
             _, stop = self._active
             self._active = None

@@ -33,6 +33,7 @@ from impl.sim.clock import NS_PER_MS
 from jepsen_py.group_cluster import (
     COORDINATOR_FAULTS,
     GROUP_CLUSTER_FAULTS,
+    LATE_COMMIT,
     GroupClusterConfig,
     GroupClusterRun,
 )
@@ -54,11 +55,11 @@ def parse_group_faults(text: str) -> tuple[str, ...]:
     for item in items:
         names = GROUP_CLUSTER_FAULTS if item == "all" else () if item == "none" else (item,)
         for name in names:
-            if name not in COORDINATOR_FAULTS and name not in CATALOGUE:
+            if name not in COORDINATOR_FAULTS and name not in CATALOGUE and name != LATE_COMMIT:
                 raise GroupTestError(
                     f"unknown group fault {name!r}; with --workload group the faults are: "
-                    f"{', '.join(GROUP_CLUSTER_FAULTS)} (all), none, or any fault of "
-                    "`kmodel test --list-faults`"
+                    f"{', '.join(GROUP_CLUSTER_FAULTS)} (all), {LATE_COMMIT}, none, or any "
+                    "fault of `kmodel test --list-faults`"
                 )
             if name not in chosen:
                 chosen.append(name)

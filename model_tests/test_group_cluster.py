@@ -185,12 +185,21 @@ def test_clean_election_keeps_every_acknowledged_commit() -> None:
     assert all((final[k] or 0) >= o for k, o in acked.items()), (acked, final)
 
 
-def test_no_generation_check_lets_a_zombie_commit_in() -> None:
+def test_no_generation_check_lets_a_late_commit_in() -> None:
+    """``late-commit`` delivers a consumer's OffsetCommit after the group moved on: the
+    generation check refuses it; without it the zombie's commit is accepted (seed 2), and
+    with four consumers one lands on a partition that moved (seed 10: double ownership)."""
     bug = GroupClusterConfig(bugs={"no_generation_check"})
     outcome = GroupClusterRun(bug, 2).run()
     assert not outcome["ok"]
     assert any(v.startswith("zombie commit accepted") for v in outcome["violations"])
-    assert GroupClusterRun(GroupClusterConfig(), 2).run()["ok"]
+    fenced = GroupClusterRun(GroupClusterConfig(), 2)
+    assert fenced.run()["ok"]
+    late = [op for op in fenced.history() if op["f"].endswith("late-commit")]
+    assert [op["f"] for op in late][:2] == ["start-late-commit", "stop-late-commit"]
+    four = GroupClusterRun(GroupClusterConfig(consumers=4, bugs={"no_generation_check"}), 10)
+    assert any(v.startswith("double ownership") for v in four.run()["violations"])
+    assert GroupClusterRun(GroupClusterConfig(consumers=4), 10).run()["ok"]
 
 
 @pytest.mark.parametrize("commit", ["before-process", "auto"])

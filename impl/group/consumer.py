@@ -154,6 +154,8 @@ class GroupConsumer:
         self._commit: _Commit | None = None
         self._next_auto_commit = 0
         self._offsets_retry_at = 0
+        self._correlation = 0
+        """The correlation id of the last OffsetCommit sent."""
         self.stats: dict[str, int] = {}
 
     # ------------------------------------------------------------------ world API
@@ -164,13 +166,18 @@ class GroupConsumer:
 
     def poll(self, now: int) -> Effects:
         """One turn of the application's loop: the member's poll (joins, rebalance
-        callbacks), then (unless a commitSync blocks) fetch every assigned partition."""
+        callbacks), then fetch every assigned partition. While a ``commitSync`` runs the
+        application thread is inside it: no poll, so no rejoin either (Kafka rejoins only in
+        ``poll``), and the commit's retries carry the generation it was invoked in, which
+        cannot change meanwhile."""
+        if self._commit is not None and self._commit.mode == "sync":
+            return Effects()
         effects = self.member.poll(now)
         self._after(now, effects)
         if self.app.commit == "auto" and now >= self._next_auto_commit and self._commit is None:
             self._next_auto_commit = now + self.app.auto_commit_interval_ns
             self._start_commit(self._ahead(self._owned), "auto", now, effects)
-        if self._commit is None or self.app.commit == "auto":
+        if self._commit is None or self._commit.mode == "auto":
             for tp in sorted(self.fetchers):
                 fetcher = self.fetchers[tp]
                 if not fetcher.busy:
@@ -183,8 +190,10 @@ class GroupConsumer:
         if isinstance(msg, OffsetFetchResponse):
             self._on_offsets(msg, now)
         elif isinstance(msg, OffsetCommitResponse):
-            self._on_commit_response(msg, now, effects)
-            effects.extend(self.member.step(src, msg, now))
+            # The answer to an attempt of the commit running; any other (a request of a
+            # connection given up on) is dropped, as a closed connection's would be.
+            if self._on_commit_response(msg, now, effects):
+                effects.extend(self.member.step(src, msg, now))
         elif isinstance(msg, FetchResponse | MetadataResponse | RequestFailed):
             request = getattr(msg, "request", None)
             if isinstance(msg, MetadataResponse):
@@ -408,19 +417,19 @@ class GroupConsumer:
         if not self.member.coordinator:
             return  # retried on a later tick, once the coordinator is known again
         c.sent_at = now
+        self._correlation += 1
         offsets = tuple(sorted((_tp(k), o) for k, o in c.offsets.items()))
+        group = self.member.config.group
         effects.send(
             self.member.coordinator,
-            OffsetCommit(self.member.config.group, c.member_id, c.generation, offsets),
+            OffsetCommit(group, c.member_id, c.generation, offsets, self._correlation),
         )
 
-    def _on_commit_response(self, msg: OffsetCommitResponse, now: int, effects: Effects) -> None:
+    def _on_commit_response(self, msg: OffsetCommitResponse, now: int, effects: Effects) -> bool:
+        """Whether ``msg`` answers the running commit's attempt in flight (then handled)."""
         c = self._commit
-        if c is None or c.sent_at is None:
-            return
-        offsets = tuple(sorted((_tp(k), o) for k, o in c.offsets.items()))
-        if msg.offsets != offsets:
-            return  # the answer to an attempt this commit already gave up on
+        if c is None or c.sent_at is None or msg.correlation != self._correlation:
+            return False  # e.g. the answer to an attempt this commit already gave up on
         c.sent_at = None
         if msg.error == NONE:
             self._commit = None
@@ -433,11 +442,12 @@ class GroupConsumer:
                 # whatever rebalance the member has noticed since.
                 self._process(tp, records, now)
             self._handle_polled(now, effects)
-            return
+            return True
         c.error = msg.error
         c.ambiguous = c.ambiguous or msg.error in MAYBE_APPENDED
         if msg.error not in RETRIABLE or c.mode == "auto":
             self._end_commit(now)
+        return True
 
     def _end_commit(self, now: int) -> None:
         """The commit gave up: ``fail`` if no attempt can have been appended, else ``info``

@@ -119,6 +119,7 @@ class PendingCommit:
     member_id: str
     generation: int
     offsets: tuple[tuple[tuple[str, int], int], ...]
+    correlation: int = 0
 
 
 @attrs.define
@@ -173,6 +174,9 @@ class Coordinator:
         """Groups hosted here whose partition is still being read (``begin_load``)."""
         self.to_store: list[PendingCommit] = []
         """Durable mode: accepted commits the host must append (it drains this list)."""
+        self.storing: dict[str, int] = {}
+        """Durable mode: group -> the generation whose record is being appended (its
+        SyncGroups wait for it)."""
         self._next_member = 0
 
     # ------------------------------------------------------------------ hosting
@@ -220,6 +224,7 @@ class Coordinator:
         self.hosted.discard(group)
         self.loading.discard(group)
         self.offsets.pop(group, None)
+        self.storing.pop(group, None)
         g = self.groups.pop(group, None)
         if g is None:
             return effects
@@ -267,14 +272,18 @@ class Coordinator:
             if error == NONE and self.config.durable:
                 # Answered by commit_done once the record is replicated (or not).
                 self.to_store.append(
-                    PendingCommit(group, src, msg.member_id, msg.generation, msg.offsets)
+                    PendingCommit(
+                        group, src, msg.member_id, msg.generation, msg.offsets, msg.correlation
+                    )
                 )
                 return effects
             if error == NONE:
                 self.offsets.setdefault(group, {}).update(msg.offsets)
             effects.send(
                 src,
-                OffsetCommitResponse(group, error, g.generation if g else -1, msg.offsets),
+                OffsetCommitResponse(
+                    group, error, g.generation if g else -1, msg.offsets, msg.correlation
+                ),
             )
         elif isinstance(msg, OffsetFetch):
             if g is None:
@@ -300,7 +309,7 @@ class Coordinator:
         elif isinstance(msg, LeaveGroup):
             effects.send(src, LeaveGroupResponse(group, error))
         elif isinstance(msg, OffsetCommit):
-            effects.send(src, OffsetCommitResponse(group, error, -1, msg.offsets))
+            effects.send(src, OffsetCommitResponse(group, error, -1, msg.offsets, msg.correlation))
         elif isinstance(msg, OffsetFetch):
             effects.send(src, OffsetFetchResponse(group, error))
         else:
@@ -316,7 +325,13 @@ class Coordinator:
             self.offsets.setdefault(pending.group, {}).update(pending.offsets)
         effects.send(
             pending.client,
-            OffsetCommitResponse(pending.group, error, g.generation if g else -1, pending.offsets),
+            OffsetCommitResponse(
+                pending.group,
+                error,
+                g.generation if g else -1,
+                pending.offsets,
+                pending.correlation,
+            ),
         )
         return effects
 
@@ -419,13 +434,11 @@ class Coordinator:
             effects.send(src, SyncGroupResponse(msg.group, NONE, g.generation, m.partitions))
             return
         m.awaiting_sync = True
-        if msg.member_id != g.leader:
+        if msg.member_id != g.leader or self.storing.get(msg.group) == g.generation:
             return
         given = dict(msg.assignment)
         for mid, member in g.members.items():
             member.partitions = tuple(sorted(given.get(mid, ())))
-        g.state = group_transition(g.state, STABLE)
-        assignment = tuple((mid, g.members[mid].partitions) for mid in sorted(g.members))
         self.stored[msg.group] = StoredGroup(
             g.generation,
             g.leader,
@@ -441,15 +454,50 @@ class Coordinator:
                 for mid, x in sorted(g.members.items())
             ),
         )
-        effects.note(GenerationCompleted(self.name, msg.group, g.generation, assignment, now))
+        if self.config.durable:
+            # storeGroup: the members are answered once the record is replicated.
+            self.storing[msg.group] = g.generation
+            return
+        self._complete_sync(g, msg.group, now, effects)
+
+    def _complete_sync(self, g: GroupState, group: str, now: int, effects: Effects) -> None:
+        """The generation's assignment is stored: Stable, and every parked SyncGroup is
+        answered with its member's partitions."""
+        g.state = group_transition(g.state, STABLE)
+        assignment = tuple((mid, g.members[mid].partitions) for mid in sorted(g.members))
+        effects.note(GenerationCompleted(self.name, group, g.generation, assignment, now))
         for mid in sorted(g.members):
             member = g.members[mid]
             if member.awaiting_sync:
                 member.awaiting_sync = False
                 effects.send(
                     member.client,
-                    SyncGroupResponse(msg.group, NONE, g.generation, member.partitions),
+                    SyncGroupResponse(group, NONE, g.generation, member.partitions),
                 )
+
+    def group_stored(self, group: str, generation: int, error: str, now: int) -> Effects:
+        """Durable mode: the append of ``group``'s record for ``generation`` ended
+        (``GroupCoordinator.doSyncGroup``'s ``storeGroup`` callback). If the group still
+        awaits it: on success Stable and the SyncGroups answered; on an error every parked
+        SyncGroup gets it and the group rebalances."""
+        effects = Effects()
+        g = self.groups.get(group) if group in self.hosted else None
+        if self.storing.get(group) != generation:
+            return effects
+        del self.storing[group]
+        if g is None or g.state != COMPLETING or g.generation != generation:
+            return effects
+        if error == NONE:
+            self._complete_sync(g, group, now, effects)
+            return effects
+        for mid in sorted(g.members):
+            member = g.members[mid]
+            member.partitions = ()
+            if member.awaiting_sync:
+                member.awaiting_sync = False
+                effects.send(member.client, SyncGroupResponse(group, error))
+        self._prepare(g, group, now, effects)
+        return effects
 
     def _heartbeat(self, g: GroupState, msg: Heartbeat, now: int) -> str:
         error = self._fence(g, msg.member_id, msg.generation)

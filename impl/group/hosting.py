@@ -22,13 +22,13 @@ the append's error: ``NOT_LEADER_OR_FOLLOWER``/``KAFKA_STORAGE_ERROR`` ->
 -> ``COORDINATOR_NOT_AVAILABLE``, ``REQUEST_TIMED_OUT`` as is. The append is local to the
 broker (``ReplicaManager.appendRecords`` with a callback): its answer is taken out of the
 broker's effects (``broker_effects``), never sent on the network. The group metadata record
-is appended the same way when a generation completes or the group empties. A broker that
+is appended the same way when a generation completes or the group empties, and the
+generation's SyncGroups are answered only once it is committed (``storeGroup``'s callback:
+until then the group stays CompletingRebalance; if the append fails they get its error and
+the group rebalances). A broker that
 becomes the partition's leader **loads** the group by reading its own replica of the log
 from start to end, ``load_delay_ns`` after it became leader (``COORDINATOR_LOAD_IN_PROGRESS``
 meanwhile); so what an unclean election truncated away is lost to the group too.
-
-What is simplified: a SyncGroup is answered when the generation completes, not when its
-metadata record is replicated (Kafka waits for ``storeGroup``'s callback).
 """
 
 from __future__ import annotations
@@ -138,8 +138,9 @@ class GroupHost:
         """Broker -> (leader epoch it loads for, when the load completes)."""
         self._written: dict[int, StoredGroup | None] = {}
         """Broker -> the group record its coordinator last appended (or loaded)."""
-        self._appends: dict[int, dict[int, PendingCommit | None]] = {}
-        """Broker -> request id -> the commit it carries (None: a group record)."""
+        self._appends: dict[int, dict[int, PendingCommit | int]] = {}
+        """Broker -> request id -> the commit it carries, or the generation of the group
+        record it carries."""
         self._next_request = 0
         self.stats: dict[str, int] = {}
         """Loads completed, appends by outcome (``commit_NONE``, ``commit_NOT_COORDINATOR``...)."""
@@ -234,7 +235,7 @@ class GroupHost:
         b: int,
         broker: _Broker,
         records: tuple[tuple[bytes, bytes], ...],
-        pending: PendingCommit | None,
+        pending: PendingCommit | int,
         now: int,
     ) -> Effects:
         """Append ``records`` to the broker's replica of the group's partition, acks=-1; the
@@ -243,7 +244,7 @@ class GroupHost:
         rid = self._next_request
         self._appends[b][rid] = pending
         produce = Produce(self.address(b), rid, CONSUMER_OFFSETS, self.partition, -1, records)
-        return self.broker_effects(b, broker.step(self.address(b), produce, now))
+        return self.broker_effects(b, broker.step(self.address(b), produce, now), now)
 
     def _store(self, b: int, broker: _Broker, now: int) -> Effects:
         """Append what the coordinator accepted since: commits, and its group record if it
@@ -255,14 +256,15 @@ class GroupHost:
         stored = coordinator.stored.get(self.group)
         if stored is not None and stored != self._written.get(b):
             self._written[b] = stored
-            effects.extend(self._append(b, broker, (group_record(self.group, stored),), None, now))
+            record = (group_record(self.group, stored),)
+            effects.extend(self._append(b, broker, record, stored.generation, now))
         while coordinator.to_store:
             pending = coordinator.to_store.pop(0)
             records = offset_records(pending.group, pending.offsets)
             effects.extend(self._append(b, broker, records, pending, now))
         return effects
 
-    def broker_effects(self, b: int, effects: Effects) -> Effects:
+    def broker_effects(self, b: int, effects: Effects, now: int) -> Effects:
         """Take the answers to the coordinator's own appends out of a step's ``effects``
         (the local callback of ``appendRecords``) and answer the commits they carried."""
         address = self.address(b)
@@ -276,9 +278,16 @@ class GroupHost:
             assert isinstance(msg, ProduceResponse), msg
             pending = self._appends[b].pop(msg.request_id, None)
             error = APPEND_ERRORS.get(msg.error, "COORDINATOR_NOT_AVAILABLE")
-            self._bump(("commit_" if pending is not None else "group_record_") + error)
-            if pending is not None:
-                out.extend(self.coordinators[b].commit_done(pending, error))
+            if isinstance(pending, PendingCommit):
+                self._bump("commit_" + error)
+                answered = self.coordinators[b].commit_done(pending, error)
+            elif pending is not None:
+                self._bump("group_record_" + error)
+                answered = self.coordinators[b].group_stored(self.group, pending, error, now)
+            else:
+                continue
+            self.notes.extend(answered.notes)
+            out.extend(answered)
         return out
 
     def broker_step(self, b: int, broker: _Broker, src: str, msg: Message, now: int) -> Effects:

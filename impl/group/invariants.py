@@ -35,6 +35,8 @@ class Outcome:
     accepted_commits: int = 0
     fenced: dict[str, int] = attrs.Factory(dict)
     errors: dict[str, int] = attrs.Factory(dict)
+    reused: int = 0
+    """Generations whose id completed a second time (an older group record was loaded)."""
     withheld: int = 0
     """Cooperative: partitions left out of a generation's assignment (moving)."""
     faults: dict[str, int] = attrs.Factory(dict)
@@ -57,6 +59,7 @@ class Outcome:
             },
             "accepted_commits": self.accepted_commits,
             "withheld": self.withheld,
+            "generations_reused": self.reused,
             "removed": dict(sorted(self.fenced.items())),
             "errors": dict(sorted(self.errors.items())),
             "faults": dict(sorted(self.faults.items())),
@@ -74,6 +77,7 @@ class GroupInvariants:
         self.cooperative = cooperative
         self.outcome = Outcome()
         self._owners: dict[tuple[int, tuple[str, int]], str] = {}
+        self._completed: set[int] = set()
 
     def observe(self, note: Message, rebalance_started: int | None = None) -> None:
         """A coordinator's note; ``rebalance_started`` is when the completed generation's
@@ -81,6 +85,14 @@ class GroupInvariants:
         out = self.outcome
         if isinstance(note, GenerationCompleted):
             out.generations += 1
+            if note.generation in self._completed:
+                # The generation id is handed out again: the coordinator loaded an older
+                # group record (the newer one was lost with __consumer_offsets' data, e.g.
+                # to an unclean election; docs/groups.md, "generation ids reused"). Its
+                # commits are a new generation's.
+                out.reused += 1
+                self._owners = {k: v for k, v in self._owners.items() if k[0] != note.generation}
+            self._completed.add(note.generation)
             if rebalance_started is not None:
                 out.rebalance_durations_ns.append(note.time - rebalance_started)
             owners: dict[tuple[str, int], list[str]] = {}

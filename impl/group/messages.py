@@ -179,6 +179,8 @@ class OffsetCommit(Message):
     member_id: str
     generation: int
     offsets: tuple[tuple[tuple[str, int], int], ...]
+    correlation: int = 0
+    """The request's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -188,6 +190,7 @@ class OffsetCommitResponse(Message):
     generation: int = -1
     offsets: tuple[tuple[tuple[str, int], int], ...] = ()
     """The offsets the request carried (Kafka answers per partition; one error for all here)."""
+    correlation: int = 0
 
 
 @message
