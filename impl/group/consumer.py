@@ -164,6 +164,12 @@ class GroupConsumer:
     def busy(self) -> bool:
         return self._commit is not None
 
+    def subscribe(self, topics: tuple[str, ...], now: int) -> None:
+        """``KafkaConsumer.subscribe``: the group decides what it reads (the next poll
+        joins)."""
+        self.member.subscribe(topics, now)
+        self._collect(now)
+
     def poll(self, now: int) -> Effects:
         """One turn of the application's loop: the member's poll (joins, rebalance
         callbacks), then fetch every assigned partition. While a ``commitSync`` runs the

@@ -312,8 +312,7 @@ class GroupHost:
     # ------------------------------------------------------------------ consumers
 
     def subscribe(self, name: str, now: int) -> None:
-        self.consumers[name].member.subscribe(tuple(sorted(self._topics)), now)
-        self.consumers[name].poll(now)  # moves the subscribe op into its history
+        self.consumers[name].subscribe(tuple(sorted(self._topics)), now)
 
     def client_restarted(self, name: str, now: int) -> None:
         """A consumer's process started again: a new member (same node, new history
