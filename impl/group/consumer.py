@@ -232,6 +232,8 @@ class GroupConsumer:
             if now - c.invoked_at >= self.app.commit_timeout_ns or c.mode == "auto":
                 self._end_commit(now)
             else:
+                # commitSync finds the coordinator again itself (ensureCoordinatorReady).
+                effects.extend(self.member.find_coordinator(now))
                 self._send_commit(now, effects)
         asking = self._fetching_offsets
         if asking is not None and now - asking[1] >= self.app.request_timeout_ns:

@@ -154,10 +154,7 @@ class Member:
         if not self.topics:
             return effects
         if not self.coordinator:
-            if "find" not in self.in_flight:
-                self.in_flight["find"] = now
-                effects.send(self._bootstrap(), FindCoordinator(self.config.group))
-            return effects
+            return self.find_coordinator(now)
         if self.state == UNJOINED and "join" not in self.in_flight:
             if not self.cooperative:
                 self._revoke(now)  # eager: onPartitionsRevoked in onJoinPrepare
@@ -178,6 +175,16 @@ class Member:
                     reported,
                 ),
             )
+        return effects
+
+    def find_coordinator(self, now: int) -> Effects:
+        """Look the coordinator up (``ensureCoordinatorReady``) if it is unknown and no
+        FindCoordinator is in flight; ``poll`` does it, and so does a ``commitSync`` that
+        waits for one outside ``poll``."""
+        effects = Effects()
+        if not self.coordinator and "find" not in self.in_flight:
+            self.in_flight["find"] = now
+            effects.send(self._bootstrap(), FindCoordinator(self.config.group))
         return effects
 
     def commit(self, now: int, position: Callable[[tuple[str, int]], int]) -> Effects:
