@@ -98,7 +98,9 @@ class GroupClusterConfig:
     assignor: str = "range"
     duration_ns: int = ms(60_000)
     recovery_ns: int = ms(20_000)
-    fault_interval_ns: int = ms(5_000)
+    fault_interval_ns: int = ms(8_000)
+    """Longer than ``session.timeout.ms``: a consumer killed or paused by one fault is
+    expired before the next one brings it back (its partitions move, it is a zombie)."""
     poll_interval_ns: int = ms(200)
     send_interval_ns: int = ms(100)
     session_timeout_ns: int = ms(6_000)
@@ -279,6 +281,19 @@ class GroupClusterRun:
             return None
         return coordinator.groups[GROUP].generation
 
+    def _handed_over(self, request: OffsetCommit) -> bool:
+        """Whether a partition of ``request`` is now another member's, at the coordinator."""
+        b = self._coordinator()
+        g = None if b is None else self.host.coordinators[b].groups.get(GROUP)
+        if g is None:
+            return False
+        return any(
+            tp in m.partitions
+            for mid, m in g.members.items()
+            if mid != request.member_id
+            for tp, _ in request.offsets
+        )
+
     def _hold_commit(self) -> None:
         """late-commit's start: a stable consumer's commit of what it processed is held."""
         if self._late is not None:
@@ -310,15 +325,19 @@ class GroupClusterRun:
         )
 
     def _deliver_late(self, *, healing: bool = False) -> None:
-        """late-commit's stop: once the group is past the held request's generation, it
-        reaches the coordinator (at the heal, if it is not, it is dropped)."""
+        """late-commit's stop: once the group is past the held request's generation and one
+        of its partitions belongs to another member (the worst moment for it to arrive),
+        or at the heal once the generation moved, it reaches the coordinator; otherwise at
+        the heal it is dropped."""
         if self._late is None:
             return
         name, request = self._late
         generation = self._generation()
         moved = generation is not None and generation > request.generation
-        if not moved and not healing:
-            return
+        if not moved or not (healing or self._handed_over(request)):
+            if not healing:
+                return
+            moved = False
         self._late = None
         b = self._coordinator()
         value: dict[str, Any] = {"node": name, "group_generation": generation}
