@@ -85,6 +85,10 @@ class ConsumerApp:
     in play)."""
     auto_commit_interval_ns: int = ms(5_000)
     """``auto.commit.interval.ms``."""
+    processing_ns: int = ms(100)
+    """How long the application takes to process a polled batch: its side effect (the
+    ``process`` op) is done at the first turn of the loop after that; a consumer killed
+    meanwhile never finishes it."""
     commit_timeout_ns: int = ms(15_000)
     """How long ``commitSync`` retries (``default.api.timeout.ms``, 60 s in Kafka)."""
     request_timeout_ns: int = ms(5_000)
@@ -152,6 +156,8 @@ class GroupConsumer:
         self.committed: dict[tuple[str, int], int] = {}
         """Per partition what this consumer last had acknowledged."""
         self._commit: _Commit | None = None
+        self._processing: list[tuple[int, tuple[str, int], list[tuple[int, str]]]] = []
+        """Batches being processed: (done at, partition, records)."""
         self._next_auto_commit = 0
         self._offsets_retry_at = 0
         self._correlation = 0
@@ -178,7 +184,13 @@ class GroupConsumer:
         cannot change meanwhile."""
         if self._commit is not None and self._commit.mode == "sync":
             return Effects()
-        effects = self.member.poll(now)
+        effects = Effects()
+        if self._processing:
+            if not self._finish_processing(now, effects):
+                return effects  # still processing: the loop has not come back to poll
+            if self._commit is not None and self._commit.mode == "sync":
+                return effects  # after-process: the commitSync that follows
+        effects.extend(self.member.poll(now))
         self._after(now, effects)
         if self.app.commit == "auto" and now >= self._next_auto_commit and self._commit is None:
             self._next_auto_commit = now + self.app.auto_commit_interval_ns
@@ -257,6 +269,7 @@ class GroupConsumer:
             self._fetching_offsets = None
         for tp in sorted(self.fetchers):
             self._drop_fetcher(tp, now, "killed")
+        self._processing = []  # unfinished: its side effect never happened
         self._collect(now)
 
     # ------------------------------------------------------------------ assignment
@@ -381,10 +394,24 @@ class GroupConsumer:
             return
         for tp, records in batches:
             self._process(tp, records, now)
-        if self.app.commit == "after-process":
-            self._start_commit(self._ahead(self._owned), "sync", now, effects)
 
     def _process(self, tp: tuple[str, int], records: list[tuple[int, str]], now: int) -> None:
+        """Hand a batch to the application's processing (done ``processing_ns`` later)."""
+        self._processing.append((now + self.app.processing_ns, tp, records))
+
+    def _finish_processing(self, now: int, effects: Effects) -> bool:
+        """The loop comes back: whether every batch handed to processing is done (each
+        done one is a ``process`` op); after-process then commits what was processed."""
+        if any(done_at > now for done_at, _, _ in self._processing):
+            return False
+        batches, self._processing = self._processing, []
+        for _, tp, records in batches:
+            self._processed(tp, records, now)
+        if self.app.commit == "after-process":
+            self._start_commit(self._ahead(self._owned), "sync", now, effects)
+        return True
+
+    def _processed(self, tp: tuple[str, int], records: list[tuple[int, str]], now: int) -> None:
         self._op("ok", "process", [[o, _int(v)] for o, v in records], now, key=_key(tp))
         self.processed[tp] = max(self.processed.get(tp, 0), records[-1][0] + 1)
         self.stats["processed"] = self.stats.get("processed", 0) + len(records)
