@@ -479,6 +479,8 @@ class Nemesis:
         if pause:
             self.cluster.pause(node)
         elif fault == "kill-consumer":
+            if self.cluster.groups is None:
+                return {"node": node, "skipped": "kill-consumer needs a consumer group"}
             out["process"] = self.cluster.kill_client(node)
         else:
             unflushed = sum(n for _, n in self._unflushed(node))
