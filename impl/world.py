@@ -66,7 +66,9 @@ from impl.controller import (
     broker_node,
 )
 from impl.coordination import STORE, MetadataStore
-from impl.group.hosting import GROUP_BUGS, GROUP_REQUESTS, GROUP_RESPONSES, GroupHost
+from impl.group.consumer import ConsumerApp
+from impl.group.hosting import GROUP_BUGS, GROUP_REQUESTS, GroupHost
+from impl.group.member import MemberConfig
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.log import (
     REPLICATION_OFFSET_CHECKPOINT,
@@ -122,6 +124,10 @@ FENCE_BUGS: dict[str, str] = {
 }
 """The implementation's controller fences that ``ClusterConfig.bugs`` turns off, named as
 ``spec.controller``'s broken variants (``kmodel test --bug NAME``)."""
+
+
+ADMIN = "admin"
+"""The sender of ``World.admin_request`` s (no node of the network)."""
 
 
 class IllegalEvent(Exception):
@@ -209,6 +215,12 @@ class ClusterConfig:
     (``impl.group.hosting``). 0, the default: no such topic, consumers statically mapped."""
     group: str = "group"
     """The consumers' ``group.id`` when ``offsets_partitions`` is set."""
+    group_member: MemberConfig | None = None
+    """In a group: the members' timeouts and ``partition.assignment.strategy`` (None:
+    ``MemberConfig``'s defaults)."""
+    consumer_app: ConsumerApp = attrs.field(factory=ConsumerApp)
+    """In a group: when the consumers commit (``--commit``), ``auto.offset.reset`` and the
+    consumers' timeouts (``impl.group.consumer``)."""
     enable_idempotence: bool | None = None
     """The producers' ``enable.idempotence`` (KIP-98). None: Kafka's default since 3.0 --
     on with acks=all, off with acks 0 or 1 (Kafka turns the default off rather than refuse
@@ -438,7 +450,14 @@ class World:
                 {config.topic: config.partitions},
                 self._offsets_leader,
                 check_generation="no_generation_check" not in config.bugs,
+                app=config.consumer_app,
+                member_config=None
+                if config.group_member is None
+                else attrs.evolve(config.group_member, group=config.group),
             )
+            # In a group each consumer node is a GroupConsumer (impl.group.consumer): its
+            # member, its fetchers of the assigned partitions, its application.
+            self.consumers = self.groups.consumers  # type: ignore[assignment]
             for name in self.consumer_names:
                 self.groups.subscribe(name, self.clock.now)
                 self._collect(name)
@@ -598,7 +617,8 @@ class World:
             now, wall = clock.monotonic_now(name), clock.wall_now(name)
             if msg is None:
                 if self.groups is not None:
-                    return broker.tick(now, wall).extend(self.groups.broker_tick(b, broker, now))
+                    ticked = self.groups.broker_effects(b, broker.tick(now, wall), now)
+                    return ticked.extend(self.groups.broker_tick(b, broker, now))
                 return broker.tick(now, wall)
             assert src is not None
             if self.groups is not None and isinstance(msg, GROUP_REQUESTS):
@@ -613,7 +633,11 @@ class World:
                 return effects
             if isinstance(msg, LeaderAndIsr):
                 self.stats["leader_and_isr_delivered"] += 1
-            return broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+            effects = broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+            if self.groups is not None:
+                # The group coordinator's own appends are answered in-process.
+                return self.groups.broker_effects(b, effects, now)
+            return effects
         if name == STORE:
             now = clock.monotonic_now(name)
             if msg is None:
@@ -622,14 +646,8 @@ class World:
             return self.store.step(src, msg, now)
         client: Producer | Consumer = self.producers.get(name) or self.consumers[name]
         now = clock.wall_now(name)
-        member = None if self.groups is None else self.groups.members.get(name)
-        if member is not None and isinstance(msg, GROUP_RESPONSES):
-            assert src is not None
-            effects = member.step(src, msg, now)
-        elif msg is None:
+        if msg is None:
             effects = client.tick(now)
-            if member is not None:
-                effects.extend(member.tick(now))
         else:
             assert src is not None
             effects = client.step(src, msg, now)
@@ -899,8 +917,9 @@ class World:
             raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot restart")
         self.nodes.restart(name)
         self._node_started(name)
-        if self.groups is not None and name in self.groups.members:
+        if self.groups is not None and name in self.groups.consumers:
             self.groups.client_restarted(name, self.clock.wall_now(name))
+            self._seen[name] = 0
             self._collect(name)
         if name in self.producers or name in self.consumers:
             return
@@ -912,6 +931,26 @@ class World:
             self.ghost.fences[b] = self.store.partitions[(self.config.topic, 0)].leader_epoch
         self._start_broker(b, self.nodes.incarnation(name))
         self.timeline.add(Recovery(self.clock.now, b, self._logs(b)))
+
+    def kill_client(self, name: str) -> int:
+        """``kill-consumer``: consumer ``name``'s process dies (SIGKILL); what it was waiting
+        for ends (a commit unknown, a read failed), its requests' answers are lost, and
+        ``restart`` brings it back as a new member and a new history process. Returns the
+        history process id of the consumer that died."""
+        if self.groups is None or name not in self.groups.consumers:
+            raise IllegalEvent(
+                f"{name} is not a group consumer; kill-consumer needs a consumer group "
+                "(ClusterConfig.offsets_partitions > 0)"
+            )
+        if not self.nodes.state(name).alive:
+            raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot be killed")
+        consumer = self.groups.consumers[name]
+        consumer.killed(self.clock.wall_now(name))
+        self._collect(name)
+        self.nodes.crash(name)
+        self._node_stopped(name)
+        self.stats["consumer_kills"] += 1
+        return consumer.process
 
     def pause(self, name: str) -> None:
         if name == STORE:
@@ -964,8 +1003,6 @@ class World:
     def client_poll(self, name: str) -> None:
         consumer = self.consumers[name]
         effects = consumer.poll(self.clock.wall_now(name)) if self.running(name) else None
-        if effects is not None and self.groups is not None:
-            effects.extend(self.groups.members[name].poll(self.clock.wall_now(name)))
         self._collect(name)
         if effects is not None:
             self._dispatch(name, effects)
@@ -985,12 +1022,23 @@ class World:
             op["time"] = now
             self._history.append({"index": len(self._history), **op})
         self._seen[name] = len(client.history)
-        member = None if self.groups is None else self.groups.members.get(name)
-        if member is not None:
-            for op in member.history:
-                op["time"] = now
-                self._history.append({"index": len(self._history), **op})
-            member.history.clear()
+
+    def admin_request(self, name: str, msg: Message) -> list[Message]:
+        """An admin client's request (``kafka-consumer-groups --describe``: an OffsetFetch)
+        handed straight to running broker ``name``, as over a healed network: its answers
+        are returned, every other effect of the step is carried out."""
+        if not self.running(name):
+            raise IllegalEvent(f"{name} is {self.nodes.state(name).value}; it cannot answer")
+        effects = self._step_node(name, ADMIN, msg)
+        answers = [m for dst, m in effects.sends if dst == ADMIN]
+        effects.sends[:] = [(dst, m) for dst, m in effects.sends if dst != ADMIN]
+        self._dispatch(name, effects)
+        return answers
+
+    def record(self, op: dict[str, Any]) -> None:
+        """An op of the run's observer (a nemesis op, a final read) joins the history, at
+        the current global time, after every op so far."""
+        self._history.append({"index": len(self._history), **op, "time": self.clock.now})
 
     def history(self) -> list[dict[str, Any]]:
         """Every client op so far, in the order it happened (the history format of

@@ -22,6 +22,7 @@ EVERY_FAULT = "*"
 _OWN_VERBS: dict[str, tuple[str, str]] = {
     "kill": ("kill", "restart"),
     "pause": ("pause", "resume"),
+    "kill-consumer": ("kill-consumer", "restart-consumer"),
 }
 """Faults whose start and stop ops are verbs of their own (Jepsen's names)."""
 

@@ -1,18 +1,25 @@
-"""``kmodel test --workload group``: consumers subscribe as one group and join and leave
-during the run, under the group faults; the run is ``impl.group.run.GroupRun``.
+"""``kmodel test --workload group``: a consumer group on the simulated cluster
+(``jepsen_py.group_cluster``): a producer writes the topic, the consumers subscribe as one
+group, read what they are assigned, process and commit (``--commit``), under faults of the
+consumers and of the brokers, the group coordinator's among them.
 
-Faults (``--nemesis``, comma-separated, or ``all``): ``pause-consumer`` (SIGSTOP a consumer
-for up to three session timeouts: the zombie member), ``kill-consumer`` (it dies and comes
-back as a new member), ``leave`` and ``join`` (a consumer closes, or subscribes again), and
-``coordinator-failover`` (the leader of the group's ``__consumer_offsets`` partition moves).
+Faults (``--nemesis``, comma-separated, or ``all``): ``pause-consumer`` (SIGSTOP: the zombie
+member), ``kill-consumer`` (it dies and comes back as a new member and a new history
+process), ``kill-coordinator`` and ``pause-coordinator`` (the broker leading the group's
+``__consumer_offsets`` partition), and any fault of the Kafka workload's catalogue
+(``kmodel test --list-faults``); ``all`` is ``GROUP_CLUSTER_FAULTS``. ``--unclean`` lets
+``__consumer_offsets`` elect an out-of-sync leader too (commits can be lost).
 ``--bug no_generation_check`` turns the coordinator's generation check off (``spec/group``'s
 bug of the same name).
 
-What is checked (``impl.group.run``): each completed generation's assignment gives every
-partition exactly one owner; no two members stable in the current generation own one
-partition; no zombie's OffsetCommit is accepted. The history (``subscribe`` and ``assign``
-ops, ``docs/history-format.md``), the outcome with rebalance counts and durations (logical
-time), and the test's config go to the store.
+What is checked (``impl.group.invariants``): each completed generation's assignment gives
+every partition exactly one owner; no two members stable in the current generation own one
+partition; no zombie's OffsetCommit is accepted. The history (``docs/history-format.md``:
+send, subscribe, assign, poll, process, commit, fetch-offsets, the final fetch-offsets),
+the outcome (rebalances, records processed, commits by outcome) and the test's config go to
+the store; the delivery verdict is ``kmodel verify --delivery``'s.
+
+``impl.group.run.GroupRun`` (the coordinator without the cluster) stays for its tests.
 """
 
 from __future__ import annotations
@@ -21,8 +28,16 @@ from typing import Any
 
 import orjson
 
-from impl.group.run import FAULTS, GROUP_BUGS, GroupRun, GroupRunConfig
+from impl.group.coordinator import GROUP_BUGS
 from impl.sim.clock import NS_PER_MS
+from jepsen_py.group_cluster import (
+    COORDINATOR_FAULTS,
+    GROUP_CLUSTER_FAULTS,
+    LATE_COMMIT,
+    GroupClusterConfig,
+    GroupClusterRun,
+)
+from jepsen_py.nemesis import CATALOGUE
 from jepsen_py.store import create_run
 
 __all__ = ["GROUP_BUGS", "GroupTestError", "parse_group_faults", "run_group_test"]
@@ -33,22 +48,22 @@ class GroupTestError(ValueError):
 
 
 def parse_group_faults(text: str) -> tuple[str, ...]:
-    """``--nemesis`` for the group workload: ``all``, ``none`` or group fault names."""
+    """``--nemesis`` for the group workload: ``all``, ``none``, group fault names or any
+    fault of the catalogue; in the order given, each once."""
     items = [t.strip() for t in text.split(",") if t.strip()]
-    chosen: set[str] = set()
+    chosen: list[str] = []
     for item in items:
-        if item == "all":
-            chosen.update(FAULTS)
-        elif item == "none":
-            continue
-        elif item in FAULTS:
-            chosen.add(item)
-        else:
-            raise GroupTestError(
-                f"unknown group fault {item!r}; with --workload group the faults are: "
-                f"{', '.join(FAULTS)} (or all, none)"
-            )
-    return tuple(f for f in FAULTS if f in chosen)
+        names = GROUP_CLUSTER_FAULTS if item == "all" else () if item == "none" else (item,)
+        for name in names:
+            if name not in COORDINATOR_FAULTS and name not in CATALOGUE and name != LATE_COMMIT:
+                raise GroupTestError(
+                    f"unknown group fault {name!r}; with --workload group the faults are: "
+                    f"{', '.join(GROUP_CLUSTER_FAULTS)} (all), {LATE_COMMIT}, none, or any "
+                    "fault of `kmodel test --list-faults`"
+                )
+            if name not in chosen:
+                chosen.append(name)
+    return tuple(chosen)
 
 
 def run_group_test(
@@ -64,35 +79,53 @@ def run_group_test(
     store_root: str | None,
     name: str,
     assignor: str = "range",
+    commit: str = "after-process",
+    auto_offset_reset: str = "earliest",
+    unclean: bool = False,
+    min_isr: int = 2,
+    recovery_ns: int | None = None,
 ) -> dict[str, Any]:
-    """Run one group test; store it unless ``store_root`` is None; return the outcome."""
+    """Run one group test on the cluster; store it unless ``store_root`` is None; return
+    the outcome."""
     unknown = sorted(set(bugs) - GROUP_BUGS)
     if unknown:
         raise GroupTestError(
             f"--bug {', '.join(unknown)} is not a group fence; with --workload group choose "
             f"from {', '.join(sorted(GROUP_BUGS))}"
         )
-    config = GroupRunConfig(
-        brokers=brokers,
-        consumers=consumers,
-        partitions=partitions,
-        duration_ns=time_limit_ns,
-        fault_interval_ns=interval_ns,
-        faults=faults,
-        bugs=frozenset(bugs),
-        assignor=assignor,
-    )
-    run = GroupRun(config, seed)
+    defaults = GroupClusterConfig()
+    try:
+        config = GroupClusterConfig(
+            brokers=brokers,
+            consumers=consumers,
+            partitions=partitions,
+            min_isr=min_isr,
+            unclean=unclean,
+            commit=commit,
+            auto_offset_reset=auto_offset_reset,
+            assignor=assignor,
+            duration_ns=time_limit_ns,
+            recovery_ns=defaults.recovery_ns if recovery_ns is None else recovery_ns,
+            fault_interval_ns=interval_ns,
+            faults=faults,
+            bugs=frozenset(bugs),
+        )
+    except ValueError as exc:
+        raise GroupTestError(str(exc)) from exc
+    run = GroupClusterRun(config, seed)
     outcome = run.run()
     result: dict[str, Any] = {
         "workload": "group",
         "seed": seed,
-        "group": config.group,
-        "offsets_partition": run.offsets_partition,
+        "group": "group",
+        "offsets_partition": run.host.partition,
         "time_limit_ms": time_limit_ns // NS_PER_MS,
         "bugs": sorted(bugs),
         "assignor": assignor,
-        **outcome.to_json(),
+        "commit": commit,
+        "auto_offset_reset": auto_offset_reset,
+        "unclean": unclean,
+        **outcome,
     }
     if store_root is not None:
         stored = create_run(
@@ -105,13 +138,19 @@ def run_group_test(
                 "partitions": partitions,
                 "nemesis": list(faults),
                 "time_limit_ns": time_limit_ns,
+                "recovery_ns": config.recovery_ns,
                 "interval_ns": interval_ns,
                 "bugs": sorted(bugs),
                 "assignor": assignor,
+                "commit": commit,
+                "auto_offset_reset": auto_offset_reset,
+                "unclean": unclean,
+                "min_isr": min_isr,
             },
             root=store_root,
         )
-        stored.history_path.write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in run.history))
+        history = run.history()
+        stored.history_path.write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in history))
         stored.write_results(result)
         result["store"] = str(stored.path)
     return result

@@ -53,6 +53,10 @@ Processes:
   partition, or at the controller (a long GC pause of the controller: the brain split).
 - ``pause-consumer``: SIGSTOP of a consumer: in a consumer group, past its session it is
   the zombie member that still believes it owns its partitions. Not in ``all``.
+- ``kill-consumer`` / ``restart-consumer``: a group consumer's process dies (what it had
+  processed and not committed is the next owner's again); it comes back as a new member
+  with a new history process (the op's ``process`` names the one that died). Not in
+  ``all``.
 
 Leadership (operations an operator performs, ``impl.controller``):
 
@@ -186,6 +190,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
         Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
         Fault("pause-consumer", "process", "SIGSTOP a consumer (a zombie group member)"),
+        Fault("kill-consumer", "process", "kill a group consumer; it comes back a new member"),
         Fault(
             "controlled-shutdown",
             "leadership",
@@ -209,7 +214,7 @@ CATALOGUE: dict[str, Fault] = {
     )
 }
 
-CONSUMER_FAULTS = ("pause-consumer",)
+CONSUMER_FAULTS = ("pause-consumer", "kill-consumer")
 """Faults of the consumers: not in ``all``, which would change the default workload's runs
 (``kmodel test --workload group`` has them, with ``kill-consumer``)."""
 
@@ -473,6 +478,10 @@ class Nemesis:
             return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
         if pause:
             self.cluster.pause(node)
+        elif fault == "kill-consumer":
+            if self.cluster.groups is None:
+                return {"node": node, "skipped": "kill-consumer needs a consumer group"}
+            out["process"] = self.cluster.kill_client(node)
         else:
             unflushed = sum(n for _, n in self._unflushed(node))
             if fault.startswith("sigkill"):

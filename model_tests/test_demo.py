@@ -97,7 +97,7 @@ def test_the_group_stage_fences_the_zombie_and_a_wrong_expectation_is_unexpected
     rows = demo_groups.group_rows(tmp_path)
     assert [(r["ok"], r["as_expected"]) for r in rows] == [(True, True), (False, True)]
     wrong = demo_groups.GroupCase(
-        "expects-valid", "bug expected valid", 5, tuple(rows[1]["bugs"]), True
+        "expects-valid", "bug expected valid", 8, tuple(rows[1]["bugs"]), True
     )
     (row,) = demo_groups.group_rows(tmp_path, (wrong,))
     assert not row["as_expected"]

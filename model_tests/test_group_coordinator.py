@@ -88,7 +88,7 @@ def test_fences_in_kafkas_order() -> None:
     assert unknown == [("c9", HeartbeatResponse("g", UNKNOWN_MEMBER_ID, 2))]
     commit = OffsetCommit("g", m1, 1, ((("t", 0), 5),))
     assert c.step("c1", commit, 60).sends == [
-        ("c1", OffsetCommitResponse("g", ILLEGAL_GENERATION, 2))
+        ("c1", OffsetCommitResponse("g", ILLEGAL_GENERATION, 2, commit.offsets))
     ]
     join(c, "c3", now=70)  # a rebalance starts: heartbeats and commits are refused
     assert c.step("c1", Heartbeat("g", m1, 2), 80).sends == [
@@ -96,7 +96,7 @@ def test_fences_in_kafkas_order() -> None:
     ]
     commit = OffsetCommit("g", m1, 2, ((("t", 0), 5),))
     assert c.step("c1", commit, 80).sends == [
-        ("c1", OffsetCommitResponse("g", REBALANCE_IN_PROGRESS, 2))
+        ("c1", OffsetCommitResponse("g", REBALANCE_IN_PROGRESS, 2, commit.offsets))
     ]
     assert c.step("c1", SyncGroup("g", m1, 2), 80).sends == [
         ("c1", SyncGroupResponse("g", REBALANCE_IN_PROGRESS))
@@ -107,7 +107,7 @@ def test_no_generation_check_accepts_a_stale_commit() -> None:
     c = hosted(check=False)
     m1, _ = form_group(c)
     effects = c.step("c1", OffsetCommit("g", m1, 1, ((("t", 1), 5),)), 60)
-    assert effects.sends == [("c1", OffsetCommitResponse("g", NONE, 2))]
+    assert effects.sends == [("c1", OffsetCommitResponse("g", NONE, 2, ((("t", 1), 5),)))]
     (note,) = effects.notes
     assert isinstance(note, CommitAccepted) and note.generation == 1 and note.owned == (("t", 0),)
 

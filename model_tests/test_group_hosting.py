@@ -58,7 +58,7 @@ def test_the_coordinator_follows_the_offsets_partitions_leader() -> None:
     later, owned = stable_assignment(cluster)
     assert later > generation and owned == [("t", p) for p in range(6)]
     fs = {op["f"] for op in cluster.history() if op["process"] >= 200}
-    assert fs == {"subscribe", "assign"}
+    assert fs == {"subscribe", "assign", "fetch-offsets", "poll"}
 
 
 def test_without_offsets_partitions_there_is_no_group() -> None:

@@ -78,31 +78,3 @@ def test_the_checkers_reader_takes_the_group_history_without_a_rejection(tmp_pat
     rejections = Rejections(str(path))
     ops = list(validate(read_jsonl(path, rejections), rejections))
     assert len(ops) == len(run.history) and not list(rejections)
-
-
-def test_kmodel_test_workload_group(tmp_path: Path) -> None:
-    import json
-
-    from click.testing import CliRunner
-
-    from jepsen_py.cli import main
-
-    store = str(tmp_path / "store")
-    ok = CliRunner().invoke(
-        main, ["test", "--workload", "group", "--seed", "5", "--store", store, "--json"]
-    )
-    assert ok.exit_code == 0, ok.output
-    result = json.loads(ok.output.strip().splitlines()[-1])
-    assert result["verdict"] == "valid" and result["generations"] > 0
-    history = (tmp_path / "store" / "group" / "latest" / "history.jsonl").read_text()
-    assert '"f":"assign"' in history and '"f":"subscribe"' in history
-    args = ["test", "--workload", "group", "--seed", "5", "--bug", "no_generation_check"]
-    bad = CliRunner().invoke(main, [*args, "--store", store])
-    assert bad.exit_code == 1 and "zombie commit accepted" in bad.output, bad.output
-    coop = ["test", "--workload", "group", "--seed", "1", "--assignor", "cooperative-sticky"]
-    cooperative = CliRunner().invoke(main, [*coop, "--store", store])
-    assert cooperative.exit_code == 0 and "--assignor cooperative-sticky" in cooperative.output
-    refused = CliRunner().invoke(main, ["test", "--bug", "no_generation_check"])
-    assert refused.exit_code == 2 and "needs --workload group" in refused.output
-    unknown = CliRunner().invoke(main, ["test", "--workload", "group", "--nemesis", "kill"])
-    assert unknown.exit_code == 2 and "pause-consumer" in unknown.output

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import attrs
 import pytest
 
 from impl.cluster import Cluster
@@ -35,8 +36,12 @@ SERVERS = {"b1", "b2", "b3", "zk"}
 
 
 def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -> Cluster:
-    """A 3-broker, 2-partition cluster that has replicated a few records to both keys."""
+    """A 3-broker, 2-partition cluster that has replicated a few records to both keys (its
+    consumers a consumer group when ``kill-consumer`` is asked for: only a group's consumer
+    can be killed)."""
     config = TestConfig(nemesis=faults).cluster_config()
+    if "kill-consumer" in faults:
+        config = attrs.evolve(config, offsets_partitions=3)
     cluster = Cluster(config, seed)
     for i in range(sends):
         cluster.client_send("p1", b"k0" if i % 2 else b"k3", str(i).encode())

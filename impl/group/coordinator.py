@@ -33,6 +33,17 @@ during CompletingRebalance). ``check_generation=False`` is the ``no_generation_c
 the group is Dead here, and every parked request is answered ``NOT_COORDINATOR``.
 ``Coordinator.load(...)`` is the new leader reading the group's last stored state (Kafka
 stores the group when the leader's SyncGroup completes a generation, and when it empties).
+
+Committed offsets (issue 19): an accepted OffsetCommit updates the coordinator's offsets
+cache, from which OffsetFetch is answered (``GroupMetadataManager.getOffsets``; ``NO_OFFSET``
+where the group committed nothing). With ``CoordinatorConfig.durable`` (the coordinator on
+the simulated cluster, ``impl.group.hosting``) an accepted commit is not answered at once:
+it waits in ``to_store`` for the host to append it to ``__consumer_offsets`` with
+``offsets.commit.required.acks=-1``, and ``commit_done`` answers it once the append is
+committed (the cache is updated only then, as ``storeOffsets``' callback does) or failed.
+Between ``begin_load`` (the broker became the partition's leader) and ``load`` (it has read
+its replica of the partition) every request of the group is answered
+``COORDINATOR_LOAD_IN_PROGRESS``.
 """
 
 from __future__ import annotations
@@ -40,7 +51,9 @@ from __future__ import annotations
 import attrs
 
 from impl.group.messages import (
+    COORDINATOR_LOAD_IN_PROGRESS,
     ILLEGAL_GENERATION,
+    NO_OFFSET,
     NONE,
     NOT_COORDINATOR,
     REBALANCE_IN_PROGRESS,
@@ -56,6 +69,8 @@ from impl.group.messages import (
     MemberRemoved,
     OffsetCommit,
     OffsetCommitResponse,
+    OffsetFetch,
+    OffsetFetchResponse,
     Partitions,
     SyncGroup,
     SyncGroupResponse,
@@ -77,6 +92,7 @@ __all__ = [
     "CoordinatorConfig",
     "GroupState",
     "MemberState",
+    "PendingCommit",
     "StoredGroup",
 ]
 
@@ -88,6 +104,22 @@ GROUP_BUGS = frozenset({"no_generation_check"})
 class CoordinatorConfig:
     check_generation: bool = True
     """False: the ``no_generation_check`` bug."""
+    durable: bool = False
+    """True: accepted commits wait for their append to ``__consumer_offsets``
+    (``to_store``, ``commit_done``); False: answered at once (``impl.group.run``'s harness,
+    which keeps no log)."""
+
+
+@attrs.frozen
+class PendingCommit:
+    """An accepted OffsetCommit waiting for its record to be replicated."""
+
+    group: str
+    client: str
+    member_id: str
+    generation: int
+    offsets: tuple[tuple[tuple[str, int], int], ...]
+    correlation: int = 0
 
 
 @attrs.define
@@ -136,14 +168,41 @@ class Coordinator:
         self.hosted: set[str] = set()
         self.stored: dict[str, StoredGroup] = {}
         """What this coordinator wrote to the group's partition (the world keeps the log)."""
+        self.offsets: dict[str, dict[tuple[str, int], int]] = {}
+        """The offsets cache: per group, per partition, the committed offset."""
+        self.loading: set[str] = set()
+        """Groups hosted here whose partition is still being read (``begin_load``)."""
+        self.to_store: list[PendingCommit] = []
+        """Durable mode: accepted commits the host must append (it drains this list)."""
+        self.storing: dict[str, int] = {}
+        """Durable mode: group -> the generation whose record is being appended (its
+        SyncGroups wait for it)."""
         self._next_member = 0
 
     # ------------------------------------------------------------------ hosting
 
-    def load(self, group: str, stored: StoredGroup | None, now: int) -> None:
-        """Become ``group``'s coordinator, starting from its last stored state: the loaded
-        members get a full session from ``now`` (Kafka schedules their expiry on load)."""
+    def begin_load(self, group: str) -> None:
+        """The broker became the leader of ``group``'s partition and starts reading it
+        (``GroupMetadataManager.scheduleLoadGroupAndOffsets``): until ``load``, every
+        request of the group gets ``COORDINATOR_LOAD_IN_PROGRESS``."""
         self.hosted.add(group)
+        self.loading.add(group)
+        self.groups[group] = GroupState()
+        self.offsets[group] = {}
+
+    def load(
+        self,
+        group: str,
+        stored: StoredGroup | None,
+        now: int,
+        offsets: dict[tuple[str, int], int] | None = None,
+    ) -> None:
+        """Become ``group``'s coordinator, starting from its last stored state: the loaded
+        members get a full session from ``now`` (Kafka schedules their expiry on load), and
+        ``offsets`` fill the cache."""
+        self.hosted.add(group)
+        self.loading.discard(group)
+        self.offsets[group] = dict(offsets or {})
         if stored is None:
             self.stored.pop(group, None)
         else:
@@ -163,6 +222,9 @@ class Coordinator:
         """Stop coordinating ``group``: Dead here; parked requests get ``NOT_COORDINATOR``."""
         effects = Effects()
         self.hosted.discard(group)
+        self.loading.discard(group)
+        self.offsets.pop(group, None)
+        self.storing.pop(group, None)
         g = self.groups.pop(group, None)
         if g is None:
             return effects
@@ -181,6 +243,9 @@ class Coordinator:
         effects = Effects()
         group = getattr(msg, "group", "")
         g = self.groups.get(group) if group in self.hosted else None
+        if g is not None and group in self.loading:
+            self._refuse(src, msg, COORDINATOR_LOAD_IN_PROGRESS, effects)
+            return effects
         if isinstance(msg, JoinGroup):
             if g is None:
                 effects.send(src, JoinGroupResponse(group, NOT_COORDINATOR))
@@ -204,9 +269,70 @@ class Coordinator:
                 effects.send(src, LeaveGroupResponse(group, NONE))
         elif isinstance(msg, OffsetCommit):
             error = NOT_COORDINATOR if g is None else self._commit(g, msg, now, effects)
-            effects.send(src, OffsetCommitResponse(group, error, g.generation if g else -1))
+            if error == NONE and self.config.durable:
+                # Answered by commit_done once the record is replicated (or not).
+                self.to_store.append(
+                    PendingCommit(
+                        group, src, msg.member_id, msg.generation, msg.offsets, msg.correlation
+                    )
+                )
+                return effects
+            if error == NONE:
+                self.offsets.setdefault(group, {}).update(msg.offsets)
+            effects.send(
+                src,
+                OffsetCommitResponse(
+                    group, error, g.generation if g else -1, msg.offsets, msg.correlation
+                ),
+            )
+        elif isinstance(msg, OffsetFetch):
+            if g is None:
+                effects.send(src, OffsetFetchResponse(group, NOT_COORDINATOR))
+            else:
+                cache = self.offsets.get(group, {})
+                answer = tuple((tp, cache.get(tp, NO_OFFSET)) for tp in msg.partitions)
+                effects.send(src, OffsetFetchResponse(group, NONE, answer))
         else:
             raise TypeError(f"a group coordinator handles group requests, not {msg.describe()}")
+        return effects
+
+    @staticmethod
+    def _refuse(src: str, msg: Message, error: str, effects: Effects) -> None:
+        """Answer a group request with ``error`` and change nothing."""
+        group = getattr(msg, "group", "")
+        if isinstance(msg, JoinGroup):
+            effects.send(src, JoinGroupResponse(group, error))
+        elif isinstance(msg, SyncGroup):
+            effects.send(src, SyncGroupResponse(group, error))
+        elif isinstance(msg, Heartbeat):
+            effects.send(src, HeartbeatResponse(group, error))
+        elif isinstance(msg, LeaveGroup):
+            effects.send(src, LeaveGroupResponse(group, error))
+        elif isinstance(msg, OffsetCommit):
+            effects.send(src, OffsetCommitResponse(group, error, -1, msg.offsets, msg.correlation))
+        elif isinstance(msg, OffsetFetch):
+            effects.send(src, OffsetFetchResponse(group, error))
+        else:
+            raise TypeError(f"a group coordinator handles group requests, not {msg.describe()}")
+
+    def commit_done(self, pending: PendingCommit, error: str) -> Effects:
+        """The append of ``pending``'s record ended: committed (``NONE``: the cache takes the
+        offsets) or not (``error``, Kafka's mapping of the append's error); its committer is
+        answered now."""
+        effects = Effects()
+        g = self.groups.get(pending.group) if pending.group in self.hosted else None
+        if error == NONE and g is not None:
+            self.offsets.setdefault(pending.group, {}).update(pending.offsets)
+        effects.send(
+            pending.client,
+            OffsetCommitResponse(
+                pending.group,
+                error,
+                g.generation if g else -1,
+                pending.offsets,
+                pending.correlation,
+            ),
+        )
         return effects
 
     def _fence(self, g: GroupState, member_id: str, generation: int) -> str:
@@ -308,13 +434,11 @@ class Coordinator:
             effects.send(src, SyncGroupResponse(msg.group, NONE, g.generation, m.partitions))
             return
         m.awaiting_sync = True
-        if msg.member_id != g.leader:
+        if msg.member_id != g.leader or self.storing.get(msg.group) == g.generation:
             return
         given = dict(msg.assignment)
         for mid, member in g.members.items():
             member.partitions = tuple(sorted(given.get(mid, ())))
-        g.state = group_transition(g.state, STABLE)
-        assignment = tuple((mid, g.members[mid].partitions) for mid in sorted(g.members))
         self.stored[msg.group] = StoredGroup(
             g.generation,
             g.leader,
@@ -330,15 +454,50 @@ class Coordinator:
                 for mid, x in sorted(g.members.items())
             ),
         )
-        effects.note(GenerationCompleted(self.name, msg.group, g.generation, assignment, now))
+        if self.config.durable:
+            # storeGroup: the members are answered once the record is replicated.
+            self.storing[msg.group] = g.generation
+            return
+        self._complete_sync(g, msg.group, now, effects)
+
+    def _complete_sync(self, g: GroupState, group: str, now: int, effects: Effects) -> None:
+        """The generation's assignment is stored: Stable, and every parked SyncGroup is
+        answered with its member's partitions."""
+        g.state = group_transition(g.state, STABLE)
+        assignment = tuple((mid, g.members[mid].partitions) for mid in sorted(g.members))
+        effects.note(GenerationCompleted(self.name, group, g.generation, assignment, now))
         for mid in sorted(g.members):
             member = g.members[mid]
             if member.awaiting_sync:
                 member.awaiting_sync = False
                 effects.send(
                     member.client,
-                    SyncGroupResponse(msg.group, NONE, g.generation, member.partitions),
+                    SyncGroupResponse(group, NONE, g.generation, member.partitions),
                 )
+
+    def group_stored(self, group: str, generation: int, error: str, now: int) -> Effects:
+        """Durable mode: the append of ``group``'s record for ``generation`` ended
+        (``GroupCoordinator.doSyncGroup``'s ``storeGroup`` callback). If the group still
+        awaits it: on success Stable and the SyncGroups answered; on an error every parked
+        SyncGroup gets it and the group rebalances."""
+        effects = Effects()
+        g = self.groups.get(group) if group in self.hosted else None
+        if self.storing.get(group) != generation:
+            return effects
+        del self.storing[group]
+        if g is None or g.state != COMPLETING or g.generation != generation:
+            return effects
+        if error == NONE:
+            self._complete_sync(g, group, now, effects)
+            return effects
+        for mid in sorted(g.members):
+            member = g.members[mid]
+            member.partitions = ()
+            if member.awaiting_sync:
+                member.awaiting_sync = False
+                effects.send(member.client, SyncGroupResponse(group, error))
+        self._prepare(g, group, now, effects)
+        return effects
 
     def _heartbeat(self, g: GroupState, msg: Heartbeat, now: int) -> str:
         error = self._fence(g, msg.member_id, msg.generation)
@@ -399,7 +558,7 @@ class Coordinator:
     def tick(self, now: int) -> Effects:
         """Expire sessions and rebalance timeouts (the heartbeat and join purgatories)."""
         effects = Effects()
-        for group in sorted(self.hosted):
+        for group in sorted(self.hosted - self.loading):
             g = self.groups[group]
             for mid in sorted(g.members):
                 m = g.members[mid]

@@ -33,9 +33,13 @@ import attrs
 
 from impl.assignors import range_assign, round_robin_assign
 from impl.group.messages import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
     ILLEGAL_GENERATION,
     NONE,
+    NOT_COORDINATOR,
     REBALANCE_IN_PROGRESS,
+    REQUEST_TIMED_OUT,
     FindCoordinator,
     FindCoordinatorResponse,
     Heartbeat,
@@ -150,10 +154,7 @@ class Member:
         if not self.topics:
             return effects
         if not self.coordinator:
-            if "find" not in self.in_flight:
-                self.in_flight["find"] = now
-                effects.send(self._bootstrap(), FindCoordinator(self.config.group))
-            return effects
+            return self.find_coordinator(now)
         if self.state == UNJOINED and "join" not in self.in_flight:
             if not self.cooperative:
                 self._revoke(now)  # eager: onPartitionsRevoked in onJoinPrepare
@@ -174,6 +175,16 @@ class Member:
                     reported,
                 ),
             )
+        return effects
+
+    def find_coordinator(self, now: int) -> Effects:
+        """Look the coordinator up (``ensureCoordinatorReady``) if it is unknown and no
+        FindCoordinator is in flight; ``poll`` does it, and so does a ``commitSync`` that
+        waits for one outside ``poll``."""
+        effects = Effects()
+        if not self.coordinator and "find" not in self.in_flight:
+            self.in_flight["find"] = now
+            effects.send(self._bootstrap(), FindCoordinator(self.config.group))
         return effects
 
     def commit(self, now: int, position: Callable[[tuple[str, int]], int]) -> Effects:
@@ -318,8 +329,13 @@ class Member:
         elif error == ILLEGAL_GENERATION:
             self._reset(now, keep_member_id=True, lost=True)
             self.generation = -1
-        elif error == "NOT_COORDINATOR":
+        elif error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
             self._coordinator_lost(now)
+        elif error in (COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT):
+            # Retriable (``RetriableException``): a join or sync in progress is tried again
+            # with the same member id; a stable member keeps its partitions.
+            if self.state in (JOINING, AWAITING_SYNC):
+                self._reset(now, keep_member_id=True)
         else:  # UNKNOWN_MEMBER_ID (and anything else): rejoin as a new member
             self._reset(now, keep_member_id=False)
 

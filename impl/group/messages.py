@@ -13,12 +13,15 @@ import attrs
 from impl.messages import Message, int_at_least, message, non_empty_str
 
 __all__ = [
+    "COORDINATOR_LOAD_IN_PROGRESS",
     "COORDINATOR_NOT_AVAILABLE",
     "ERRORS",
     "ILLEGAL_GENERATION",
     "NONE",
     "NOT_COORDINATOR",
+    "NO_OFFSET",
     "REBALANCE_IN_PROGRESS",
+    "REQUEST_TIMED_OUT",
     "UNKNOWN_MEMBER_ID",
     "CommitAccepted",
     "FindCoordinator",
@@ -33,6 +36,8 @@ __all__ = [
     "MemberRemoved",
     "OffsetCommit",
     "OffsetCommitResponse",
+    "OffsetFetch",
+    "OffsetFetchResponse",
     "Partitions",
     "SyncGroup",
     "SyncGroupResponse",
@@ -44,16 +49,25 @@ COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
 ILLEGAL_GENERATION = "ILLEGAL_GENERATION"
 REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
+COORDINATOR_LOAD_IN_PROGRESS = "COORDINATOR_LOAD_IN_PROGRESS"
+"""The coordinator is still reading the group's ``__consumer_offsets`` partition."""
+REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
+"""The commit's append to ``__consumer_offsets`` was not replicated in time (the delayed
+produce expired); it may still be in the log."""
 ERRORS = frozenset(
     {
         NONE,
         NOT_COORDINATOR,
         COORDINATOR_NOT_AVAILABLE,
+        COORDINATOR_LOAD_IN_PROGRESS,
         UNKNOWN_MEMBER_ID,
         ILLEGAL_GENERATION,
         REBALANCE_IN_PROGRESS,
+        REQUEST_TIMED_OUT,
     }
 )
+NO_OFFSET = -1
+"""OffsetFetch's answer for a partition the group committed nothing for (Kafka's -1)."""
 
 Partitions = tuple[tuple[str, int], ...]
 
@@ -165,6 +179,8 @@ class OffsetCommit(Message):
     member_id: str
     generation: int
     offsets: tuple[tuple[tuple[str, int], int], ...]
+    correlation: int = 0
+    """The request's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -172,6 +188,26 @@ class OffsetCommitResponse(Message):
     group: str
     error: str = attrs.field(validator=_error)
     generation: int = -1
+    offsets: tuple[tuple[tuple[str, int], int], ...] = ()
+    """The offsets the request carried (Kafka answers per partition; one error for all here)."""
+    correlation: int = 0
+
+
+@message
+class OffsetFetch(Message):
+    """``OffsetFetch``: the group's committed offsets of ``partitions`` (answered from the
+    coordinator's cache, ``GroupMetadataManager.getOffsets``)."""
+
+    group: str
+    partitions: Partitions
+
+
+@message
+class OffsetFetchResponse(Message):
+    group: str
+    error: str = attrs.field(validator=_error)
+    offsets: tuple[tuple[tuple[str, int], int], ...] = ()
+    """Per partition the committed offset (the next to read), ``NO_OFFSET`` when none."""
 
 
 # Notes: what the coordinator tells the world's records (not sent on the network) ------------

@@ -37,21 +37,19 @@ from typing import Any
 import attrs
 
 from impl.group.coordinator import GROUP_BUGS, Coordinator, CoordinatorConfig, StoredGroup
+from impl.group.invariants import GroupInvariants, Outcome
 from impl.group.member import Member, MemberConfig
 from impl.group.messages import (
     NONE,
-    CommitAccepted,
     FindCoordinator,
     FindCoordinatorResponse,
     GenerationCompleted,
-    MemberRemoved,
 )
 from impl.group.placement import DEFAULT_OFFSETS_PARTITIONS, coordinator_partition
 from impl.messages import Message
 from impl.protocol import Effects
 from impl.sim.clock import ms
 from impl.sim.rng import SimRandom
-from spec.group.lifecycle import MEMBER_STABLE, STABLE
 
 __all__ = ["FAULTS", "GROUP_BUGS", "GroupRun", "GroupRunConfig", "Outcome"]
 
@@ -94,42 +92,6 @@ class GroupRunConfig:
             raise ValueError(f"unknown group faults {bad}; choose from {list(FAULTS)}")
 
 
-@attrs.define
-class Outcome:
-    generations: int = 0
-    rebalance_durations_ns: list[int] = attrs.Factory(list)
-    accepted_commits: int = 0
-    fenced: dict[str, int] = attrs.Factory(dict)
-    errors: dict[str, int] = attrs.Factory(dict)
-    withheld: int = 0
-    """Cooperative: partitions left out of a generation's assignment (moving)."""
-    faults: dict[str, int] = attrs.Factory(dict)
-    violations: list[str] = attrs.Factory(list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def to_json(self) -> dict[str, Any]:
-        d = sorted(self.rebalance_durations_ns)
-        return {
-            "ok": self.ok,
-            "generations": self.generations,
-            "rebalances": len(d),
-            "rebalance_ms": {
-                "min": d[0] // 1_000_000 if d else None,
-                "median": d[len(d) // 2] // 1_000_000 if d else None,
-                "max": d[-1] // 1_000_000 if d else None,
-            },
-            "accepted_commits": self.accepted_commits,
-            "withheld": self.withheld,
-            "removed": dict(sorted(self.fenced.items())),
-            "errors": dict(sorted(self.errors.items())),
-            "faults": dict(sorted(self.faults.items())),
-            "violations": self.violations[:10],
-        }
-
-
 class GroupRun:
     def __init__(self, config: GroupRunConfig, seed: int) -> None:
         self.config = config
@@ -153,9 +115,11 @@ class GroupRun:
         self.paused: dict[str, int] = {}
         self.dead: set[str] = set()
         self.history: list[dict[str, Any]] = []
-        self.outcome = Outcome()
+        self.invariants = GroupInvariants(
+            config.topic, config.partitions, config.assignor == "cooperative-sticky"
+        )
+        self.outcome = self.invariants.outcome
         self.positions: dict[tuple[str, int], int] = {}
-        self._owners: dict[tuple[int, tuple[str, int]], str] = {}
         self._incarnation: dict[str, int] = {}
         self.members: dict[str, Member] = {}
         for i in range(1, config.consumers + 1):
@@ -369,70 +333,15 @@ class GroupRun:
     # ------------------------------------------------------------------ checks
 
     def _observe(self, note: Message) -> None:
-        out = self.outcome
+        started = None
         if isinstance(note, GenerationCompleted):
-            out.generations += 1
-            coordinator = self.coordinators[note.coordinator]
-            started = coordinator.groups[note.group].rebalance_started
-            out.rebalance_durations_ns.append(note.time - started)
-            owners: dict[tuple[str, int], list[str]] = {}
-            for mid, parts in note.assignment:
-                for tp in parts:
-                    owners.setdefault(tp, []).append(mid)
-            cooperative = self.config.assignor == "cooperative-sticky"
-            for p in range(self.config.partitions):
-                tp = (self.config.topic, p)
-                if cooperative and not owners.get(tp):
-                    # KIP-429: withheld while its old owner revokes it; the next one moves it.
-                    out.withheld += 1
-                    continue
-                if len(owners.get(tp, [])) != 1:
-                    out.violations.append(
-                        f"generation {note.generation}: {tp} owned by {owners.get(tp, [])} "
-                        f"(exactly one owner expected) at {note.time}"
-                    )
-        elif isinstance(note, CommitAccepted):
-            out.accepted_commits += 1
-            if note.generation != note.group_generation or not set(note.partitions) <= set(
-                note.owned
-            ):
-                out.violations.append(
-                    f"zombie commit accepted: {note.member_id} claimed generation "
-                    f"{note.generation} for {list(note.partitions)} while the group is in "
-                    f"generation {note.group_generation} and gives it {list(note.owned)} "
-                    f"at {note.time}"
-                )
-            for tp in note.partitions:
-                key = (note.group_generation, tp)
-                previous = self._owners.setdefault(key, note.member_id)
-                if previous != note.member_id:
-                    out.violations.append(
-                        f"double ownership: {tp} committed by {previous} and "
-                        f"{note.member_id} in generation {note.group_generation} at {note.time}"
-                    )
-        elif isinstance(note, MemberRemoved):
-            out.fenced[note.why] = out.fenced.get(note.why, 0) + 1
+            started = self.coordinators[note.coordinator].groups[note.group].rebalance_started
+        self.invariants.observe(note, started)
 
     def _check_beliefs(self) -> None:
-        """Among the members stable in the coordinator's current, completed generation, no
-        partition has two owners."""
         g = self.coordinators[self.leader].groups.get(self.config.group)
-        if g is None or g.state != STABLE:
-            return
-        seen: dict[tuple[str, int], str] = {}
-        for name in sorted(self.members):
-            m = self.members[name]
-            if name in self.dead or m.state != MEMBER_STABLE or m.generation != g.generation:
-                continue
-            if m.member_id not in g.members:
-                continue
-            for tp in m.owned:
-                if tp in seen and seen[tp] != m.member_id:
-                    self.outcome.violations.append(
-                        f"double ownership in generation {g.generation}: {tp} owned by "
-                        f"{seen[tp]} and {m.member_id} at {self.now}"
-                    )
-                seen[tp] = m.member_id
+        alive = [m for name, m in sorted(self.members.items()) if name not in self.dead]
+        self.invariants.check_beliefs(g, alive, self.now)
 
 
 def _one(dst: str, msg: Message) -> Effects:

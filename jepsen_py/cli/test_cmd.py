@@ -26,13 +26,13 @@ from typing import Any
 import click
 
 from impl.fetcher import TRUNCATIONS
-from impl.group.run import GroupRunConfig
 from impl.world import FENCE_BUGS
 from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import EXIT_OK, emit_json, fail_input, verdict_exit_code
 from jepsen_py.explain import explanation_lines
+from jepsen_py.group_cluster import GroupClusterConfig
 from jepsen_py.group_workload import GROUP_BUGS, GroupTestError, parse_group_faults, run_group_test
 from jepsen_py.nemesis import ALIASES, CATALOGUE, UNSUPPORTED, NemesisError, parse_faults
 from jepsen_py.runner.config import (
@@ -332,9 +332,25 @@ def _duration(flag: str, text: str) -> int:
     type=click.Choice(["kafka", "group"]),
     default="kafka",
     show_default=True,
-    help="kafka: producers and consumers on the cluster's partitions; group: consumers "
-    "subscribe as one consumer group, join and leave (docs/groups.md); its faults are "
-    "pause-consumer, kill-consumer, leave, join, coordinator-failover (--nemesis all).",
+    help="kafka: producers and consumers on the cluster's partitions; group: a consumer "
+    "group on the cluster reads, processes and commits what a producer writes "
+    "(docs/groups.md, docs/offsets.md); its faults (--nemesis all) are pause-consumer, "
+    "kill-consumer, kill-coordinator, pause-coordinator, partition, kill.",
+)
+@click.option(
+    "--commit",
+    type=click.Choice(["after-process", "before-process", "auto"]),
+    default="after-process",
+    show_default=True,
+    help="With --workload group: commitSync after processing (at least once), before it "
+    "(at most once), or enable.auto.commit.",
+)
+@click.option(
+    "--offset-reset",
+    type=click.Choice(["earliest", "latest", "none"]),
+    default="earliest",
+    show_default=True,
+    help="With --workload group: auto.offset.reset for partitions the group never committed.",
 )
 @click.option(
     "--assignor",
@@ -379,6 +395,8 @@ def test_cmd(
     consistency: str,
     bugs: tuple[str, ...],
     workload: str,
+    commit: str,
+    offset_reset: str,
     assignor: str,
     list_faults: bool,
     json_mode: bool,
@@ -407,6 +425,11 @@ def test_cmd(
             name,
             json_mode,
             assignor,
+            commit,
+            offset_reset,
+            unclean,
+            min_isr,
+            recovery,
         )
     if set(bugs) & GROUP_BUGS:
         fail_input(f"--bug {', '.join(sorted(set(bugs) & GROUP_BUGS))} needs --workload group")
@@ -509,16 +532,21 @@ def _group_test(
     name: str,
     json_mode: bool,
     assignor: str,
+    commit: str = "after-process",
+    offset_reset: str = "earliest",
+    unclean: bool = False,
+    min_isr: int = 2,
+    recovery: str = "20s",
 ) -> None:
-    """``--workload group``: one run of ``jepsen_py.group_workload``; flags left at their
-    defaults take the group workload's (all group faults, 6 partitions, 3 consumers, 120 s,
-    a fault every 4 s)."""
+    """``--workload group``: one run of ``jepsen_py.group_workload`` on the cluster; flags
+    left at their defaults take the group workload's (all group faults, 6 partitions, 3
+    consumers, 60 s, a fault every 5 s)."""
     ctx = click.get_current_context()
 
     def given(param: str) -> bool:
         return ctx.get_parameter_source(param) is not click.core.ParameterSource.DEFAULT
 
-    defaults = GroupRunConfig()
+    defaults = GroupClusterConfig()
     run_seed = seed if seed is not None else secrets.randbelow(2**31)
     try:
         result = run_group_test(
@@ -537,6 +565,11 @@ def _group_test(
             store_root=store_root,
             name=name if given("name") else "group",
             assignor=assignor,
+            commit=commit,
+            auto_offset_reset=offset_reset,
+            unclean=unclean,
+            min_isr=min_isr,
+            recovery_ns=_duration("--recovery", recovery) if given("recovery") else None,
         )
     except GroupTestError as exc:
         fail_input(str(exc))
@@ -552,16 +585,35 @@ def _group_test(
             f"{result['rebalance_ms']}"
         )
         click.echo(
-            f"  accepted commits: {result['accepted_commits']}; errors: {result['errors']}; "
-            f"partitions withheld (cooperative): {result['withheld']}"
+            f"  records processed: {result['records_processed']} (of "
+            f"{result.get('sends_ok', 0)} acknowledged sends); commits ok "
+            f"{result.get('commits_ok', 0)}, fail {result.get('commits_fail', 0)}, unknown "
+            f"{result.get('commits_info', 0)}; accepted by the coordinator "
+            f"{result['accepted_commits']}"
         )
-        click.echo(f"  members removed: {result['removed']}; faults: {result['faults']}")
+        click.echo(
+            f"  final committed offsets: {result['final_offsets']}; keys below an "
+            f"acknowledged commit: {result['keys_behind_acknowledged_commit']}"
+        )
+        click.echo(
+            f"  coordinator: {result['coordinator']}; partitions withheld (cooperative): "
+            f"{result['withheld']}"
+        )
+        click.echo(f"  members removed: {result['removed']}; faults: {result['nemesis']}")
         for line in result["violations"]:
             click.echo(f"  violation: {line}")
         click.echo(f"  store: {result.get('store')}")
         flags = [f"--bug {b}" for b in result["bugs"]]
         if assignor != "range":
             flags.append(f"--assignor {assignor}")
+        if commit != "after-process":
+            flags.append(f"--commit {commit}")
+        if offset_reset != "earliest":
+            flags.append(f"--offset-reset {offset_reset}")
+        if unclean:
+            flags.append("--unclean")
+        if given("nemesis"):
+            flags.append(f"--nemesis {nemesis}")
         command = " ".join(["kmodel test --workload group --seed", str(run_seed), *flags])
         click.echo(f"  reproduce: {command}")
     raise SystemExit(verdict_exit_code(verdict))

@@ -1,0 +1,465 @@
+"""``kmodel test --workload group`` on the simulated cluster (issues 18 and 19): a consumer
+group reading a topic that a producer writes, on ``impl.cluster.Cluster`` with
+``__consumer_offsets``, under faults of the brokers (the coordinator's among them) and of
+the consumers.
+
+``GroupClusterRun(config, seed).run()``:
+
+- the cluster is created with the topic ``t`` (``partitions``) and ``__consumer_offsets``
+  (``offsets_partitions``; ``unclean.leader.election.enable`` and ``min.insync.replicas``
+  apply to it as to every topic); its consumers form the group ``group``
+  (``impl.group.hosting``), each a ``GroupConsumer`` (``impl.group.consumer``) that reads
+  what it is assigned and commits as ``--commit`` says;
+- producer ``p1`` sends a new integer (unique in the run) every ``send_interval_ns`` with
+  acks=all, round robin over the partitions; every consumer's application polls every
+  ``poll_interval_ns``;
+- every ``fault_interval_ns`` the nemesis (``jepsen_py.nemesis``) starts a fault drawn from
+  ``faults`` (the seed's ``faults`` stream), or ends the one running: ``pause-consumer``
+  and ``kill-consumer``, ``kill-coordinator`` and ``pause-coordinator`` (``kill`` and
+  ``pause`` of the broker leading the group's ``__consumer_offsets`` partition),
+  ``late-commit`` (a consumer's OffsetCommit delivered after the group moved on, see
+  ``LATE_COMMIT``), and any fault of the Kafka workload's catalogue by name (``kill``,
+  ``pause``, ``partition``, ...);
+- after ``duration_ns`` every fault is healed, the consumers go on for ``recovery_ns``, and
+  a final OffsetFetch (an admin's, handed to the coordinator's broker directly) reads the
+  group's committed offsets: the ``fetch-offsets`` op with ``"final": true``.
+
+What is checked as it runs (``impl.group.invariants``): each completed generation's
+assignment is a partition of the subscribed partitions, no two members stable in the
+current generation own a partition, no zombie's commit is accepted. The delivery verdict
+(lost, duplicated, commit regression) is the delivery checker's, reading the history
+(``docs/history-format.md``); this module reports counts only: records processed,
+commits by outcome, acknowledged commits above the final committed offset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import attrs
+
+from impl.cluster import Cluster, ClusterConfig
+from impl.group.consumer import ConsumerApp
+from impl.group.coordinator import GROUP_BUGS
+from impl.group.invariants import GroupInvariants
+from impl.group.member import MemberConfig
+from impl.group.messages import NO_OFFSET, NONE, GenerationCompleted, OffsetCommit, OffsetFetch
+from impl.group.messages import OffsetFetchResponse as _OffsetFetchResponse
+from impl.group.placement import CONSUMER_OFFSETS
+from impl.protocol import NO_LEADER
+from impl.sim.clock import ms
+from jepsen_py.fault_verbs import fault_ops
+from jepsen_py.nemesis import CATALOGUE, Nemesis, network_for
+from jepsen_py.workload import record_key_for
+
+__all__ = [
+    "COORDINATOR_FAULTS",
+    "GROUP_CLUSTER_FAULTS",
+    "LATE_COMMIT",
+    "GroupClusterConfig",
+    "GroupClusterRun",
+]
+
+COORDINATOR_FAULTS = {"kill-coordinator": "kill", "pause-coordinator": "pause"}
+"""Faults aimed at the group coordinator's broker -> the catalogue fault performed on it."""
+LATE_COMMIT = "late-commit"
+"""A consumer's OffsetCommit delivered late: the request it would send now is held and
+reaches the coordinator only after the group has moved to a later generation (a request
+left on a connection the client gave up on, as the harness's slow messages); its answer is
+lost with that connection. The zombie's commit that the generation check must refuse (and
+does: delivered only once the group's generation moved past the request's, it changes
+nothing with the check on; at the heal one still held is dropped)."""
+GROUP_CLUSTER_FAULTS = (
+    "pause-consumer",
+    "kill-consumer",
+    "kill-coordinator",
+    "pause-coordinator",
+    "partition",
+    "kill",
+    "late-commit",
+)
+"""``--nemesis all`` with ``--workload group``."""
+TOPIC = "t"
+GROUP = "group"
+
+
+@attrs.frozen
+class GroupClusterConfig:
+    brokers: int = 3
+    consumers: int = 3
+    partitions: int = 6
+    offsets_partitions: int = 5
+    """``offsets.topic.num.partitions`` (Kafka's default is 50; fewer replicas to simulate)."""
+    min_isr: int = 2
+    unclean: bool = False
+    commit: str = "after-process"
+    auto_offset_reset: str = "earliest"
+    assignor: str = "range"
+    duration_ns: int = ms(60_000)
+    recovery_ns: int = ms(20_000)
+    fault_interval_ns: int = ms(8_000)
+    """Longer than ``session.timeout.ms``: a consumer killed or paused by one fault is
+    expired before the next one brings it back (its partitions move, it is a zombie)."""
+    poll_interval_ns: int = ms(200)
+    send_interval_ns: int = ms(100)
+    session_timeout_ns: int = ms(6_000)
+    max_poll_interval_ns: int = ms(20_000)
+    heartbeat_interval_ns: int = ms(1_000)
+    request_timeout_ns: int = ms(3_000)
+    faults: tuple[str, ...] = GROUP_CLUSTER_FAULTS
+    bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+
+    def __attrs_post_init__(self) -> None:
+        unknown = sorted(set(self.bugs) - GROUP_BUGS)
+        if unknown:
+            raise ValueError(f"unknown group --bug {unknown}; choose from {sorted(GROUP_BUGS)}")
+        bad = [
+            f
+            for f in self.faults
+            if f not in COORDINATOR_FAULTS and f not in CATALOGUE and f != LATE_COMMIT
+        ]
+        if bad:
+            raise ValueError(
+                f"unknown group faults {bad}; choose from {', '.join(GROUP_CLUSTER_FAULTS)} "
+                "or any fault of `kmodel test --list-faults`"
+            )
+        ConsumerApp(commit=self.commit, auto_offset_reset=self.auto_offset_reset)
+
+    def cluster_config(self) -> ClusterConfig:
+        return ClusterConfig(
+            brokers=self.brokers,
+            topic=TOPIC,
+            partitions=self.partitions,
+            min_insync_replicas=self.min_isr,
+            unclean=self.unclean,
+            producers=1,
+            consumers=self.consumers,
+            offsets_partitions=self.offsets_partitions,
+            group=GROUP,
+            bugs=self.bugs,
+            network=network_for([COORDINATOR_FAULTS.get(f, f) for f in self.faults]),
+            group_member=MemberConfig(
+                group=GROUP,
+                session_timeout_ns=self.session_timeout_ns,
+                max_poll_interval_ns=self.max_poll_interval_ns,
+                heartbeat_interval_ns=self.heartbeat_interval_ns,
+                request_timeout_ns=self.request_timeout_ns,
+                assignor=self.assignor,
+            ),
+            consumer_app=ConsumerApp(
+                commit=self.commit,
+                auto_offset_reset=self.auto_offset_reset,
+                request_timeout_ns=self.request_timeout_ns,
+            ),
+        )
+
+
+class GroupClusterRun:
+    """One seeded run (see the module docstring)."""
+
+    def __init__(self, config: GroupClusterConfig, seed: int) -> None:
+        self.config = config
+        self.seed = seed
+        self.cluster = Cluster(config.cluster_config(), seed)
+        assert self.cluster.groups is not None
+        self.host = self.cluster.groups
+        self.nemesis = Nemesis(self.cluster, self.cluster.fault_rng)
+        self.invariants = GroupInvariants(
+            TOPIC, config.partitions, config.assignor == "cooperative-sticky"
+        )
+        self.faults: dict[str, int] = {}
+        self._active: tuple[str, str] | None = None
+        """The fault running: (name, the op that stops it)."""
+        self._notes_seen = 0
+        self.final: dict[str, int | None] | None = None
+        self._keys = [record_key_for(p, config.partitions) for p in range(config.partitions)]
+        self._t = 0
+        self._value = 0
+        self._next_fault = config.fault_interval_ns
+        self._late: tuple[str, OffsetCommit] | None = None
+        """late-commit: (consumer, the request it sent) held back."""
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> dict[str, Any]:
+        """The whole run: the workload under faults, everything healed, the recovery, the
+        final read; returns the outcome."""
+        c = self.config
+        self.advance(c.duration_ns)
+        self._heal()
+        self.advance(c.duration_ns + c.recovery_ns, sending=False)
+        self._final_fetch()
+        return self.outcome()
+
+    def advance(self, until_ns: int, *, sending: bool = True, faults: bool = True) -> None:
+        """Run the workload (sends, the consumers' polls, the nemesis) up to ``until_ns``,
+        in steps of 100 ms of logical time; tests drive a scenario with it."""
+        c, cluster = self.config, self.cluster
+        step = ms(100)
+        while self._t <= until_ns:
+            t = self._t
+            cluster.run_until(t)
+            self._check()
+            if t % c.poll_interval_ns == 0:
+                for name in cluster.consumer_names:
+                    if cluster.running(name):
+                        cluster.client_poll(name)
+            if sending and t % c.send_interval_ns == 0:
+                self._value += 1
+                key = self._keys[self._value % c.partitions]
+                # buffer.memory exhausted: the application's send throws, and moves on.
+                with contextlib.suppress(OverflowError):
+                    cluster.client_send("p1", key, str(self._value).encode())
+            if faults and c.faults and t >= self._next_fault:
+                self._deliver_late()
+                self._fault()
+                self._next_fault += c.fault_interval_ns
+            self._t += step
+
+    def _check(self) -> None:
+        notes = self.host.notes
+        for note in notes[self._notes_seen :]:
+            started = None
+            if isinstance(note, GenerationCompleted):
+                b = self.cluster.broker_id(note.coordinator)
+                g = self.host.coordinators[b].groups.get(note.group)
+                started = None if g is None else g.rebalance_started
+            self.invariants.observe(note, started)
+        self._notes_seen = len(notes)
+        b = self._coordinator()
+        if b is None:
+            return
+        coordinator = self.host.coordinators[b]
+        if GROUP not in coordinator.hosted or GROUP in coordinator.loading:
+            return
+        live = [
+            gc.member
+            for name, gc in sorted(self.host.consumers.items())
+            if self.cluster.running(name)
+        ]
+        self.invariants.check_beliefs(coordinator.groups.get(GROUP), live, self.cluster.clock.now)
+
+    def _coordinator(self) -> int | None:
+        leader = self.cluster.store.partitions[(CONSUMER_OFFSETS, self.host.partition)].leader
+        return None if leader == NO_LEADER else leader
+
+    # ------------------------------------------------------------------ faults
+
+    def _perform(self, f: str, value: Any) -> None:
+        result = self.nemesis.perform(f, value)
+        self.cluster.record({"process": "nemesis", "type": "info", "f": f, "value": result})
+
+    def _fault(self) -> None:
+        if self._active is not None:
+            _, stop = self._active
+            self._active = None
+            self._perform(stop, None)
+            return
+        rng = self.cluster.fault_rng
+        name = self.config.faults[rng.randrange(len(self.config.faults))]
+        if name == LATE_COMMIT:
+            self._hold_commit()
+            return
+        fault = COORDINATOR_FAULTS.get(name, name)
+        start, stop = fault_ops(fault)
+        given = None
+        if name in COORDINATOR_FAULTS:
+            b = self._coordinator()
+            if b is None:
+                return
+            given = {"node": self.cluster.broker_names[b]}
+        self.faults[name] = self.faults.get(name, 0) + 1
+        self._perform(start, given)
+        self._active = (fault, stop)
+
+    def _generation(self) -> int | None:
+        """The group's generation at its coordinator (None: none loaded)."""
+        b = self._coordinator()
+        coordinator = None if b is None else self.host.coordinators[b]
+        if coordinator is None or GROUP not in coordinator.hosted or GROUP in coordinator.loading:
+            return None
+        return coordinator.groups[GROUP].generation
+
+    def _handed_over(self, request: OffsetCommit) -> bool:
+        """Whether a partition of ``request`` is now another member's, at the coordinator."""
+        b = self._coordinator()
+        g = None if b is None else self.host.coordinators[b].groups.get(GROUP)
+        if g is None:
+            return False
+        return any(
+            tp in m.partitions
+            for mid, m in g.members.items()
+            if mid != request.member_id
+            for tp, _ in request.offsets
+        )
+
+    def _hold_commit(self) -> None:
+        """late-commit's start: a stable consumer's commit of what it processed is held."""
+        if self._late is not None:
+            return
+        cluster = self.cluster
+        eligible = [
+            name
+            for name, gc in sorted(self.host.consumers.items())
+            if cluster.running(name)
+            and gc.member.state == "stable"
+            and any(tp in gc.processed for tp in gc.member.owned)
+        ]
+        if not eligible:
+            return
+        name = eligible[cluster.fault_rng.randrange(len(eligible))]
+        gc = self.host.consumers[name]
+        offsets = tuple((tp, gc.processed[tp]) for tp in gc.member.owned if tp in gc.processed)
+        request = OffsetCommit(GROUP, gc.member.member_id, gc.member.generation, offsets, -1)
+        self._late = (name, request)
+        self.faults[LATE_COMMIT] = self.faults.get(LATE_COMMIT, 0) + 1
+        value = {
+            "node": name,
+            "member": request.member_id,
+            "generation": request.generation,
+            "offsets": {f"{t}-{p}": o for (t, p), o in offsets},
+        }
+        cluster.record(
+            {"process": "nemesis", "type": "info", "f": f"start-{LATE_COMMIT}", "value": value}
+        )
+
+    def _deliver_late(self, *, healing: bool = False) -> None:
+        """late-commit's stop: once the group is past the held request's generation and one
+        of its partitions belongs to another member (the worst moment for it to arrive),
+        or at the heal once the generation moved, it reaches the coordinator; otherwise at
+        the heal it is dropped."""
+        if self._late is None:
+            return
+        name, request = self._late
+        generation = self._generation()
+        moved = generation is not None and generation > request.generation
+        if not moved or not (healing or self._handed_over(request)):
+            if not healing:
+                return
+            moved = False
+        self._late = None
+        b = self._coordinator()
+        value: dict[str, Any] = {"node": name, "group_generation": generation}
+        if moved and b is not None and self.cluster.running(name):
+            coordinator = self.cluster.broker_names[b]
+            self.cluster.network.send(name, coordinator, request)
+            value["delivered_to"] = coordinator
+        else:
+            value["dropped"] = True
+        self.cluster.record(
+            {"process": "nemesis", "type": "info", "f": f"stop-{LATE_COMMIT}", "value": value}
+        )
+
+    def _heal(self) -> None:
+        self._deliver_late(healing=True)
+        if self._active is not None:
+            _, stop = self._active
+            self._active = None
+            self._perform(stop, None)
+        self.cluster.heal()
+
+    def final_fetch(self) -> dict[str, int | None] | None:
+        """The final read (``fetch-offsets`` with ``"final": true``): the group's committed
+        offsets by key (None where it has none); None if the coordinator never answered."""
+        self._final_fetch()
+        return self.final
+
+    def _final_fetch(self) -> None:
+        """The admin's OffsetFetch after everything healed, retried while the coordinator
+        is unknown, loading or moving."""
+        cluster = self.cluster
+        tps = tuple((TOPIC, p) for p in range(self.config.partitions))
+        keys = [f"{TOPIC}-{p}" for p in range(self.config.partitions)]
+        cluster.record(
+            {
+                "process": "final",
+                "type": "invoke",
+                "f": "fetch-offsets",
+                "value": keys,
+                "final": True,
+            }
+        )
+        error = "COORDINATOR_NOT_AVAILABLE"
+        for _ in range(60):
+            b = self._coordinator()
+            name = None if b is None else cluster.broker_names[b]
+            if name is not None and cluster.running(name):
+                for answer in cluster.admin_request(name, OffsetFetch(GROUP, tps)):
+                    assert isinstance(answer, _OffsetFetchResponse), answer
+                    error = answer.error
+                    if error == NONE:
+                        got = dict(answer.offsets)
+                        self.final = {
+                            f"{t}-{p}": None if got[(t, p)] == NO_OFFSET else got[(t, p)]
+                            for t, p in tps
+                        }
+                        cluster.record(
+                            {
+                                "process": "final",
+                                "type": "ok",
+                                "f": "fetch-offsets",
+                                "value": self.final,
+                                "final": True,
+                            }
+                        )
+                        return
+            cluster.run_until(cluster.clock.now + ms(500))
+        cluster.record(
+            {
+                "process": "final",
+                "type": "fail",
+                "f": "fetch-offsets",
+                "value": {"error": error},
+                "final": True,
+            }
+        )
+
+    # ------------------------------------------------------------------ results
+
+    def history(self) -> list[dict[str, Any]]:
+        """The run's history in the contract's shapes (``docs/history-format.md``): send
+        values as integers."""
+        out = []
+        for op in self.cluster.history():
+            if op.get("f") == "send":
+                op = dict(op)
+                v = op["value"]
+                if isinstance(v, dict):
+                    op["value"] = {"offset": v["offset"], "value": int(v["value"])}
+                else:
+                    op["value"] = int(v)
+            out.append(op)
+        return out
+
+    def outcome(self) -> dict[str, Any]:
+        history = self.cluster.history()
+        counts: dict[str, int] = {}
+        processed = 0
+        acked: dict[str, int] = {}
+        for op in history:
+            f, kind = op.get("f"), op.get("type")
+            if f == "process":
+                processed += len(op["value"])
+            elif f == "commit" and kind != "invoke":
+                counts[f"commits_{kind}"] = counts.get(f"commits_{kind}", 0) + 1
+                if kind == "ok":
+                    for key, offset in op["value"].items():
+                        acked[key] = max(acked.get(key, 0), offset)
+            elif f == "send" and kind == "ok":
+                counts["sends_ok"] = counts.get("sends_ok", 0) + 1
+        regressed = (
+            None
+            if self.final is None
+            else sorted(k for k, o in acked.items() if (self.final.get(k) or 0) < o)
+        )
+        outcome = self.invariants.outcome.to_json()
+        return {
+            **outcome,
+            "records_processed": processed,
+            **dict(sorted(counts.items())),
+            "final_offsets": self.final,
+            "keys_behind_acknowledged_commit": regressed,
+            "coordinator": dict(sorted(self.host.stats.items())),
+            "nemesis": dict(sorted(self.faults.items())),
+        }

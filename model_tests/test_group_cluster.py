@@ -1,0 +1,258 @@
+"""The consumer group on the simulated cluster (``jepsen_py.group_cluster``, issues 18 and 19):
+commits and the group record go through ``__consumer_offsets``' replication, a new
+coordinator loads them from its replica (``COORDINATOR_LOAD_IN_PROGRESS`` meanwhile), the
+consumers read what they are assigned, and the history is the delivery contract's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from impl.group.coordinator import Coordinator, CoordinatorConfig
+from impl.group.messages import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    NONE,
+    NOT_COORDINATOR,
+    JoinGroup,
+    JoinGroupResponse,
+    OffsetCommit,
+    OffsetCommitResponse,
+    OffsetFetch,
+    OffsetFetchResponse,
+)
+from impl.group.placement import CONSUMER_OFFSETS
+from impl.sim.clock import ms
+from jepsen_py.group_cluster import GroupClusterConfig, GroupClusterRun
+
+SHORT = GroupClusterConfig(duration_ns=ms(30_000), recovery_ns=ms(10_000))
+QUIET = GroupClusterConfig(faults=(), duration_ns=ms(30_000), recovery_ns=ms(10_000))
+
+
+def acknowledged(history: list[dict[str, Any]]) -> dict[str, int]:
+    """Per key the highest offset of an ``ok`` commit."""
+    best: dict[str, int] = {}
+    for op in history:
+        if op["f"] == "commit" and op["type"] == "ok":
+            for key, offset in op["value"].items():
+                best[key] = max(best.get(key, 0), offset)
+    return best
+
+
+def coordinator_of(run: GroupClusterRun) -> str:
+    b = run.cluster.store.partitions[(CONSUMER_OFFSETS, run.host.partition)].leader
+    return run.cluster.broker_names[b]
+
+
+def test_same_seed_same_history_byte_for_byte() -> None:
+    a, b = GroupClusterRun(SHORT, 3), GroupClusterRun(SHORT, 3)
+    assert a.run() == b.run()
+    dump = [orjson.dumps(op) for op in a.history()]
+    assert dump == [orjson.dumps(op) for op in b.history()] and len(dump) > 500
+    other = GroupClusterRun(SHORT, 4)
+    other.run()
+    assert [orjson.dumps(op) for op in other.history()] != dump
+
+
+def test_the_history_carries_the_delivery_contracts_ops() -> None:
+    run = GroupClusterRun(SHORT, 1)
+    outcome = run.run()
+    assert outcome["ok"], outcome["violations"]
+    history = run.history()
+    fs = {op["f"] for op in history}
+    assert {"send", "subscribe", "assign", "poll", "process", "commit", "fetch-offsets"} <= fs
+    process = next(op for op in history if op["f"] == "process")
+    assert process["type"] == "ok" and process["key"].startswith("t-")
+    assert isinstance(process["value"][0][1], int) and process["generation"] >= 1
+    commit = next(op for op in history if op["f"] == "commit" and op["type"] == "invoke")
+    assert commit["mode"] == "sync" and "key" not in commit and commit["member"]
+    final = [op for op in history if op.get("final")]
+    assert [op["type"] for op in final] == ["invoke", "ok"] and final[0]["process"] == "final"
+    sent = next(op for op in history if op["f"] == "send" and op["type"] == "ok")
+    assert set(sent["value"]) == {"offset", "value"} and isinstance(sent["value"]["value"], int)
+    kills = [op for op in history if op["f"] == "kill-consumer"]
+    for kill in kills:  # the consumer that died never acts again under its process id
+        later = [
+            op for op in history[kill["index"] + 1 :] if op["process"] == kill["value"]["process"]
+        ]
+        assert not later, later
+    # at least once: every record below the final committed offset was processed
+    processed = {(op["key"], o) for op in history if op["f"] == "process" for o, _ in op["value"]}
+    for key, offset in (run.final or {}).items():
+        assert all((key, o) in processed for o in range(offset or 0)), key
+
+
+def test_commits_survive_a_coordinator_failover() -> None:
+    run = GroupClusterRun(QUIET, 5)
+    run.advance(ms(15_000))
+    before = acknowledged(run.cluster.history())
+    assert before, "the group committed nothing before the failover"
+    old = coordinator_of(run)
+    run.cluster.crash(old)  # power loss: what it did not fsync is gone
+    run.advance(ms(30_000))
+    new = coordinator_of(run)
+    assert new != old and run.host.stats["loads"] >= 2
+    final = run.final_fetch()
+    assert final is not None
+    for key, offset in before.items():
+        assert (final[key] or 0) >= offset, (key, final[key], offset)
+    assert run.outcome()["ok"]
+
+
+def test_the_new_coordinator_answers_load_in_progress_until_it_has_read_the_log() -> None:
+    run = GroupClusterRun(QUIET, 5)
+    run.advance(ms(15_000))
+    old = coordinator_of(run)
+    run.cluster.crash(old)
+    cluster = run.cluster
+    tps = (("t", 0),)
+    answers: list[str] = []
+    for _ in range(1_000):  # until a new leader is elected and has begun to load
+        cluster.run_until(cluster.clock.now + ms(20))
+        new = coordinator_of(run)
+        if new != old and cluster.running(new):
+            answer = cluster.admin_request(new, OffsetFetch("group", tps))
+            assert len(answer) == 1 and isinstance(answer[0], OffsetFetchResponse)
+            answers.append(answer[0].error)
+            if answer[0].error == NONE:
+                break
+    # NOT_COORDINATOR until the broker hears of its leadership (LeaderAndIsr), then
+    # COORDINATOR_LOAD_IN_PROGRESS while it reads its replica, then the offsets.
+    phases = [a for i, a in enumerate(answers) if i == 0 or answers[i - 1] != a]
+    assert phases in (
+        [NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, NONE],
+        [COORDINATOR_LOAD_IN_PROGRESS, NONE],
+    ), answers
+
+
+def test_load_in_progress_refuses_every_group_request() -> None:
+    c = Coordinator("b1", CoordinatorConfig(durable=True))
+    c.begin_load("g")
+    join = JoinGroup("g", "", "c1", ("t",), ms(6_000), ms(20_000))
+    assert c.step("c1", join, 0).sends == [
+        ("c1", JoinGroupResponse("g", "COORDINATOR_LOAD_IN_PROGRESS"))
+    ]
+    commit = OffsetCommit("g", "m", 1, ((("t", 0), 3),))
+    assert c.step("c1", commit, 0).sends == [
+        ("c1", OffsetCommitResponse("g", COORDINATOR_LOAD_IN_PROGRESS, -1, commit.offsets))
+    ]
+    fetch = c.step("c1", OffsetFetch("g", (("t", 0),)), 0).sends
+    assert fetch == [("c1", OffsetFetchResponse("g", COORDINATOR_LOAD_IN_PROGRESS))]
+    c.load("g", None, 1, {("t", 0): 7})
+    fetch = c.step("c1", OffsetFetch("g", (("t", 0), ("t", 1))), 2).sends
+    assert fetch == [("c1", OffsetFetchResponse("g", NONE, ((("t", 0), 7), (("t", 1), -1))))]
+
+
+def _offsets_leader_alone(unclean: bool) -> tuple[dict[str, int], dict[str, int | None]]:
+    """The group commits while only the coordinator's broker holds ``__consumer_offsets``
+    (its followers were killed, min.insync.replicas=1, Kafka's default); then it is killed
+    and the followers come back. What was acknowledged, and what the group reads at the end.
+    Every kill is a SIGKILL (the page cache survives), so that nothing is lost to unflushed
+    data: what an election loses is the election's."""
+    config = GroupClusterConfig(
+        faults=(), min_isr=1, unclean=unclean, partitions=2, consumers=2, offsets_partitions=3
+    )
+    run = GroupClusterRun(config, 11)
+    run.advance(ms(10_000))
+    leader = coordinator_of(run)
+    followers = [n for n in run.cluster.broker_names.values() if n != leader]
+    for node in followers:
+        run.cluster.crash(node, power_loss=False)
+    run.advance(ms(30_000))  # their sessions expire; the leader alone commits
+    acked = acknowledged(run.cluster.history())
+    run.cluster.crash(leader, power_loss=False)
+    for node in followers:
+        run.cluster.restart(node)
+    run.advance(ms(50_000), sending=False)
+    run.cluster.restart(leader)
+    run.advance(ms(70_000), sending=False)
+    final = run.final_fetch()
+    assert final is not None
+    return acked, final
+
+
+def test_unclean_election_on_the_offsets_topic_regresses_a_commit() -> None:
+    acked, final = _offsets_leader_alone(unclean=True)
+    behind = {k: (final[k], o) for k, o in acked.items() if (final[k] or 0) < o}
+    assert behind, (acked, final)
+
+
+def test_clean_election_keeps_every_acknowledged_commit() -> None:
+    acked, final = _offsets_leader_alone(unclean=False)
+    assert all((final[k] or 0) >= o for k, o in acked.items()), (acked, final)
+
+
+def test_no_generation_check_lets_a_late_commit_in() -> None:
+    """``late-commit`` delivers a consumer's OffsetCommit after the group moved on: the
+    generation check refuses it; without it the zombie's commit is accepted, on a partition
+    that moved to another member, which commits it in the same generation (seed 8)."""
+    bug = GroupClusterConfig(bugs={"no_generation_check"})
+    violations = GroupClusterRun(bug, 8).run()["violations"]
+    assert any(v.startswith("zombie commit accepted") for v in violations), violations
+    assert any(v.startswith("double ownership") for v in violations), violations
+    fenced = GroupClusterRun(GroupClusterConfig(), 8)
+    assert fenced.run()["ok"]
+    late = [op for op in fenced.history() if op["f"].endswith("late-commit")]
+    assert [op["f"] for op in late][:2] == ["start-late-commit", "stop-late-commit"]
+    assert late[1]["value"].get("delivered_to"), late
+
+
+@pytest.mark.parametrize("commit", ["before-process", "auto"])
+def test_the_other_commit_modes_run(commit: str) -> None:
+    run = GroupClusterRun(GroupClusterConfig(commit=commit, duration_ns=ms(20_000)), 1)
+    outcome = run.run()
+    assert outcome["ok"] and outcome["commits_ok"] > 0 and outcome["records_processed"] > 0
+    modes = {op["mode"] for op in run.history() if op["f"] == "commit"}
+    assert modes == ({"auto"} if commit == "auto" else {"sync"})
+
+
+def test_offset_reset_none_fails_the_poll() -> None:
+    run = GroupClusterRun(GroupClusterConfig(auto_offset_reset="none", faults=()), 1)
+    run.advance(ms(10_000))
+    fails = [op for op in run.cluster.history() if op["f"] == "poll" and op["type"] == "fail"]
+    assert fails and all(op["value"]["error"] == "OFFSET_OUT_OF_RANGE" for op in fails)
+    assert not any(op["f"] == "process" for op in run.cluster.history())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1, 51))
+def test_every_fence_holds_on_the_cluster(seed: int) -> None:
+    outcome = GroupClusterRun(GroupClusterConfig(), seed).run()
+    assert outcome["ok"], outcome["violations"]
+
+
+def test_kmodel_test_workload_group_runs_on_the_cluster(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from jepsen_py.cli import main
+
+    store = str(tmp_path / "store")
+    args = ["test", "--workload", "group", "--time-limit", "20s", "--store", store]
+    ok = CliRunner().invoke(main, [*args, "--seed", "1", "--json"])
+    assert ok.exit_code == 0, ok.output
+    result = json.loads(ok.output.strip().splitlines()[-1])
+    assert result["verdict"] == "valid" and result["records_processed"] > 0
+    history = (tmp_path / "store" / "group" / "latest" / "history.jsonl").read_text()
+    assert '"f":"process"' in history and '"final":true' in history
+    bad = CliRunner().invoke(
+        main,
+        [
+            "test",
+            "--workload",
+            "group",
+            "--seed",
+            "8",
+            "--bug",
+            "no_generation_check",
+            "--store",
+            store,
+        ],
+    )
+    assert bad.exit_code == 1 and "zombie commit accepted" in bad.output, bad.output
+    modes = CliRunner().invoke(main, [*args, "--seed", "1", "--commit", "before-process"])
+    assert modes.exit_code == 0 and "--commit before-process" in modes.output, modes.output
+    unknown = CliRunner().invoke(main, ["test", "--workload", "group", "--nemesis", "nonsense"])
+    assert unknown.exit_code == 2 and "pause-consumer" in unknown.output
