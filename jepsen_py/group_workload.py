@@ -24,12 +24,15 @@ the store; the delivery verdict is ``kmodel verify --delivery``'s.
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from impl.group.coordinator import GROUP_BUGS
 from impl.sim.clock import NS_PER_MS
+from jepsen_py.checker.delivery_engine import verify_delivery_path
 from jepsen_py.group_cluster import (
     COORDINATOR_FAULTS,
     GROUP_CLUSTER_FAULTS,
@@ -38,6 +41,7 @@ from jepsen_py.group_cluster import (
     GroupClusterRun,
 )
 from jepsen_py.nemesis import CATALOGUE
+from jepsen_py.runner.outcome import verdict_name
 from jepsen_py.store import create_run
 
 __all__ = ["GROUP_BUGS", "GroupTestError", "parse_group_faults", "run_group_test"]
@@ -64,6 +68,55 @@ def parse_group_faults(text: str) -> tuple[str, ...]:
             if name not in chosen:
                 chosen.append(name)
     return tuple(chosen)
+
+
+DELIVERY_OF_COMMIT = {
+    "after-process": "at-least-once",
+    "auto": "at-least-once",
+    "before-process": "at-most-once",
+}
+"""The delivery guarantee each ``--commit`` mode promises, which the run's delivery check
+holds it to (``kmodel verify --delivery``): committing after processing (and auto commit,
+which commits on the next poll what the previous one returned) re-delivers after a crash
+but loses nothing; committing before processing loses what a crash interrupts but never
+processes a record twice."""
+
+
+def check_group_delivery(history: list[dict[str, Any]], delivery: str) -> dict[str, Any]:
+    """The delivery check of a group run's history (``jepsen_py.checker.delivery_engine``,
+    the engine of ``kmodel verify --delivery``), summed over its keys: the verdict, the
+    count of each anomaly, the violations and the lines that witness the first few."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "history.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in history))
+        result = verify_delivery_path(path, delivery)
+    counts: dict[str, int] = {}
+    violations: set[str] = set()
+    witnesses: dict[str, list[list[int | None]]] = {}
+    for key in result.keys:
+        for name, n in key.counts.items():
+            counts[name] = counts.get(name, 0) + n
+        violations.update(key.violations)
+        for name, found in key.anomalies.items():
+            kept = witnesses.setdefault(name, [])
+            kept.extend([[op.line for op in w] for w in found][: max(0, 3 - len(kept))])
+    return {
+        "mode": delivery,
+        "verdict": verdict_name(result.verdict),
+        "counts": dict(sorted(counts.items())),
+        "violations": sorted(violations),
+        "witness_lines": dict(sorted(witnesses.items())),
+        "error": result.error,
+        "rejected": len(result.rejected),
+    }
+
+
+def _verdict(invariants_hold: bool, delivery: str) -> str:
+    """The run's verdict: invalid when a group invariant broke or the delivery check found
+    a violation; unknown when the delivery could not be judged; valid otherwise."""
+    if not invariants_hold or delivery == "invalid":
+        return "invalid"
+    return "unknown" if delivery != "valid" else "valid"
 
 
 def run_group_test(
@@ -114,6 +167,8 @@ def run_group_test(
         raise GroupTestError(str(exc)) from exc
     run = GroupClusterRun(config, seed)
     outcome = run.run()
+    history = run.history()
+    delivery = check_group_delivery(history, DELIVERY_OF_COMMIT[commit])
     result: dict[str, Any] = {
         "workload": "group",
         "seed": seed,
@@ -126,6 +181,9 @@ def run_group_test(
         "auto_offset_reset": auto_offset_reset,
         "unclean": unclean,
         **outcome,
+        "delivery": delivery,
+        "ok": outcome["ok"] and delivery["verdict"] == "valid",
+        "verdict": _verdict(outcome["ok"], delivery["verdict"]),
     }
     if store_root is not None:
         stored = create_run(
@@ -149,7 +207,6 @@ def run_group_test(
             },
             root=store_root,
         )
-        history = run.history()
         stored.history_path.write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in history))
         stored.write_results(result)
         result["store"] = str(stored.path)

@@ -33,7 +33,7 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
     assert summary["brain_split_as_expected"] == summary["brain_split_total"] == 3
     assert summary["liveness_as_expected"] == summary["liveness_total"] == 5
-    assert summary["groups_as_expected"] == summary["groups_total"] == 2
+    assert summary["groups_as_expected"] == summary["groups_total"] == 3
     assert (tmp_path / "traces" / "follower-stops-fetching.txt").is_file()
     unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
     assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
@@ -95,9 +95,12 @@ def test_the_group_stage_fences_the_zombie_and_a_wrong_expectation_is_unexpected
     tmp_path: Path,
 ) -> None:
     rows = demo_groups.group_rows(tmp_path)
-    assert [(r["ok"], r["as_expected"]) for r in rows] == [(True, True), (False, True)]
+    assert [(r["ok"], r["as_expected"]) for r in rows] == [(True, True)] * 2 + [(False, True)]
+    fenced, before, _ = rows
+    assert fenced["delivery"]["counts"].get("lost", 0) == 0, "at least once: nothing lost"
+    assert before["delivery"]["counts"].get("lost", 0) > 0, "at most once: a kill loses"
     wrong = demo_groups.GroupCase(
-        "expects-valid", "bug expected valid", 8, tuple(rows[1]["bugs"]), True
+        "expects-valid", "bug expected valid", 8, tuple(rows[2]["bugs"]), True
     )
-    (row,) = demo_groups.group_rows(tmp_path, (wrong,))
-    assert not row["as_expected"]
+    no_loss = demo_groups.GroupCase("no-loss", "expects no loss", 1, (), True, "before-process")
+    assert not any(r["as_expected"] for r in demo_groups.group_rows(tmp_path, (wrong, no_loss)))

@@ -27,6 +27,7 @@ from impl.group.messages import (
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.sim.clock import ms
 from jepsen_py.group_cluster import GroupClusterConfig, GroupClusterRun
+from jepsen_py.group_workload import check_group_delivery
 
 SHORT = GroupClusterConfig(duration_ns=ms(30_000), recovery_ns=ms(10_000))
 QUIET = GroupClusterConfig(faults=(), duration_ns=ms(30_000), recovery_ns=ms(10_000))
@@ -146,7 +147,9 @@ def test_load_in_progress_refuses_every_group_request() -> None:
     assert fetch == [("c1", OffsetFetchResponse("g", NONE, ((("t", 0), 7), (("t", 1), -1))))]
 
 
-def _offsets_leader_alone(unclean: bool) -> tuple[dict[str, int], dict[str, int | None]]:
+def _offsets_leader_alone(
+    unclean: bool,
+) -> tuple[dict[str, int], dict[str, int | None], list[dict[str, Any]]]:
     """The group commits while only the coordinator's broker holds ``__consumer_offsets``
     (its followers were killed, min.insync.replicas=1, Kafka's default); then it is killed
     and the followers come back. What was acknowledged, and what the group reads at the end.
@@ -171,18 +174,67 @@ def _offsets_leader_alone(unclean: bool) -> tuple[dict[str, int], dict[str, int 
     run.advance(ms(70_000), sending=False)
     final = run.final_fetch()
     assert final is not None
-    return acked, final
+    return acked, final, run.history()
 
 
 def test_unclean_election_on_the_offsets_topic_regresses_a_commit() -> None:
-    acked, final = _offsets_leader_alone(unclean=True)
+    """The offsets topic's unclean election loses acknowledged commits, and the delivery
+    checker (``kmodel verify --delivery``) calls it a commit regression."""
+    acked, final, history = _offsets_leader_alone(unclean=True)
     behind = {k: (final[k], o) for k, o in acked.items() if (final[k] or 0) < o}
     assert behind, (acked, final)
+    delivery = check_group_delivery(history, "at-least-once")
+    assert delivery["verdict"] == "invalid"
+    assert "commit-regression" in delivery["violations"], delivery
 
 
 def test_clean_election_keeps_every_acknowledged_commit() -> None:
-    acked, final = _offsets_leader_alone(unclean=False)
+    acked, final, history = _offsets_leader_alone(unclean=False)
     assert all((final[k] or 0) >= o for k, o in acked.items()), (acked, final)
+    delivery = check_group_delivery(history, "at-least-once")
+    assert "commit-regression" not in delivery["counts"], delivery
+    assert delivery["verdict"] == "valid", delivery
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_at_least_once_consumers_lose_nothing_and_every_duplicate_is_explained(seed: int) -> None:
+    """Committing after processing, under the group workload's faults: no record the group
+    committed past went unprocessed; records processed twice, each explained by a crash or
+    a rebalance (the delivery checker's ``duplicated-unexplained`` is a violation)."""
+    run = GroupClusterRun(GroupClusterConfig(), seed)
+    assert run.run()["ok"]
+    delivery = check_group_delivery(run.history(), "at-least-once")
+    assert delivery["verdict"] == "valid", delivery
+    assert "lost" not in delivery["counts"] and "duplicated-unexplained" not in delivery["counts"]
+    assert delivery["counts"].get("duplicated-rebalance", 0) > 0, delivery
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_committing_before_processing_loses_what_a_kill_interrupts(seed: int) -> None:
+    """At most once: a consumer killed while it processes a batch it already committed loses
+    it; nothing is processed twice."""
+    run = GroupClusterRun(GroupClusterConfig(commit="before-process"), seed)
+    assert run.run()["ok"]
+    delivery = check_group_delivery(run.history(), "at-most-once")
+    assert delivery["verdict"] == "valid", delivery
+    assert delivery["counts"].get("lost", 0) > 0, delivery
+    assert not any(name.startswith("duplicated") for name in delivery["counts"]), delivery
+    # The same history judged as at least once: the losses are violations there.
+    assert check_group_delivery(run.history(), "at-least-once")["verdict"] == "invalid"
+
+
+@pytest.mark.slow
+def test_at_least_once_over_50_seeds_loses_nothing_and_explains_every_duplicate() -> None:
+    """Issue 19's outcome: at-least-once consumers under every group fault, seeds 1..50."""
+    duplicates = 0
+    for seed in range(1, 51):
+        run = GroupClusterRun(GroupClusterConfig(), seed)
+        assert run.run()["ok"], seed
+        delivery = check_group_delivery(run.history(), "at-least-once")
+        assert delivery["verdict"] == "valid", (seed, delivery)
+        assert "lost" not in delivery["counts"], (seed, delivery)
+        duplicates += sum(n for k, n in delivery["counts"].items() if k.startswith("duplicated"))
+    assert duplicates > 0
 
 
 def test_no_generation_check_lets_a_late_commit_in() -> None:

@@ -157,6 +157,8 @@ class GroupConsumer:
         """Per partition what this consumer last had acknowledged."""
         self._commit: _Commit | None = None
         self._processing: list[tuple[int, tuple[str, int], list[tuple[int, str]]]] = []
+        self._fetcher_names: dict[tuple[str, int], str] = {}
+        """Each fetcher's history process, fixed when it started (``_fetcher_process``)."""
         """Batches being processed: (done at, partition, records)."""
         self._next_auto_commit = 0
         self._offsets_retry_at = 0
@@ -303,8 +305,12 @@ class GroupConsumer:
 
     def _on_revoked(self, revoked: list[tuple[str, int]], now: int, effects: Effects) -> None:
         """``onPartitionsRevoked``: commit what was processed of them (with the generation
-        they were owned in), then forget them."""
+        they were owned in), then forget them. Their batches still being processed are
+        abandoned (the listener stops the processing of partitions it gives up, as the
+        ``ConsumerRebalanceListener`` Javadoc advises before committing): a record of a
+        partition the consumer no longer owns is never processed by it."""
         self._polled = [(tp, rs) for tp, rs in self._polled if tp not in revoked]
+        self._processing = [b for b in self._processing if b[1] not in revoked]
         if (
             self.app.commit != "before-process"
             and self._commit is None
@@ -325,9 +331,18 @@ class GroupConsumer:
         fetcher = self.fetchers.pop(tp, None)
         if fetcher is None:
             return
+        self._collect_fetcher(tp, fetcher)
         if fetcher.fetching:
-            self._op("fail", "poll", {"from": fetcher.position, "error": why}, now, key=_key(tp))
+            self._op(
+                "fail",
+                "poll",
+                {"from": fetcher.position, "error": why},
+                now,
+                key=_key(tp),
+                process=self._fetcher_process(tp),
+            )
         self._seen.pop(tp, None)
+        self._fetcher_names.pop(tp, None)
 
     def _on_offsets(self, msg: OffsetFetchResponse, now: int) -> None:
         if self._fetching_offsets is None:
@@ -357,6 +372,7 @@ class GroupConsumer:
             if committed == NO_OFFSET and reset == "latest":
                 self._resetting.add(tp)
             self.fetchers[tp] = fetcher
+            self._fetcher_names[tp] = f"{self.process}/{_key(tp)}"
             self._seen[tp] = 0
             self.processed[tp] = fetcher.position
             self.committed[tp] = fetcher.position
@@ -364,25 +380,48 @@ class GroupConsumer:
     # ------------------------------------------------------------------ processing
 
     def _collect(self, now: int) -> None:
-        """Move the member's and the fetchers' new events into this consumer's history."""
-        for op in self.member.history:
-            self.history.append({**op, "process": self.process})
-        self.member.history.clear()
+        """Move the member's and the fetchers' new events into this consumer's history. The
+        member's (its assignment changes, which the rebalance listener reports) wait while a
+        commit is in flight: the listener runs on the poll thread, which ``commitSync``
+        blocks, and the history process does one operation at a time."""
+        if self._commit is None:
+            for op in self.member.history:
+                self.history.append({**op, "process": self.process})
+            self.member.history.clear()
         for tp in sorted(self.fetchers):
-            fetcher = self.fetchers[tp]
-            for op in fetcher.history[self._seen[tp] :]:
-                op = {**op, "member": self.member.member_id, "generation": self._generation}
-                if tp in self._resetting and op["type"] == "ok":
-                    # latest: this fetch only found the HW; its records are not handed on.
-                    self._resetting.discard(tp)
-                    fetcher.seek(op["value"]["hw"])
-                    self.processed[tp] = self.committed[tp] = fetcher.position
-                    op["value"] = {"records": [], "hw": op["value"]["hw"]}
-                elif op["type"] == "ok" and op["value"]["records"]:
-                    self._polled.append((tp, [(o, v) for o, v in op["value"]["records"]]))
-                self.history.append(op)
-            self._seen[tp] = len(fetcher.history)
+            self._collect_fetcher(tp, self.fetchers[tp])
         _ = now
+
+    def _fetcher_process(self, tp: tuple[str, int]) -> str:
+        """Each partition's fetcher is a history process of its own (``"200/t-4"``, named
+        after the consumer's process when the fetcher started): the fetchers poll
+        concurrently, and a history process does one operation at a time."""
+        return self._fetcher_names.setdefault(tp, f"{self.process}/{_key(tp)}")
+
+    def _collect_fetcher(self, tp: tuple[str, int], fetcher: Consumer) -> None:
+        """Move fetcher ``tp``'s new polls into the history, as its own process, with the
+        member id and generation, and the values as the producer sent them (integers)."""
+        for op in fetcher.history[self._seen[tp] :]:
+            op = {
+                **op,
+                "process": self._fetcher_process(tp),
+                "member": self.member.member_id,
+                "generation": self._generation,
+            }
+            if op["type"] == "ok" and isinstance(op.get("value"), dict):
+                records = op["value"].get("records")
+                if records:
+                    op["value"] = {**op["value"], "records": [[o, _int(v)] for o, v in records]}
+            if tp in self._resetting and op["type"] == "ok":
+                # latest: this fetch only found the HW; its records are not handed on.
+                self._resetting.discard(tp)
+                fetcher.seek(op["value"]["hw"])
+                self.processed[tp] = self.committed[tp] = fetcher.position
+                op["value"] = {"records": [], "hw": op["value"]["hw"]}
+            elif op["type"] == "ok" and op["value"]["records"]:
+                self._polled.append((tp, [(o, v) for o, v in op["value"]["records"]]))
+            self.history.append(op)
+        self._seen[tp] = len(fetcher.history)
 
     def _handle_polled(self, now: int, effects: Effects) -> None:
         if not self._polled or (self._commit is not None and self.app.commit != "auto"):
@@ -513,10 +552,12 @@ class GroupConsumer:
         key: str | None = None,
         error: str | None = None,
         mode: str | None = None,
+        process: str | int | None = None,
     ) -> None:
         if error is not None:
             value = {**value, "error": error} if isinstance(value, dict) else value
-        op: dict[str, Any] = {"process": self.process, "type": type_, "f": f}
+        who = self.process if process is None else process
+        op: dict[str, Any] = {"process": who, "type": type_, "f": f}
         if key is not None:
             op["key"] = key
         op["value"] = value

@@ -17,7 +17,9 @@
    the broken variants' lassos.
 7. **Consumer groups** (`jepsen_py.demo.groups`): one group under consumer and coordinator
    faults, with the generation check on (one owner per partition, no zombie commit
-   accepted) and off (a zombie's commit accepted).
+   accepted) and off (a zombie's commit accepted); and its delivery, committing after
+   processing (at least once: nothing lost, each duplicate explained) and before it (at
+   most once: what a kill interrupts is lost).
 
 Then a summary with where everything was written. Exit 0 when every stage showed what it
 is expected to show, 1 otherwise.
@@ -155,7 +157,10 @@ def demo(
         say(f"  {_mark(row['as_expected'])} {row['title']:<50} {found}")
 
     say("")
-    say("== 7. Consumer groups: generations fence the zombie member (docs/groups.md)")
+    say(
+        "== 7. Consumer groups: generations fence the zombie member; when to commit decides "
+        "the delivery (docs/groups.md, docs/offsets.md)"
+    )
     groups = group_rows(out / "store")
     for row in groups:
         say(
@@ -163,6 +168,14 @@ def demo(
             f"{'valid' if row['ok'] else 'INVALID'}: {row['generations']} generations, "
             f"rebalance ms {row['rebalance_ms']}, zombie commits accepted "
             f"{sum(v.startswith('zombie') for v in row['violations'])}"
+        )
+        delivery = row["delivery"]
+        counts = delivery["counts"]
+        duplicated = {k.removeprefix("duplicated-"): n for k, n in counts.items() if "dup" in k}
+        say(
+            f"      delivery ({delivery['mode']}): {delivery['verdict']}; "
+            f"{row['records_processed']} records processed, lost {counts.get('lost', 0)}, "
+            f"processed twice {sum(duplicated.values())} {duplicated or ''}"
         )
         say(f"      reproduce: {row['command']}")
 

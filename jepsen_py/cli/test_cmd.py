@@ -575,11 +575,26 @@ def _group_test(
         fail_input(str(exc))
     except StoreError as exc:
         fail_input(f"--store: {exc}")
-    verdict = Verdict.OK if result["ok"] else Verdict.ILLEGAL
+    verdict = {"valid": Verdict.OK, "invalid": Verdict.ILLEGAL}.get(
+        result["verdict"], Verdict.UNKNOWN
+    )
     if json_mode:
-        emit_json({"verdict": verdict_name(verdict), **result})
+        emit_json({**result, "verdict": verdict_name(verdict)})
     else:
-        click.echo(f"group workload, seed {run_seed}: {'valid' if result['ok'] else 'INVALID'}")
+        shown = {"valid": "valid", "invalid": "INVALID"}.get(result["verdict"], "UNKNOWN")
+        click.echo(f"group workload, seed {run_seed}: {shown}")
+        delivery = result["delivery"]
+        counts = ", ".join(f"{n} {c}" for n, c in delivery["counts"].items()) or "none"
+        click.echo(
+            f"  delivery ({delivery['mode']}, kmodel verify --delivery): "
+            f"{delivery['verdict']}; anomalies: {counts}"
+            + (
+                f"; violations: {', '.join(delivery['violations'])}"
+                if delivery["violations"]
+                else ""
+            )
+            + (f"; {delivery['error']}" if delivery["error"] else "")
+        )
         click.echo(
             f"  generations: {result['generations']}, rebalance durations (ms, logical): "
             f"{result['rebalance_ms']}"

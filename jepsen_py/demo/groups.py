@@ -1,6 +1,8 @@
 """The demo's consumer-group stage: one group on the simulated cluster under consumer and
 coordinator faults (``kmodel test --workload group``), with the generation check on, then
-off.
+off; and the delivery story: the same group committing after processing (at least once:
+nothing lost, duplicates, each explained) and before processing (at most once: what a kill
+interrupts is lost, nothing processed twice), judged by the delivery checker.
 
 With every fence on, each generation's assignment gives every partition exactly one owner
 and no zombie's OffsetCommit is accepted; with ``no_generation_check`` (the spec's bug of
@@ -27,10 +29,22 @@ class GroupCase:
     seed: int
     bugs: tuple[str, ...]
     expect_ok: bool
+    commit: str = "after-process"
+    expect_loss: bool = False
+    """The case shows records lost (committing before processing, with kills)."""
 
 
 CASES = (
     GroupCase("group-fenced", "a consumer group under every group fault", 1, (), True),
+    GroupCase(
+        "group-before-process",
+        "the same, committing before processing",
+        1,
+        (),
+        True,
+        commit="before-process",
+        expect_loss=True,
+    ),
     GroupCase(
         "group-no-generation-check",
         "the same without the generation check",
@@ -58,13 +72,17 @@ def group_rows(store: Path, cases: tuple[GroupCase, ...] = CASES) -> list[dict[s
             bugs=case.bugs,
             store_root=str(store),
             name=case.name,
+            commit=case.commit,
         )
         bug = "".join(f" --bug {b}" for b in case.bugs)
+        if case.commit != "after-process":
+            bug += f" --commit {case.commit}"
+        lost = result["delivery"]["counts"].get("lost", 0)
         rows.append(
             {
                 "name": case.name,
                 "title": case.title,
-                "as_expected": result["ok"] == case.expect_ok,
+                "as_expected": result["ok"] == case.expect_ok and (lost > 0) == case.expect_loss,
                 "command": f"kmodel test --workload group --seed {case.seed}{bug}",
                 **result,
             }
