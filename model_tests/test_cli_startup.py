@@ -15,6 +15,7 @@ import click
 import pytest
 
 from jepsen_py.cli import COMMANDS, load_command, main
+from model_tests.shared_corpora import PORCUPINE, needs_porcupine
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "model_tests" / "corpora" / "jepsen-kafka" / "duplicate-basic.jsonl"
@@ -75,6 +76,18 @@ def test_verify_of_a_small_history_loads_no_heavy_dependency() -> None:
     assert done.returncode in (0, 1), done.stderr
     assert "engine: local" in done.stderr
     assert loaded == []
+
+
+@needs_porcupine
+def test_auto_checks_the_porcupine_corpus_locally_without_starting_spark() -> None:
+    """Porcupine's 102 etcd logs (660 KB): ``--engine auto`` takes the local engine and
+    never imports pyspark (so never starts a JVM), and the verdicts are all there."""
+    args = ["--format", "porcupine-etcd", "--model", "cas-register", "--json"]
+    loaded, done = _loaded_after(_cli("verify", *args, str(PORCUPINE / "jepsen")))
+    assert done.returncode == 1, done.stderr  # 79 of the 102 logs are not linearizable
+    assert "engine: local (102 file(s)" in done.stderr
+    assert "pyspark" not in loaded and "py4j" not in loaded
+    assert '"engine":"local"' in done.stdout.splitlines()[-1]
 
 
 def test_the_probe_sees_a_heavy_import() -> None:
