@@ -114,12 +114,18 @@ def _where(op: Op) -> str:
     return f"line {op.line}" if op.line is not None else f"index {op.index}"
 
 
+def _place(where: int) -> str:
+    """`_where` of an op kept as an int: its line, or ``-1 - index`` when it has none."""
+    return f"line {where}" if where >= 0 else f"index {-1 - where}"
+
+
 def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
     """Yield the ops of a well-formed history, rejecting (with the reason) every line that
     breaks the one-op-at-a-time rule of its process. Streams: it holds one pending op per
-    process, never the history."""
+    process and, of every process whose op ended info, where (an int: a 10 GB history has
+    millions of them), never the history."""
     pending: dict[tuple[Any, Any], Op] = {}
-    crashed: dict[tuple[Any, Any], Op] = {}
+    crashed: dict[tuple[Any, Any], int] = {}
     for op in ops:
         if not op.is_client:
             yield op
@@ -130,7 +136,7 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
                 rejections.reject(
                     op.line,
                     f"process {op.process!r} invokes again, but its op at "
-                    f"{_where(crashed[who])} ended info (indeterminate); a process whose "
+                    f"{_place(crashed[who])} ended info (indeterminate); a process whose "
                     "op ends info never invokes again: give the client a new process id",
                     key=op.key,
                     run=op.run,
@@ -171,5 +177,5 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
             continue
         del pending[who]
         if op.type == "info":
-            crashed[who] = op
+            crashed[who] = op.line if op.line is not None else -1 - op.index
         yield op
