@@ -22,7 +22,7 @@ Beyond Porcupine:
   backtracks one level further;
 - indeterminate operations are only linearized where they change the state (where they
   do not, the configuration is the one being explored, with one more optional operation
-  done: it can reach nothing more), and indeterminate operations with equal inputs are
+  done: it can reach nothing more), and indeterminate operations with equal inputs and outputs are
   linearized in call order (once both are called they are interchangeable: whatever order
   works with one first works with the other first). On Porcupine's etcd logs, where about a
   quarter of the operations time out and five values are written over and over, these two
@@ -222,14 +222,15 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
     inputs = [op.input for op in ops]
     outputs = [op.output for op in ops]
     read_only = [op.read_only for op in ops]
-    # Indeterminate operations with the same input are interchangeable once both are
-    # called: each is linearized only after the one called before it (its twin).
+    # Indeterminate operations with the same input and output are interchangeable once
+    # both are called: each is linearized only after the one called before it (its twin).
     twin = [-1] * len(ops)
-    last_of_input: dict[Any, int] = {}
+    last_of: dict[tuple[Any, Any], int] = {}
     for _, kind, i in events:
         if kind == 0 and i not in return_node:
-            twin[i] = last_of_input.get(inputs[i], -1)
-            last_of_input[inputs[i]] = i
+            same = (inputs[i], outputs[i])
+            twin[i] = last_of.get(same, -1)
+            last_of[same] = i
     done = bytearray(len(ops))  # indeterminate operations linearized
     remaining = len(return_node)
     state = model.init()
