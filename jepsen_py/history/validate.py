@@ -125,18 +125,19 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
     process and, of every process whose op ended info, where (an int: a 10 GB history has
     millions of them), never the history."""
     pending: dict[tuple[Any, Any], Op] = {}
-    crashed: dict[tuple[Any, Any], int] = {}
+    crashed: dict[Any, dict[Any, int]] = {}  # run -> process -> where its info op was
     for op in ops:
         if not op.is_client:
             yield op
             continue
         who = (op.run, op.process)
         if op.type == "invoke":
-            if who in crashed:
+            gone = crashed.get(op.run)
+            if gone is not None and op.process in gone:
                 rejections.reject(
                     op.line,
                     f"process {op.process!r} invokes again, but its op at "
-                    f"{_place(crashed[who])} ended info (indeterminate); a process whose "
+                    f"{_place(gone[op.process])} ended info (indeterminate); a process whose "
                     "op ends info never invokes again: give the client a new process id",
                     key=op.key,
                     run=op.run,
@@ -177,5 +178,8 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
             continue
         del pending[who]
         if op.type == "info":
-            crashed[who] = op.line if op.line is not None else -1 - op.index
+            gone = crashed.get(op.run)
+            if gone is None:
+                crashed[op.run] = gone = {}
+            gone[op.process] = op.line if op.line is not None else -1 - op.index
         yield op
