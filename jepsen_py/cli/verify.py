@@ -48,9 +48,10 @@ _KEYS_SHOWN = 60
 AUTO_SPARK_BYTES = 512 << 20
 """``--engine auto`` picks Spark above this many bytes of history in all (or for a remote
 path). Where the engines cross over (benchmarks/engine_crossover.py, docs/spark.md "Which
-engine"): Spark's session and first job cost 28-37 s before any history is read, and on
-this project's 2-core machines its cost per MB is at best 0.08 s (idle) against the local
-engine's 0.14-0.23 s, so Spark can only win from about 500 MB, and under load not at all.
+engine"): Spark's session and first job cost 15-37 s before any history is read, and on
+this project's 2-core machines its cost per MB is at best 0.07-0.08 s (free cores) against
+the local engine's 0.10-0.23 s, so Spark can win from some 200-500 MB on free cores (this
+is the upper end) and, under load, not at all.
 The number of files does not count: the local engine spends about a millisecond per file
 (1,000 files of 100 ops: 0.8 s) where Spark spends more (79 s)."""
 
