@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jepsen_py.checker.model import operations
 from jepsen_py.checker.models import CasRegisterModel, KeyValueModel
@@ -214,3 +216,50 @@ def test_kv_importer_reads_keys_and_string_values() -> None:
     ops = list(spec.read(path, None))
     assert ops[0].key == "0" and ops[0].f == "append" and isinstance(ops[0].value, str)
     assert _verdict(path, spec.read, spec.conventions, KeyValueModel()) is Verdict.OK
+
+
+# --- the whole-line shortcut of the EDN form splitter --------------------------------------
+
+_EDN_PIECES = st.sampled_from(
+    [
+        "{:process 0, :type :invoke, :f :read, :value nil}",
+        '{:process 1 :type :ok :f :append :key "7" :value "x {1} ;y"}',
+        '{:f :cas :value [1 "a]"]}',
+        "{:f :txn :value [[:r 1 nil] [:w 2 3]]}",
+        '{:value "esc \\" quote"}',
+        "{:a (1 2)}",
+        "{:a {:b 1}}",
+        "{:a 1} {:b 2}",
+        "{:a 1}, ; a comment",
+        "{:a 1",
+        " :b 2}",
+        "[",
+        "]",
+        "(",
+        ")",
+        "{:a 1}]",
+        "  ",
+        ":keyword",
+        '"a string"',
+        "; only a comment",
+        "{}",
+        "{:a [1 2] :b []}",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_EDN_PIECES, max_size=8))
+def test_edn_whole_line_shortcut_splits_as_the_scan_does(lines: list[str]) -> None:
+    from jepsen_py.history.edn import split_forms
+
+    text = [line + "\n" for line in lines]
+    assert list(split_forms(iter(text))) == list(split_forms(iter(text), whole_lines=False))
+
+
+def test_edn_whole_line_shortcut_is_taken_for_jepsen_op_lines() -> None:
+    from jepsen_py.history.edn import FLAT_LINE
+
+    assert FLAT_LINE.fullmatch('{:process 0, :type :ok, :f :get, :key "7", :value "x 0 1 y"}')
+    assert not FLAT_LINE.fullmatch("{:a {:b 1}}")
+    assert not FLAT_LINE.fullmatch("{:a 1} {:b 2}")

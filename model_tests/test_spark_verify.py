@@ -371,13 +371,21 @@ def test_the_cli_runs_spark_and_writes_the_verdict_table(spark: Any, tmp_path: P
 # --- without Spark ----------------------------------------------------------------------
 
 
-def test_auto_engine_takes_spark_for_many_runs_and_local_for_a_few(tmp_path: Path) -> None:
-    from jepsen_py.cli.verify import AUTO_SPARK_FILES, choose_engine
+def test_auto_engine_takes_spark_for_big_inputs_and_local_for_many_small_runs(
+    tmp_path: Path,
+) -> None:
+    from jepsen_py.cli.verify import AUTO_SPARK_BYTES, choose_engine
 
     ops = generate(random.Random(1), LogWorkload(ops=40))
-    for i in range(AUTO_SPARK_FILES + 1):
+    for i in range(200):  # many runs, few bytes: the local engine finishes first
         write_jsonl(tmp_path / f"run-{i:03d}.jsonl", ops)
     engine, why = choose_engine((str(tmp_path),))
+    assert engine == "local" and "200 file(s)" in why, why
+    big = tmp_path / "big"
+    big.mkdir()
+    with open(big / "run.jsonl", "wb") as handle:  # sparse: its size is what counts
+        handle.truncate(AUTO_SPARK_BYTES + 1)
+    engine, why = choose_engine((str(big),))
     assert engine == ("spark" if shutil.which("java") else "local"), why
     engine, why = choose_engine((str(tmp_path / "run-000.jsonl"),))
     assert engine == "local" and "1 file(s)" in why

@@ -20,6 +20,13 @@ Beyond Porcupine:
   operation first (it changes no state, and no operation returned before its call is left
   unlinearized), so when that subtree fails, the whole configuration fails and the search
   backtracks one level further;
+- indeterminate operations are only linearized where they change the state (where they
+  do not, the configuration is the one being explored, with one more optional operation
+  done: it can reach nothing more), and indeterminate operations with equal inputs and outputs are
+  linearized in call order (once both are called they are interchangeable: whatever order
+  works with one first works with the other first). On Porcupine's etcd logs, where about a
+  quarter of the operations time out and five values are written over and over, these two
+  cut the model steps of the corpus five-fold (1,031,026 to 189,807);
 - partitions (P-compositionality) are checked in two worker processes at once when there are
   enough operations to pay for the start-up, sequentially otherwise; the check stops at the
   first illegal partition;
@@ -215,6 +222,16 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
     inputs = [op.input for op in ops]
     outputs = [op.output for op in ops]
     read_only = [op.read_only for op in ops]
+    # Indeterminate operations with the same input and output are interchangeable once
+    # both are called: each is linearized only after the one called before it (its twin).
+    twin = [-1] * len(ops)
+    last_of: dict[tuple[Any, Any], int] = {}
+    for _, kind, i in events:
+        if kind == 0 and i not in return_node:
+            same = (inputs[i], outputs[i])
+            twin[i] = last_of.get(same, -1)
+            last_of[same] = i
+    done = bytearray(len(ops))  # indeterminate operations linearized
     remaining = len(return_node)
     state = model.init()
     if remaining == 0:
@@ -270,7 +287,9 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
         r = ret_of[e]
         if r >= 0:
             i = op_of[e]
-            if read_only[i]:  # tried in this state by the forcing scan above
+            if read_only[i] or (not r and twin[i] >= 0 and not done[twin[i]]):
+                # read-only: tried in this state by the forcing scan above; a twin
+                # called before it and not linearized yet: tried in its place
                 e = nxt[e]
                 continue
             steps += 1
@@ -279,7 +298,7 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
                     return Verdict.UNKNOWN, [op_of[x[0]] for x in stack], None, state, steps
                 yield
             ok, new_state = step(state, inputs[i], outputs[i])
-            if ok:
+            if ok and (r or new_state != state):
                 new_linearized = linearized | (1 << i)
                 key = (new_linearized, new_state)
                 if key not in cache:
@@ -287,6 +306,8 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
                     stack.append((e, state, linearized))
                     state = new_state
                     linearized = new_linearized
+                    if not r:
+                        done[i] = 1
                     p = prv[e]
                     q = nxt[e]
                     nxt[p] = q
@@ -316,6 +337,8 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
                 return Verdict.ILLEGAL, best, blocked, best_state, steps
             e, state, linearized = stack.pop()
             r = ret_of[e]
+            if not r:
+                done[op_of[e]] = 0
             if r:
                 p = prv[r]
                 q = nxt[r]

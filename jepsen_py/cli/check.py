@@ -23,18 +23,15 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from jepsen_py.checker.spark import session
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, foreign_flags
-from jepsen_py.spark_search import check_spark
 from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
-from spec.fingerprints import check_fingerprints
 from spec.framework import Spec, SpecError
 from spec.group import NETWORKS as GROUP_NETWORKS
 from spec.group import PROTOCOLS as GROUP_PROTOCOLS
 from spec.liveness import Lasso, LivenessResult, check_liveness
 from spec.offsets import COMMITS as OFFSETS_COMMITS
 from spec.offsets import RESETS as OFFSETS_RESETS
-from spec.parallel import check_parallel
 from spec.rebalance import CHOICES as REBALANCE_CHOICES
 from spec.replication import ACKS, MODELS, TRUNCATIONS
 from spec.trace import render_lasso, render_table, result_json, to_dot, trace_json
@@ -525,6 +522,10 @@ def run_spark_check(
     spec: Spec, invariants: list[str] | None, *, symmetry: bool, master: str | None
 ) -> CheckResult:
     """The search on Spark (``jepsen_py.spark_search``), with progress per level."""
+    # The fingerprint engines (numpy) are imported by the commands that use them, so that a
+    # plain `kmodel check` does not pay for them.
+    from jepsen_py.spark_search import check_spark
+
     # Fingerprints hash strings: every Python worker must use the same hash seed.
     os.environ.setdefault("PYTHONHASHSEED", "0")
     options = session.SessionOptions(
@@ -596,6 +597,8 @@ def run_check(
                     progress=progress,
                 )
             if workers > 1 and not graph:
+                from spec.parallel import check_parallel
+
                 return check_parallel(
                     spec,
                     workers=workers,
@@ -606,6 +609,8 @@ def run_check(
                     progress=progress,
                 )
             if fingerprints:
+                from spec.fingerprints import check_fingerprints
+
                 return check_fingerprints(
                     spec,
                     invariants=invariants,

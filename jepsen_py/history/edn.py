@@ -152,10 +152,17 @@ def decode_form(text: str) -> Any:
     return plain(forms[0])
 
 
-def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
+FLAT_LINE = re.compile(r'\{(?:[^"{}\[\]()\\;]|"[^"\\]*"|\[(?:[^"{}\[\]()\\;]|"[^"\\]*")*\])*\}')
+"""One map on a line of its own, balanced by construction: no nested map, no parentheses,
+vectors of scalars, strings without escapes, no comment. Jepsen's ``history.edn`` is made of
+such lines; `split_forms` takes each whole instead of scanning it character by character."""
+
+
+def split_forms(lines: Iterator[str], *, whole_lines: bool = True) -> Iterator[tuple[int, str]]:
     """Yield (line number, text) of each top-level form, looking through one wrapping vector
     or list (Knossos's layouts). Unbalanced text at the end is yielded as is, to be
-    rejected."""
+    rejected. ``whole_lines``: take a line that is one flat map (`FLAT_LINE`) whole; False
+    scans every character (the test of the shortcut compares the two)."""
     depth = 0
     base = 0  # 1 inside the wrapping vector or list
     wrap = ""  # the character that closes it
@@ -164,6 +171,12 @@ def split_forms(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
     start = 0
     in_string = False
     for number, line in enumerate(lines, start=1):
+        if whole_lines and depth == base and not buffer and not in_string:
+            text = line.strip(" \t\r\n,")
+            if text[:1] == "{" and FLAT_LINE.fullmatch(text):
+                yield number, text  # what the scan below would yield, a few times faster
+                seen_form = True
+                continue
         i = 0
         n = len(line)
         chunk_from = 0

@@ -120,12 +120,18 @@ EVENT_FS: frozenset[str] = frozenset({"process"})
 neither start nor complete an operation, so they pass whatever the process has pending."""
 
 
+def _place(where: int) -> str:
+    """`_where` of an op kept as an int: its line, or ``-1 - index`` when it has none."""
+    return f"line {where}" if where >= 0 else f"index {-1 - where}"
+
+
 def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
     """Yield the ops of a well-formed history, rejecting (with the reason) every line that
     breaks the one-op-at-a-time rule of its process. Streams: it holds one pending op per
-    process, never the history."""
+    process and, of every process whose op ended info, where (an int: a 10 GB history has
+    millions of them), never the history."""
     pending: dict[tuple[Any, Any], Op] = {}
-    crashed: dict[tuple[Any, Any], Op] = {}
+    crashed: dict[Any, dict[Any, int]] = {}  # run -> process -> where its info op was
     for op in ops:
         if not op.is_client:
             yield op
@@ -145,11 +151,12 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
             yield op
             continue
         if op.type == "invoke":
-            if who in crashed:
+            gone = crashed.get(op.run)
+            if gone is not None and op.process in gone:
                 rejections.reject(
                     op.line,
                     f"process {op.process!r} invokes again, but its op at "
-                    f"{_where(crashed[who])} ended info (indeterminate); a process whose "
+                    f"{_place(gone[op.process])} ended info (indeterminate); a process whose "
                     "op ends info never invokes again: give the client a new process id",
                     key=op.key,
                     run=op.run,
@@ -190,5 +197,8 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
             continue
         del pending[who]
         if op.type == "info":
-            crashed[who] = op
+            gone = crashed.get(op.run)
+            if gone is None:
+                crashed[op.run] = gone = {}
+            gone[op.process] = op.line if op.line is not None else -1 - op.index
         yield op

@@ -1,0 +1,115 @@
+"""``kmodel`` starts without importing what the subcommand does not use.
+
+Each check runs in a fresh interpreter and inspects ``sys.modules`` at exit: a module
+imported once by this test session would otherwise hide an import. These tests assert which
+modules are loaded, never how long anything takes (benchmarks/cli_startup.py times it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from jepsen_py.cli import COMMANDS, load_command, main
+from model_tests.shared_corpora import PORCUPINE, needs_porcupine
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "model_tests" / "corpora" / "jepsen-kafka" / "duplicate-basic.jsonl"
+HEAVY = ("pyspark", "py4j", "z3", "matplotlib", "hypothesis", "numpy")
+"""Dependencies that cost a tenth of a second or more each, none needed to list commands or
+to verify a small history with the local engine."""
+
+_PROBE = """
+import atexit, sys
+def _report():
+    loaded = sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))
+    sys.stderr.write("LOADED=" + ",".join(loaded) + "\\n")
+atexit.register(_report)
+"""
+
+
+def _loaded_after(code: str) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+    """Run ``code`` in a fresh interpreter; the heavy modules it had loaded at exit."""
+    program = f"HEAVY = {HEAVY!r}\n{_PROBE}\n{code}\n"
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    for line in done.stderr.splitlines():
+        if line.startswith("LOADED="):
+            return [name for name in line.removeprefix("LOADED=").split(",") if name], done
+    raise AssertionError(f"the probe did not report; stderr: {done.stderr[-2000:]}")
+
+
+def _cli(*args: str) -> str:
+    argv = ["kmodel", *args]
+    return f"import sys\nsys.argv = {argv!r}\nfrom jepsen_py.cli import main\nmain()"
+
+
+def test_importing_the_cli_loads_no_heavy_dependency() -> None:
+    loaded, done = _loaded_after("import jepsen_py.cli")
+    assert done.returncode == 0, done.stderr
+    assert loaded == []
+
+
+def test_help_loads_no_heavy_dependency_and_no_subcommand() -> None:
+    code = _cli("--help") + "\n"
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('SUB=' + ','.join(sorted("
+        "m for m in sys.modules if m.startswith('jepsen_py.cli.'))) + '\\n'))\n"
+    )
+    loaded, done = _loaded_after(probe + code)
+    assert done.returncode == 0, done.stderr
+    assert loaded == []
+    (sub,) = [line for line in done.stderr.splitlines() if line.startswith("SUB=")]
+    assert sub == "SUB=", f"--help imported subcommand modules: {sub}"
+    for name in COMMANDS:
+        assert f"  {name} " in done.stdout
+
+
+def test_verify_of_a_small_history_loads_no_heavy_dependency() -> None:
+    loaded, done = _loaded_after(_cli("verify", str(SMALL)))
+    assert done.returncode in (0, 1), done.stderr
+    assert "engine: local" in done.stderr
+    assert loaded == []
+
+
+@needs_porcupine
+def test_auto_checks_the_porcupine_corpus_locally_without_starting_spark() -> None:
+    """Porcupine's 102 etcd logs (660 KB): ``--engine auto`` takes the local engine and
+    never imports pyspark (so never starts a JVM), and the verdicts are all there."""
+    args = ["--format", "porcupine-etcd", "--model", "cas-register", "--json"]
+    loaded, done = _loaded_after(_cli("verify", *args, str(PORCUPINE / "jepsen")))
+    assert done.returncode == 1, done.stderr  # 79 of the 102 logs are not linearizable
+    assert "engine: local (102 file(s)" in done.stderr
+    assert "pyspark" not in loaded and "py4j" not in loaded
+    assert '"engine":"local"' in done.stdout.splitlines()[-1]
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    """The probe is not blind: a process that imports numpy is reported as such."""
+    loaded, _ = _loaded_after("import numpy")
+    assert loaded == ["numpy"]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_listed_short_help_is_the_commands_own(name: str) -> None:
+    """``kmodel --help`` shows each command's help from `COMMANDS` without importing it:
+    that text must stay the command's own first sentence."""
+    command = load_command(name)
+    assert command.name == name
+    limit = 10_000
+    assert COMMANDS[name].listed_help(limit) == command.get_short_help_str(limit)
+    assert COMMANDS[name].listed_help(45) == command.get_short_help_str(45)
+
+
+def test_every_subcommand_runs_through_the_lazy_group() -> None:
+    ctx = click.Context(main)
+    assert main.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        assert main.get_command(ctx, name) is load_command(name)
+    assert main.get_command(ctx, "no-such-command") is None
