@@ -5,8 +5,9 @@ end with symmetry reduction and a fingerprint seen set (``kmodel check --fingerp
 Prints one JSON line: distinct (reduced) states, the unreduced count when asked
 (``--unreduced``; it costs an orbit computation per state), depth, wall and CPU seconds,
 peak resident memory and memory per distinct state, the seen set's bytes, and TLC's
-collision estimate. Progress goes to stderr every 30 s. Run:
-``.venv/bin/python benchmarks/large_model.py [--replicas 3 --bound 3]``.
+collision estimate. Progress goes to stderr every 30 s. With ``--spill DIR`` the levels and
+the seen set live in DIR (``kmodel check --fingerprints --spill``). Run:
+``.venv/bin/python benchmarks/large_model.py [--replicas 3 --bound 3] [--spill DIR]``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from spec.explore import Stats
 from spec.fingerprints import check_fingerprints
 from spec.parallel import check_parallel
 from spec.replication import Params, Replication
+from spec.spill import check_spilled
 
 
 def main() -> None:
@@ -33,6 +35,9 @@ def main() -> None:
     parser.add_argument("--max-states", type=int, default=None)
     parser.add_argument("--unreduced", action="store_true", help="also count unreduced states")
     parser.add_argument("--workers", type=int, default=1, help="processes (kmodel check --workers)")
+    parser.add_argument(
+        "--spill", default=None, help="a directory: levels and seen set on disk (--spill)"
+    )
     args = parser.parse_args()
     params = Params(
         replicas=args.replicas,
@@ -68,6 +73,18 @@ def main() -> None:
             progress_every=50_000,
             count_unreduced=args.unreduced,
         )
+    elif args.spill is not None:
+        result = check_spilled(
+            Replication(params),
+            args.spill,
+            invariants=["StrongIsr"],
+            symmetry=not args.no_symmetry,
+            max_states=args.max_states,
+            clock=time.perf_counter,
+            progress=progress,
+            progress_every=50_000,
+            count_unreduced=args.unreduced,
+        )
     else:
         result = check_fingerprints(
             Replication(params),
@@ -88,7 +105,7 @@ def main() -> None:
                 "benchmark": "large_model",
                 "config": f"published-2018 {args.truncation}, {args.replicas} replicas, "
                 f"{args.bound}/{args.bound}/{args.bound}, symmetry {not args.no_symmetry}, "
-                f"{args.workers} worker(s)",
+                f"{args.workers} worker(s)" + (", spilled to disk" if args.spill else ""),
                 "complete": result.complete,
                 "violated": None if result.violation is None else result.violation.name,
                 "distinct_states": stats.distinct_states,

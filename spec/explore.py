@@ -23,7 +23,7 @@ get seconds and states/second; ``spec/`` itself never reads a clock.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any, Protocol
 
 import attrs
@@ -209,6 +209,17 @@ def concretize(spec: Spec, canon: Canonical, trace: list[TraceStep]) -> tuple[Tr
     return tuple(concrete)
 
 
+class Level(Protocol):
+    """A breadth-first level: (state, key) pairs appended while it is built, then read
+    once, in order (a ``list``, or ``spec.spill.SpillLevel`` on disk)."""
+
+    def append(self, item: tuple[Any, Any], /) -> None: ...
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]: ...
+
+    def __len__(self) -> int: ...
+
+
 class Seen(Protocol):
     """Where a breadth-first search remembers the states it found: each state's *key* (the
     canonical state itself, or its fingerprint), the link to its parent, and how to rebuild
@@ -311,13 +322,16 @@ def breadth_first(
     progress: ProgressFn | None = None,
     progress_every: int = 20_000,
     count_unreduced: bool = True,
+    new_level: Callable[[], Level] = list,
 ) -> CheckResult:
     """The breadth-first search every sequential engine runs, remembering states in
-    ``seen``: invariants and "sometimes" properties are checked when a state is first found,
-    transition properties on every transition, so the first violation is at the smallest
-    depth and its trace a shortest counterexample. ``max_states`` / ``max_depth`` are
-    budgets: hitting one makes the result incomplete (UNKNOWN), never a pass. With symmetry,
-    ``count_unreduced=False`` skips the orbit size of every new state."""
+    ``seen`` and keeping each level's (state, key) pairs in a ``new_level()`` (a list, or
+    ``spec.spill.SpillLevel`` on disk): invariants and "sometimes" properties are checked
+    when a state is first found, transition properties on every transition, so the first
+    violation is at the smallest depth and its trace a shortest counterexample.
+    ``max_states`` / ``max_depth`` are budgets: hitting one makes the result incomplete
+    (UNKNOWN), never a pass. With symmetry, ``count_unreduced=False`` skips the orbit size
+    of every new state."""
     selected = spec.select_invariants(invariants)
     state_invs = predicates(spec, [d for d in selected if not d.on_transition])
     trans_props = predicates(spec, [d for d in selected if d.on_transition])
@@ -372,7 +386,7 @@ def breadth_first(
                 state_sometimes.remove(entry)
         return None
 
-    frontier: list[tuple[Any, Any]] = []
+    frontier: Level = new_level()
     for s0 in spec.init():
         c0 = canon(s0)
         k0 = seen.key(c0)
@@ -412,7 +426,7 @@ def breadth_first(
         if max_depth is not None and depth >= max_depth:
             budget_hit = True
             break
-        next_frontier: list[tuple[Any, Any]] = []
+        next_frontier = new_level()
         for s, s_key in frontier:
             if not within(s):
                 continue

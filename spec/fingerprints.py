@@ -29,6 +29,7 @@ import numpy as np
 from spec.explore import (
     Canonical,
     CheckResult,
+    Level,
     ProgressFn,
     Stats,
     TraceStep,
@@ -150,10 +151,10 @@ class FingerprintSeen:
     """The ``Seen`` of a fingerprint search: a state's key is its fingerprint, stored with
     its parent's in a ``SeenSet``; paths are replayed through the spec."""
 
-    def __init__(self, spec: Spec, canon: Canonical) -> None:
+    def __init__(self, spec: Spec, canon: Canonical, seen_set: SeenSet | None = None) -> None:
         self.spec = spec
         self.canon = canon
-        self.set = SeenSet()
+        self.set = SeenSet() if seen_set is None else seen_set
 
     def key(self, state: Any) -> int:
         return fingerprint(state)
@@ -195,16 +196,20 @@ def check_fingerprints(
     progress: ProgressFn | None = None,
     progress_every: int = 20_000,
     count_unreduced: bool = True,
+    seen_set: SeenSet | None = None,
+    new_level: Callable[[], Level] = list,
 ) -> CheckResult:
     """``spec.explore.check`` with a fingerprint seen set (see the module doc): the same
     ``breadth_first`` search, its states remembered by ``FingerprintSeen``. The result's
     ``stats.seen_bytes`` and ``stats.collision_probability`` say what it cost and risked.
     With symmetry, ``count_unreduced=False`` skips the orbit size of every new state (about
-    a third of a symmetric search's time): ``stats.unreduced_states`` is then None."""
+    a third of a symmetric search's time): ``stats.unreduced_states`` is then None.
+    ``seen_set`` and ``new_level`` say where the fingerprints and the levels live
+    (``spec.spill`` puts them on disk)."""
     canon = Canonical(spec, symmetry)
     result = breadth_first(
         spec,
-        FingerprintSeen(spec, canon),
+        FingerprintSeen(spec, canon, seen_set),
         canon,
         invariants=invariants,
         max_states=max_states,
@@ -213,6 +218,7 @@ def check_fingerprints(
         progress=progress,
         progress_every=progress_every,
         count_unreduced=count_unreduced,
+        new_level=new_level,
     )
     stats = result.stats
     stats.collision_probability = collision_probability(

@@ -358,6 +358,13 @@ def exit_code(result: CheckResult, liveness: LivenessResult | None = None) -> in
     "too big to hold in memory; reports the collision probability.",
 )
 @click.option(
+    "--spill",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="With --fingerprints: keep the breadth-first levels and the seen set in this "
+    "directory instead of memory (TLC's queue on disk); one process.",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=None,
@@ -388,6 +395,7 @@ def check_cmd(
     liveness: bool,
     symmetry: bool,
     fingerprints: bool,
+    spill: str | None,
     workers: int | None,
     engine: str,
     master: str | None,
@@ -437,6 +445,10 @@ def check_cmd(
         fail_input("--symmetry applies to exhaustive search, not --simulate")
     if fingerprints and (simulate or dot is not None):
         fail_input("--fingerprints is for exhaustive search without --dot (it keeps no graph)")
+    if spill is not None and not fingerprints:
+        fail_input("--spill puts a fingerprint search on disk: add --fingerprints")
+    if spill is not None and (engine == "spark" or (workers is not None and workers > 1)):
+        fail_input("--spill runs the fingerprint search on one process: drop --workers/--engine")
     if engine == "spark" and (simulate or dot is not None or max_states is not None):
         fail_input(
             "--engine spark runs the exhaustive search, without --simulate, --dot or --max-states"
@@ -460,7 +472,8 @@ def check_cmd(
         max_states=max_states,
         graph=dot is not None,
         fingerprints=fingerprints,
-        workers=(os.cpu_count() or 1) if workers is None else workers,
+        workers=1 if spill is not None else (os.cpu_count() or 1) if workers is None else workers,
+        spill=spill,
     )
     if not json_mode:
         print_result(spec, result)
@@ -580,6 +593,7 @@ def run_check(
     graph: bool = False,
     fingerprints: bool = False,
     workers: int = 1,
+    spill: str | None = None,
 ) -> CheckResult:
     """The search the flags ask for: random walks; the search on ``workers`` processes (by
     fingerprints); the sequential search by fingerprints; or the sequential search keeping
@@ -602,6 +616,18 @@ def run_check(
                 return check_parallel(
                     spec,
                     workers=workers,
+                    invariants=invariants,
+                    symmetry=symmetry,
+                    max_states=max_states,
+                    clock=time.perf_counter,
+                    progress=progress,
+                )
+            if spill is not None:
+                from spec.spill import check_spilled
+
+                return check_spilled(
+                    spec,
+                    spill,
                     invariants=invariants,
                     symmetry=symmetry,
                     max_states=max_states,
