@@ -1,0 +1,232 @@
+"""Bug-finding power of the fault injector (issue 21): how many generic-fault runs until each
+known-unsafe configuration shows its anomaly, and the safe configuration's false alarms.
+
+Every entry is a ``kmodel test`` configuration that Kafka's documentation or a KIP says can
+lose or misplace acknowledged writes, or a fence the implementation lets ``kmodel test --bug``
+turn off:
+
+- unsafe flags: unclean leader election with ``min.insync.replicas=1``; ``acks=1`` (leader
+  failures lose what followers had not fetched); pre-KIP-101 truncation to the high
+  watermark; KIP-101's and KIP-279's leader-epoch truncation with 3 replicas (the gaps
+  KIP-279 and KIP-320 closed); producers without idempotence (KIP-98) under duplicated
+  messages;
+- every ``kmodel test --bug`` choice (``impl.world.FENCE_BUGS``: the controller fences of
+  issue 16, the reassignment, shutdown and ELR fences of issue 17; ``no_generation_check``,
+  the group coordinator's fence, runs the group workload, ``kmodel test --workload group``).
+
+No scenario schedule: each run is exactly ``kmodel test --runs N --seed S --nemesis all
+<flags>``'s swarm run for its seed (``jepsen_py.runner.config.swarm_config``: the seed draws
+its subset of faults, their pace and targets), run in this process through the runner API;
+the group workload's runs are ``kmodel test --workload group --nemesis all --seed S``. An
+entry is found at the first seed whose verdict is invalid (an anomaly classed as a violation:
+a lost write, an offset with two values, a duplicate; for the group workload, a violated
+group invariant). The safe configuration (acks=all, min.insync.replicas=2, clean election,
+KIP-320, idempotence, every fence on) runs the same seeds; an invalid run of it is a false
+alarm.
+
+Prints ONE JSON line (the shape issue 21 asks for)::
+
+    {"bugs": {"<name>": {"runs_to_bug": <int|null>, "sim_s_to_bug": <float|null>,
+                         "args": "<kmodel test args>"}},
+     "safe_runs": <int>, "false_alarms": <int>}
+
+``runs_to_bug`` counts runs from ``--seed`` up to and including the first that shows the
+bug (null: none within ``--runs``); ``sim_s_to_bug`` is the logical seconds those runs
+simulated (main phase, recovery and final reads). Progress, and each found run's violations
+and reproduce command, go to stderr.
+
+    .venv/bin/python benchmarks/bug_hunt.py [--runs 10] [--time-limit 60] [--seed 1]
+        [--workers 2] [--safe-runs N] [--only NAME,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from impl.world import FENCE_BUGS
+from jepsen_py.checker.result import Verdict
+from jepsen_py.generator import SECOND
+from jepsen_py.group_workload import GROUP_BUGS, parse_group_faults, run_group_test
+from jepsen_py.nemesis import ALL
+from jepsen_py.runner.config import TestConfig, swarm_config
+from jepsen_py.runner.run import run_test
+
+UNSAFE_FLAGS: dict[str, tuple[dict[str, Any], str]] = {
+    "unclean_min_isr_1": ({"unclean": True, "min_isr": 1}, "--unclean --min-isr 1"),
+    "acks_1": ({"acks": "1", "min_isr": 1}, "--acks 1 --min-isr 1"),
+    "pre_kip101": ({"truncation": "high_watermark"}, "--truncation high_watermark"),
+    "kip101_3_replicas": ({"truncation": "kip101"}, "--truncation kip101"),
+    "kip279_3_replicas": ({"truncation": "kip279"}, "--truncation kip279"),
+    "no_idempotence": ({"idempotence": False}, "--no-idempotence"),
+}
+"""Unsafe flag configurations of issue 21: name -> (TestConfig fields, kmodel test flags)."""
+
+SAFE = "safe"
+
+
+def entries() -> dict[str, tuple[dict[str, Any], str]]:
+    """Every entry: the unsafe flags, then one per ``kmodel test --bug`` choice."""
+    out = dict(UNSAFE_FLAGS)
+    for bug in sorted(FENCE_BUGS):
+        out[bug] = ({"bugs": (bug,)}, f"--bug {bug}")
+    for bug in sorted(GROUP_BUGS):
+        out[bug] = ({"workload": "group", "bugs": (bug,)}, f"--workload group --bug {bug}")
+    return out
+
+
+def run_one(name: str, fields: dict[str, Any], seed: int, time_limit_s: int) -> dict[str, Any]:
+    """One generic-fault run of an entry: whether it is invalid, and its logical seconds."""
+    if fields.get("workload") == "group":
+        result = run_group_test(
+            seed=seed,
+            faults=parse_group_faults("all"),
+            time_limit_ns=time_limit_s * SECOND,
+            interval_ns=4 * SECOND,
+            partitions=6,
+            brokers=3,
+            consumers=3,
+            bugs=tuple(fields["bugs"]),
+            store_root=None,
+            name="group",
+        )
+        return {
+            "invalid": not result["ok"],
+            "unknown": False,
+            "sim_s": float(time_limit_s),
+            "violations": [str(v) for v in result["violations"][:2]],
+            "command": f"kmodel test --workload group --seed {seed} --bug {fields['bugs'][0]}"
+            f" --time-limit {time_limit_s}s",
+        }
+    base = TestConfig(
+        name=f"bughunt-{name}",
+        nemesis=ALL,
+        time_limit_ns=time_limit_s * SECOND,
+        **fields,
+    )
+    outcome = run_test(swarm_config(base, seed), seed, reports=False)
+    check = outcome.check
+    return {
+        "invalid": outcome.verdict is Verdict.ILLEGAL,
+        "unknown": outcome.verdict is Verdict.UNKNOWN,
+        "sim_s": outcome.figures.logical_end_ns / 1e9,
+        "violations": list(check.violations) + [f"lost:{m}" for m in check.loss_mechanisms],
+        "command": outcome.command,
+    }
+
+
+def hunt(job: tuple[str, dict[str, Any], list[int], int, bool]) -> dict[str, Any]:
+    """Run an entry's seeds in order until one is invalid (or, ``exhaustive``, all of them,
+    counting the invalid ones: the safe configuration's false alarms)."""
+    name, fields, seeds, time_limit_s, exhaustive = job
+    sim_s = 0.0
+    invalid: list[int] = []
+    unknown = 0
+    started = time.perf_counter()
+    for i, seed in enumerate(seeds, start=1):
+        result = run_one(name, fields, seed, time_limit_s)
+        sim_s += result["sim_s"]
+        unknown += result["unknown"]
+        if result["invalid"]:
+            invalid.append(seed)
+            print(
+                f"  {name}: seed {seed} invalid ({', '.join(result['violations'])}): "
+                f"{result['command']}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if not exhaustive:
+                return {
+                    "name": name,
+                    "runs": i,
+                    "runs_to_bug": i,
+                    "sim_s_to_bug": round(sim_s, 1),
+                    "invalid": invalid,
+                    "unknown": unknown,
+                    "wall_s": round(time.perf_counter() - started, 1),
+                }
+    return {
+        "name": name,
+        "runs": len(seeds),
+        "runs_to_bug": None,
+        "sim_s_to_bug": None,
+        "invalid": invalid,
+        "unknown": unknown,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="seeds per entry (N)")
+    parser.add_argument("--time-limit", type=int, default=60, help="seconds of each run")
+    parser.add_argument("--seed", type=int, default=1, help="the first seed")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--safe-runs", type=int, default=None, help="safe configuration runs (default --runs)"
+    )
+    parser.add_argument("--only", default=None, help="comma-separated entry names")
+    args = parser.parse_args()
+    table = entries()
+    chosen = list(table) if args.only is None else [n for n in args.only.split(",") if n]
+    unknown_names = sorted(set(chosen) - set(table) - {SAFE})
+    if unknown_names:
+        parser.error(f"--only: unknown {unknown_names}; entries: {', '.join([*table, SAFE])}")
+    seeds = list(range(args.seed, args.seed + args.runs))
+    safe_runs = args.runs if args.safe_runs is None else args.safe_runs
+    jobs: list[tuple[str, dict[str, Any], list[int], int, bool]] = []
+    if args.only is None or SAFE in chosen:
+        safe_seeds = list(range(args.seed, args.seed + safe_runs))
+        jobs.append((SAFE, {}, safe_seeds, args.time_limit, True))
+    jobs += [(n, table[n][0], seeds, args.time_limit, False) for n in chosen if n != SAFE]
+    started = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for result in pool.map(hunt, jobs):
+            results[result["name"]] = result
+            print(
+                f"{result['name']}: runs_to_bug {result['runs_to_bug']} "
+                f"({result['runs']} runs, {result['wall_s']} s wall, "
+                f"{time.perf_counter() - started:.0f} s so far)",
+                file=sys.stderr,
+                flush=True,
+            )
+    flags = f"--nemesis all --runs {args.runs} --seed {args.seed} --time-limit {args.time_limit}s"
+    bugs = {
+        name: {
+            "runs_to_bug": results[name]["runs_to_bug"],
+            "sim_s_to_bug": results[name]["sim_s_to_bug"],
+            "args": (
+                f"{table[name][1]} --nemesis all --seed {args.seed} --time-limit {args.time_limit}s"
+                if table[name][0].get("workload") == "group"
+                else f"{table[name][1]} {flags}"
+            ),
+        }
+        for name in chosen
+        if name != SAFE
+    }
+    safe = results.get(SAFE)
+    print(
+        json.dumps(
+            {
+                "bugs": bugs,
+                "safe_runs": safe["runs"] if safe else 0,
+                "false_alarms": len(safe["invalid"]) if safe else 0,
+            },
+            sort_keys=True,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["SAFE", "UNSAFE_FLAGS", "entries", "hunt", "run_one"]
