@@ -54,6 +54,9 @@ class TestConfig:
     nemesis: tuple[str, ...] = ("partition", "kill", "pause")
     interval_ns: int = 5 * SECOND
     """Mean time between nemesis ops (a fault's start, its stop, the next start...)."""
+    max_faults: int = 1
+    """At most this many faults at once (``--max-faults``): 1 alternates start and stop;
+    more lets faults compound (a partition, then a kill inside it, then the heal)."""
     time_limit_ns: int = 60 * SECOND
     rate: float = 100.0
     """Client ops per second of logical time, over all threads."""
@@ -103,6 +106,8 @@ class TestConfig:
         unknown = [f for f in self.nemesis if f not in CATALOGUE]
         if unknown:
             raise ConfigError(f"nemesis: unknown faults {unknown}; see jepsen_py.nemesis")
+        if self.max_faults < 1:
+            raise ConfigError(f"max_faults={self.max_faults}: at least 1 fault at a time")
         if self.interval_ns <= 0 or self.time_limit_ns < 0 or self.recovery_ns < 0:
             raise ConfigError("interval must be > 0, time limit and recovery >= 0")
         if not self.rate > 0:
@@ -219,6 +224,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         truncation=config.truncation,
         nemesis=config.nemesis,
         interval_ns=config.interval_ns,
+        max_faults=config.max_faults,
         time_limit_ns=config.time_limit_ns,
         recovery_ns=config.recovery_ns,
         rate=config.rate,
@@ -248,6 +254,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         f"--rate {config.rate:g}",
         f"--concurrency {config.concurrency}",
     ]
+    if config.max_faults != default.max_faults:
+        args.append(f"--max-faults {config.max_faults}")
     if config.recovery_ns != default.recovery_ns:
         args.append(f"--recovery {format_duration(config.recovery_ns)}")
     if config.idempotence is not None:
@@ -293,24 +301,42 @@ def parse_duration(text: str) -> int:
     return round(value * unit)
 
 
+SWARM_PACE = ((1, 12), (1, 6), (1, 3), (1, 2), (1, 1), (4, 3))
+"""A swarm run's mean gap between nemesis ops, as fractions of the protocol's shortest
+failure timer (the smaller of ``zookeeper.session.timeout.ms`` and
+``replica.lag.time.max.ms``; 6 s by default: 0.5 s to 8 s). Faster than the timers, faults
+pile up before the cluster reacts (a leader killed again before it re-replicates: KIP-101's
+window); near them, ISRs shrink, sessions expire and controllers fail over between faults."""
+
+SWARM_MAX_FAULTS = (1, 2, 2, 3)
+"""How many faults a swarm run may hold at once (``TestConfig.max_faults``)."""
+
+
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
-    """A configuration drawn from ``seed`` (swarm testing: each run gets a random subset of
-    the faults and its own pace): the protocol settings (brokers, partitions, acks,
-    min.insync.replicas, election, truncation) and the time limit stay as given."""
+    """A configuration drawn from ``seed`` (swarm testing, Groce et al. 2012: each run gets
+    a random subset of the faults, its own pace and how many faults may overlap): the
+    protocol settings (brokers, partitions, acks, min.insync.replicas, election,
+    truncation) and the time limit stay as given. The pace is scaled to the protocol's
+    timers (`SWARM_PACE`)."""
     rng = SimRandom(seed).split("config")
     faults = [f for f in base.nemesis if rng.random() < 0.5]
     if base.nemesis and not faults:
         faults = [base.nemesis[rng.randrange(len(base.nemesis))]]
+    timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
+    numerator, denominator = rng.choice(SWARM_PACE)
     return attrs.evolve(
         base,
         nemesis=tuple(faults),
-        interval_ns=rng.choice((2, 3, 5, 8)) * SECOND,
+        interval_ns=max(MILLISECOND, timer * numerator // denominator),
         rate=float(rng.choice((25, 50, 100, 200))),
         concurrency=rng.randint(2, 8),
+        max_faults=rng.choice(SWARM_MAX_FAULTS),
     )
 
 
 __all__ = [
+    "SWARM_MAX_FAULTS",
+    "SWARM_PACE",
     "ConfigError",
     "TestConfig",
     "format_duration",
