@@ -308,16 +308,15 @@ failure timer (the smaller of ``zookeeper.session.timeout.ms`` and
 pile up before the cluster reacts (a leader killed again before it re-replicates: KIP-101's
 window); near them, ISRs shrink, sessions expire and controllers fail over between faults."""
 
-SWARM_MAX_FAULTS = (1, 2, 2, 3)
-"""How many faults a swarm run may hold at once (``TestConfig.max_faults``)."""
-
 
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     """A configuration drawn from ``seed`` (swarm testing, Groce et al. 2012: each run gets
-    a random subset of the faults, its own pace and how many faults may overlap): the
-    protocol settings (brokers, partitions, acks, min.insync.replicas, election,
-    truncation) and the time limit stay as given. The pace is scaled to the protocol's
-    timers (`SWARM_PACE`)."""
+    a random subset of the faults, its own pace, and how many faults may overlap, from 1 to
+    ``base.max_faults``): the protocol settings (brokers, partitions, acks,
+    min.insync.replicas, election, truncation) and the time limit stay as given. The pace
+    is scaled to the protocol's timers (`SWARM_PACE`). Overlap is opt-in: two faults at
+    once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
+    replication factor 3 with min.insync.replicas=2, which is built to survive one."""
     rng = SimRandom(seed).split("config")
     faults = [f for f in base.nemesis if rng.random() < 0.5]
     if base.nemesis and not faults:
@@ -330,12 +329,11 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
         interval_ns=max(MILLISECOND, timer * numerator // denominator),
         rate=float(rng.choice((25, 50, 100, 200))),
         concurrency=rng.randint(2, 8),
-        max_faults=rng.choice(SWARM_MAX_FAULTS),
+        max_faults=rng.randint(1, base.max_faults),
     )
 
 
 __all__ = [
-    "SWARM_MAX_FAULTS",
     "SWARM_PACE",
     "ConfigError",
     "TestConfig",
