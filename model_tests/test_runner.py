@@ -39,6 +39,7 @@ from jepsen_py.runner import (
     run_test,
     swarm_config,
 )
+from jepsen_py.runner.config import SWARM_PACE
 from jepsen_py.scenarios import (
     ACKS_1_LEADER_KILLS,
     JEPSEN_2013,
@@ -390,6 +391,17 @@ def test_swarm_configurations_are_drawn_from_the_seed() -> None:
     assert len({c.nemesis for c in drawn}) > 1
     assert all(c.nemesis and set(c.nemesis) <= set(ALL) for c in drawn)
     assert all((c.acks, c.min_isr, c.truncation) == ("all", 2, "kip320") for c in drawn)
+
+
+def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_asked() -> None:
+    base = TestConfig(nemesis=ALL)
+    drawn = [swarm_config(base, s) for s in range(40)]
+    timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
+    assert {c.interval_ns for c in drawn} == {timer * n // d for n, d in SWARM_PACE}
+    assert {c.max_faults for c in drawn} == {1}
+    overlapping = [swarm_config(attrs.evolve(base, max_faults=3), s) for s in range(40)]
+    assert {c.max_faults for c in overlapping} == {1, 2, 3}
+    assert "--max-faults" in reproduce_command(next(c for c in overlapping if c.max_faults > 1), 1)
 
 
 # --- kmodel test ----------------------------------------------------------------------
