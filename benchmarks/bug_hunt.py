@@ -12,7 +12,8 @@ turn off:
   messages;
 - every ``kmodel test --bug`` choice (``impl.world.FENCE_BUGS``: the controller fences of
   issue 16, the reassignment, shutdown and ELR fences of issue 17; ``no_generation_check``,
-  the group coordinator's fence, runs the group workload, ``kmodel test --workload group``).
+  the group coordinator's fence, runs the group workload, ``kmodel test --workload group``),
+  and both controller fences off at once (issue 16's brain split with nothing to stop it).
 
 No scenario schedule: each run is exactly ``kmodel test --runs N --seed S --nemesis all
 <flags>``'s swarm run for its seed (``jepsen_py.runner.config.swarm_config``: the seed draws
@@ -104,6 +105,10 @@ def entries() -> dict[str, tuple[dict[str, Any], str]]:
     out = dict(UNSAFE_FLAGS)
     for bug in sorted(FENCE_BUGS):
         out[bug] = ({"bugs": (bug,)}, f"--bug {bug}")
+    # Issue 16's brain split with both controller fences off: the zombie's stale writes land
+    # in the store and the brokers apply its requests.
+    both = ("accept_stale_controller_epoch", "unconditional_write")
+    out["+".join(both)] = ({"bugs": both}, " ".join(f"--bug {b}" for b in both))
     for bug in sorted(GROUP_BUGS):
         out[bug] = ({"workload": "group", "bugs": (bug,)}, f"--workload group --bug {bug}")
     return out
