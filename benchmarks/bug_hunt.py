@@ -22,7 +22,10 @@ the group workload's runs are ``kmodel test --workload group --nemesis all --see
 entry is found at the first seed that shows its anomaly (`EXPECTED`, a violation: a lost
 acknowledged write or an offset with two values for the unsafe flags, a duplicate
 without idempotence, any violation for a fence; for the group workload, a violated group
-invariant). A loss that only mechanisms Kafka's safe configuration is exposed to explain
+invariant). A loss must be explained by the entry's own mechanism (``jepsen_py.explain``:
+``unclean-leader-election``, ``acks-leader-failure``, ``hw-truncation``...); for a fence, a
+loss no mechanism explains counts only if the same swarm run with every fence on loses
+nothing. A loss that only mechanisms Kafka's safe configuration is exposed to explain
 (``jepsen_py.explain``: the last replica standing and the leader elected after an unclean
 shutdown, both closed by KIP-966, and every replica of a write losing power) does not count:
 overlapping faults reach those in any configuration. The safe configuration (acks=all,
@@ -55,6 +58,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from impl.world import FENCE_BUGS
@@ -81,6 +86,10 @@ SAFE_EXPOSURES = frozenset(name for name, m in MECHANISMS.items() if m.safe)
 """Loss mechanisms Kafka's safe configuration is exposed to (``jepsen_py.explain``): the last
 replica standing and the leader elected after an unclean shutdown (KIP-966), and the power
 loss of every replica holding a write. Overlapping faults reach them."""
+KIP_966_CLOSES = frozenset({"last-replica-standing", "unclean-shutdown-leader"})
+"""The exposures Eligible Leader Replicas (KIP-966, ``--elr``) closes."""
+UNEXPLAINED = "unexplained"
+"""The explanation of a loss no known mechanism explains (``jepsen_py.explain``)."""
 LOSS_VIOLATIONS = frozenset({"lost-write", "inconsistent-offsets", "unseen", "nonmonotonic-send"})
 """The violations a loss shows as (a send after a truncated one may get a lower offset)."""
 
@@ -153,14 +162,25 @@ def run_one(
     lossy = bool(check.lost_acknowledged_writes or check.inconsistent_offsets)
     # A loss that only mechanisms the safe configuration is exposed to explain (the KIP-966
     # gaps, correlated power loss) is Kafka's, not the entry's: it proves nothing here.
-    exposed = bool(check.loss_mechanisms) and set(check.loss_mechanisms) <= SAFE_EXPOSURES
+    # With KIP-966 on (``--elr``, implied by ``--bug stale_elr``) the two gaps it closes are
+    # no exposure: a loss by them there is the entry's.
+    elr = base.elr or "stale_elr" in base.bugs
+    exposures = SAFE_EXPOSURES - KIP_966_CLOSES if elr else SAFE_EXPOSURES
+    exposed = bool(check.loss_mechanisms) and set(check.loss_mechanisms) <= exposures
     explained = lossy and exposed and set(check.violations) <= LOSS_VIOLATIONS
+    # The entry's own mechanisms: anything but those exposures and "unexplained".
+    own = set(check.loss_mechanisms) - exposures - {UNEXPLAINED}
     if expected == LOSS:
-        shows = lossy and not exposed
+        shows = lossy and bool(own)
     elif expected == DUPLICATE:
         shows = DUPLICATE in check.violations
     else:
         shows = outcome.verdict is Verdict.ILLEGAL and not explained
+        if shows and name != SAFE and not own and set(check.violations) <= LOSS_VIOLATIONS:
+            # Only an unexplained loss: the fence's doing only if the same run with every
+            # fence on (same seed, same swarm draw) does not lose writes too.
+            twin = attrs.evolve(swarm_config(base, seed), bugs=(), elr=elr)
+            shows = run_test(twin, seed, reports=False).verdict is not Verdict.ILLEGAL
     return {
         "invalid": shows,
         "explained": outcome.verdict is Verdict.ILLEGAL and explained,
