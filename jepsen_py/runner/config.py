@@ -309,8 +309,8 @@ pile up before the cluster reacts (a leader killed again before it re-replicates
 window); near them, ISRs shrink, sessions expire and controllers fail over between faults.
 Not faster than 1/6: at 1/12 (0.5 s) power losses of one broker after another, each within
 the others' write-back window, are the whole-cluster loss ``kill-all`` stands for, which
-replication does not protect against (the safe configuration lost writes so in 2 of its
-first 50 swarm runs)."""
+replication does not protect against (4 of the safe configuration's first 50 swarm runs
+lost writes with ``correlated-power-loss`` among the mechanisms: docs/fault-injection.md)."""
 
 
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
