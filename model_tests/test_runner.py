@@ -500,3 +500,16 @@ def test_the_printed_command_reproduces_the_run(tmp_path: Path) -> None:
 def test_kmodel_test_lists_the_fault_catalogue() -> None:
     code, out = cli("test", "--list-faults")
     assert code == 0 and "partition-bridge" in out and "kill-all" in out and "clock" in out
+
+
+@pytest.mark.slow
+def test_the_default_swarm_finds_the_acks_1_loss_at_its_first_seed() -> None:
+    # benchmarks/bug_hunt.py's acks_1 entry (docs/fault-injection.md): generic faults, no
+    # schedule; the same swarm draw with acks=all loses nothing.
+    unsafe = run_test(
+        swarm_config(TestConfig(nemesis=ALL, acks="1", min_isr=1), 1), 1, reports=False
+    )
+    assert unsafe.check.lost_acknowledged_writes > 0, unsafe.command
+    assert "acks-leader-failure" in unsafe.check.loss_mechanisms, unsafe.check.loss_mechanisms
+    safe = run_test(swarm_config(TestConfig(nemesis=ALL), 1), 1, reports=False)
+    assert_safe(safe)
