@@ -224,6 +224,11 @@ class Producer:
         self.next_request_id = 0
         self.next_op = 0
         self.metadata_in_flight_since: int | None = None
+        self.metadata_request_id = -1
+        """The request id of the one metadata request in flight (``NetworkClient`` sends
+        one at a time and matches responses by correlation id): a duplicated or late
+        response does not end it, else each copy would start another request, and under
+        message duplication the requests would multiply without end."""
         self.history: list[dict[str, Any]] = []
         self.stats = collections.Counter[str]()
         # Idempotence (KIP-98, KIP-360):
@@ -287,12 +292,17 @@ class Producer:
             return
         self.metadata_in_flight_since = now
         self.next_request_id += 1
+        self.metadata_request_id = self.next_request_id
         out.send(CONTROLLER, MetadataRequest(self.topic, self.next_request_id))
 
     def step(self, src: str, msg: object, now: int) -> Effects:
         out = Effects()
         if isinstance(msg, MetadataResponse):
-            self.metadata_in_flight_since = None
+            if msg.request_id == self.metadata_request_id:
+                # Only the answer to the request in flight lets another one go; a duplicate
+                # or late copy still tells where the leaders are.
+                self.metadata_in_flight_since = None
+                self.metadata_request_id = -1
             self.leaders = {p.partition: p.leader for p in msg.partitions}
         elif isinstance(msg, ProduceResponse):
             send = self.in_flight.pop(msg.request_id, None)
@@ -495,6 +505,11 @@ class Consumer:
         self.in_flight: tuple[Fetch, int] | None = None
         self.next_request_id = 0
         self.metadata_in_flight_since: int | None = None
+        self.metadata_request_id = -1
+        """The request id of the one metadata request in flight (``NetworkClient`` sends
+        one at a time and matches responses by correlation id): a duplicated or late
+        response does not end it, else each copy would start another request, and under
+        message duplication the requests would multiply without end."""
         self.next_poll_at = 0
         self.wants_poll = 0
         self.history: list[dict[str, Any]] = []
@@ -546,6 +561,7 @@ class Consumer:
             ):
                 self.metadata_in_flight_since = now
                 self.next_request_id += 1
+                self.metadata_request_id = self.next_request_id
                 out.send(CONTROLLER, MetadataRequest(self.topic, self.next_request_id))
             return out
         self.wants_poll -= 1
@@ -597,7 +613,11 @@ class Consumer:
 
     def step(self, src: str, msg: object, now: int) -> Effects:
         if isinstance(msg, MetadataResponse):
-            self.metadata_in_flight_since = None
+            if msg.request_id == self.metadata_request_id:
+                # Only the answer to the request in flight lets another one go; a duplicate
+                # or late copy still tells where the leaders are.
+                self.metadata_in_flight_since = None
+                self.metadata_request_id = -1
             for p in msg.partitions:
                 if p.partition == self.partition:
                     self.leader, self.leader_epoch = p.leader, p.leader_epoch

@@ -326,3 +326,21 @@ def test_a_producer_times_out_by_its_own_clock():
         done = [op for op in cluster.history() if op["type"] != "invoke"]
         assert [op["type"] for op in done] == outcomes
         assert all(op["time"] <= cluster.clock.now for op in done), "histories: global time"
+
+
+def test_a_duplicated_metadata_response_starts_no_second_request():
+    # NetworkClient keeps one metadata request in flight and matches its response by
+    # correlation id: under message duplication each copy of a response starting another
+    # request made the requests multiply (a million in flight in a swarm run).
+    c = Consumer("c1", "t", 0, ConsumerConfig())
+    [(_, request)] = sends(c.poll(0), MetadataRequest)
+    answer = MetadataResponse("t", request.request_id, (PartitionMetadata(0, -1, 0, frozenset()),))
+    [(_, again)] = sends(c.step("controller", answer, 0), MetadataRequest)  # still no leader
+    assert again.request_id != request.request_id
+    assert not sends(c.step("controller", answer, 0), MetadataRequest), "a duplicate: ignored"
+    p = producer(partitions=1)
+    p.send(None, b"a", 0)
+    [(_, asked)] = sends(p.tick(0), MetadataRequest)
+    reply = MetadataResponse("t", asked.request_id, (PartitionMetadata(0, -1, 0, frozenset()),))
+    p.step("controller", reply, 0)
+    assert not sends(p.step("controller", reply, 0), MetadataRequest), "a duplicate: ignored"

@@ -333,6 +333,33 @@ def test_nemesis_schedule_alternates_start_and_stop_on_the_nemesis_thread() -> N
     assert [(i.f, i.time) for i in other.ops()] != [(i.f, i.time) for i in ops]
 
 
+def test_an_overlapping_schedule_holds_up_to_max_active_faults_and_stops_only_running_ones() -> (
+    None
+):
+    faults = ["partition", "kill", "pause", "clock-skew"]
+    sched = g.nemesis_schedule(faults, SECOND, seed=3, max_active=3)
+    ops = g.simulate(sched, 2, until=200 * SECOND).ops()
+    running: list[str] = []
+    most = 0
+    for inv in ops:
+        fault = next(x for x in faults if inv.f in fault_ops(x))
+        if inv.f == fault_ops(fault)[0]:
+            assert fault not in running, (inv, running)
+            running.append(fault)
+        else:
+            assert fault in running, (inv, running)
+            running.remove(fault)
+        assert 1 <= len(running) <= 3 or inv.f == fault_ops(fault)[1]
+        most = max(most, len(running))
+    assert most == 3  # faults do compound
+    again = g.simulate(
+        g.nemesis_schedule(faults, SECOND, seed=3, max_active=3), 2, until=200 * SECOND
+    )
+    assert [(i.f, i.time) for i in again.ops()] == [(i.f, i.time) for i in ops]
+    with pytest.raises(g.GeneratorError):
+        g.nemesis_schedule(faults, SECOND, seed=3, max_active=0)
+
+
 def test_heal_stops_every_fault() -> None:
     sim = g.simulate(g.heal(["partition", "kill", "pause"]), 1)
     assert [(i.thread, i.f) for i in sim.ops()] == [

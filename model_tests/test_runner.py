@@ -39,6 +39,7 @@ from jepsen_py.runner import (
     run_test,
     swarm_config,
 )
+from jepsen_py.runner.config import SWARM_PACE
 from jepsen_py.scenarios import (
     ACKS_1_LEADER_KILLS,
     JEPSEN_2013,
@@ -392,6 +393,17 @@ def test_swarm_configurations_are_drawn_from_the_seed() -> None:
     assert all((c.acks, c.min_isr, c.truncation) == ("all", 2, "kip320") for c in drawn)
 
 
+def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_asked() -> None:
+    base = TestConfig(nemesis=ALL)
+    drawn = [swarm_config(base, s) for s in range(40)]
+    timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
+    assert {c.interval_ns for c in drawn} == {timer * n // d for n, d in SWARM_PACE}
+    assert {c.max_faults for c in drawn} == {1}
+    overlapping = [swarm_config(attrs.evolve(base, max_faults=3), s) for s in range(40)]
+    assert {c.max_faults for c in overlapping} == {1, 2, 3}
+    assert "--max-faults" in reproduce_command(next(c for c in overlapping if c.max_faults > 1), 1)
+
+
 # --- kmodel test ----------------------------------------------------------------------
 
 
@@ -488,3 +500,16 @@ def test_the_printed_command_reproduces_the_run(tmp_path: Path) -> None:
 def test_kmodel_test_lists_the_fault_catalogue() -> None:
     code, out = cli("test", "--list-faults")
     assert code == 0 and "partition-bridge" in out and "kill-all" in out and "clock" in out
+
+
+@pytest.mark.slow
+def test_the_default_swarm_finds_the_acks_1_loss_at_its_first_seed() -> None:
+    # benchmarks/bug_hunt.py's acks_1 entry (docs/fault-injection.md): generic faults, no
+    # schedule; the same swarm draw with acks=all loses nothing.
+    unsafe = run_test(
+        swarm_config(TestConfig(nemesis=ALL, acks="1", min_isr=1), 1), 1, reports=False
+    )
+    assert unsafe.check.lost_acknowledged_writes > 0, unsafe.command
+    assert "acks-leader-failure" in unsafe.check.loss_mechanisms, unsafe.check.loss_mechanisms
+    safe = run_test(swarm_config(TestConfig(nemesis=ALL), 1), 1, reports=False)
+    assert_safe(safe)

@@ -299,6 +299,14 @@ def _duration(flag: str, text: str) -> int:
 )
 @click.option("--time-limit", default="60s", show_default=True, help="Logical time, e.g. 60s.")
 @click.option("--interval", default="5s", show_default=True, help="Mean gap between faults.")
+@click.option(
+    "--max-faults",
+    type=int,
+    default=1,
+    show_default=True,
+    help="At most this many faults at once; more lets them compound (a partition, then a "
+    "kill inside it, then the heal).",
+)
 @click.option("--recovery", default="20s", show_default=True, help="Quiet before final reads.")
 @click.option("--rate", type=float, default=100.0, show_default=True, help="Client ops/s.")
 @click.option("--concurrency", type=int, default=5, show_default=True, help="Client threads.")
@@ -383,6 +391,7 @@ def test_cmd(
     nemesis: str,
     time_limit: str,
     interval: str,
+    max_faults: int,
     recovery: str,
     rate: float,
     concurrency: int,
@@ -463,6 +472,7 @@ def test_cmd(
             dirty_writeback_ns=_duration("--dirty-writeback", dirty_writeback) or None,
             nemesis=faults,
             interval_ns=_duration("--interval", interval),
+            max_faults=max_faults,
             time_limit_ns=_duration("--time-limit", time_limit),
             recovery_ns=_duration("--recovery", recovery),
             rate=rate,

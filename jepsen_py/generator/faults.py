@@ -57,13 +57,65 @@ class _Schedule(Gen):
         return inv, after
 
 
+@attrs.frozen(slots=True)
+class _Overlapping(Gen):
+    """Up to ``max_active`` faults at once: each step starts a fault not running (when
+    fewer than ``max_active`` run, and always when none does) or stops one that runs, so
+    faults compound (a partition, then a kill inside it, then the heal)."""
+
+    faults: tuple[str, ...]
+    interval: int
+    seed: int
+    jitter: float
+    max_active: int
+    step: int
+    active: tuple[str, ...]
+    next_time: int | None
+
+    def _gap(self, step: int) -> int:
+        rng = derive_rng(self.seed, f"nemesis-schedule/gap/{step}")
+        return max(1, int(self.interval * (1 + self.jitter * (2 * rng.random() - 1))))
+
+    def op(self, ctx: Context) -> Step:
+        if self.next_time is None:
+            first = attrs.evolve(self, next_time=ctx.time + self._gap(0))
+            return Pending(first.next_time), first
+        if ctx.time < self.next_time:
+            return Pending(self.next_time), self
+        thread = ctx.first_free()
+        if thread is None:
+            return PENDING, self
+        rng = derive_rng(self.seed, f"nemesis-schedule/overlap/{self.step}")
+        idle = [f for f in self.faults if f not in self.active]
+        start = idle and (
+            not self.active or (len(self.active) < self.max_active and rng.random() < 0.5)
+        )
+        if start:
+            fault = idle[rng.randrange(len(idle))]
+            f, active = fault_ops(fault)[0], (*self.active, fault)
+        else:
+            fault = self.active[rng.randrange(len(self.active))]
+            f, active = fault_ops(fault)[1], tuple(a for a in self.active if a != fault)
+        inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
+        step = self.step + 1
+        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + self._gap(step))
+        return inv, after
+
+
 def nemesis_schedule(
-    faults: Sequence[str], interval: int, seed: int, *, jitter: float = 0.5
+    faults: Sequence[str],
+    interval: int,
+    seed: int,
+    *,
+    jitter: float = 0.5,
+    max_active: int = 1,
 ) -> Gen:
     """Forever: wait, start a fault chosen at random from ``faults``, wait, stop it, ...
-    on the nemesis thread. Each wait is ``interval`` ns times a factor uniform in
-    [1 - jitter, 1 + jitter]. Draws come from ``seed`` and the step number only, so the
-    schedule does not move when the workload changes. The ops name the fault only
+    on the nemesis thread (with ``max_active`` > 1, up to that many faults overlap: each
+    step starts another or stops one, at random; swarm testing draws it). Each wait is
+    ``interval`` ns times a factor uniform in [1 - jitter, 1 + jitter]. Draws come from
+    ``seed`` and the step number only, so the schedule does not move when the workload
+    changes. The ops name the fault only
     (``value`` None): the nemesis's resolver picks the concrete targets (which nodes,
     which grudge) when it performs them, and records them in the completion."""
     if not faults:
@@ -74,6 +126,10 @@ def nemesis_schedule(
         raise GeneratorError(f"nemesis_schedule: interval {interval} must be > 0 ns")
     if not 0 <= jitter < 1:
         raise GeneratorError(f"nemesis_schedule: jitter {jitter} must be in [0, 1)")
+    if max_active < 1:
+        raise GeneratorError(f"nemesis_schedule: max_active {max_active} must be >= 1")
+    if max_active > 1:
+        return nemesis(_Overlapping(tuple(faults), interval, seed, jitter, max_active, 0, (), None))
     schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None)
     return nemesis(schedule)
 

@@ -88,7 +88,10 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
         schedule: Gen = scripted(config.schedule)
     elif faults:
         schedule = nemesis_schedule(
-            list(faults), config.interval_ns, derive_seed(seed, "jepsen/schedule")
+            list(faults),
+            config.interval_ns,
+            derive_seed(seed, "jepsen/schedule"),
+            max_active=config.max_faults,
         )
     else:
         schedule = on_nemesis(concat())
