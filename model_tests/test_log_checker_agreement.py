@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jepsen_py.checker.histgen import INJECTORS, PERTURBATIONS, LogWorkload, generate, mutate
@@ -148,6 +148,7 @@ def test_small_valid_histories_are_linearizable_for_checker_and_oracle(
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(seed=st.integers(0, 2**32 - 1), name=st.sampled_from(MUTATIONS), twice=st.booleans())
+@example(seed=1180410, name="nonmonotonic-poll", twice=True)  # a final poll left without from
 def test_checker_is_illegal_exactly_when_oracle_says_so_on_mutated_histories(
     seed: int, name: str, twice: bool
 ) -> None:

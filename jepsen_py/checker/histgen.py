@@ -343,7 +343,10 @@ def inject_lost_write(ops: list[Op], rng: random.Random) -> list[Op] | None:
             (
                 (i, c)
                 for i, c in mine
-                if ops[i].value.get("from", 0) <= offset
+                # a poll that says where it read from (another mutation may have made
+                # it a subscribed poll, without ``from``: its start is not known)
+                if type(ops[i].value.get("from", 0)) is int
+                and ops[i].value.get("from", 0) <= offset
                 and any(r[0] >= offset for r in ops[c].value["records"])
             ),
             None,
