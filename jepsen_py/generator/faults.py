@@ -22,6 +22,25 @@ from jepsen_py.generator.core import (
 )
 
 
+def _gap(schedule: _Schedule | _Overlapping, step: int) -> int:
+    """The time before a schedule's op ``step``: its interval, jittered from the seed."""
+    rng = derive_rng(schedule.seed, f"nemesis-schedule/gap/{step}")
+    return max(1, int(schedule.interval * (1 + schedule.jitter * (2 * rng.random() - 1))))
+
+
+def _waiting(schedule: _Schedule | _Overlapping, ctx: Context) -> Step | None:
+    """A schedule's step while it waits (its first gap, the time of its next op, a free
+    thread); None when its op is due and a thread is free for it."""
+    if schedule.next_time is None:
+        first = attrs.evolve(schedule, next_time=ctx.time + _gap(schedule, 0))
+        return Pending(first.next_time), first
+    if ctx.time < schedule.next_time:
+        return Pending(schedule.next_time), schedule
+    if ctx.first_free() is None:
+        return PENDING, schedule
+    return None
+
+
 @attrs.frozen(slots=True)
 class _Schedule(Gen):
     faults: tuple[str, ...]
@@ -32,19 +51,12 @@ class _Schedule(Gen):
     active: str | None
     next_time: int | None
 
-    def _gap(self, step: int) -> int:
-        rng = derive_rng(self.seed, f"nemesis-schedule/gap/{step}")
-        return max(1, int(self.interval * (1 + self.jitter * (2 * rng.random() - 1))))
-
     def op(self, ctx: Context) -> Step:
-        if self.next_time is None:
-            first = attrs.evolve(self, next_time=ctx.time + self._gap(0))
-            return Pending(first.next_time), first
-        if ctx.time < self.next_time:
-            return Pending(self.next_time), self
+        waiting = _waiting(self, ctx)
+        if waiting is not None:
+            return waiting
         thread = ctx.first_free()
-        if thread is None:
-            return PENDING, self
+        assert thread is not None
         if self.active is None:
             rng = derive_rng(self.seed, f"nemesis-schedule/fault/{self.step}")
             fault = self.faults[rng.randrange(len(self.faults))]
@@ -53,7 +65,7 @@ class _Schedule(Gen):
             f, active = fault_ops(self.active)[1], None
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + self._gap(step))
+        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + _gap(self, step))
         return inv, after
 
 
@@ -72,19 +84,12 @@ class _Overlapping(Gen):
     active: tuple[str, ...]
     next_time: int | None
 
-    def _gap(self, step: int) -> int:
-        rng = derive_rng(self.seed, f"nemesis-schedule/gap/{step}")
-        return max(1, int(self.interval * (1 + self.jitter * (2 * rng.random() - 1))))
-
     def op(self, ctx: Context) -> Step:
-        if self.next_time is None:
-            first = attrs.evolve(self, next_time=ctx.time + self._gap(0))
-            return Pending(first.next_time), first
-        if ctx.time < self.next_time:
-            return Pending(self.next_time), self
+        waiting = _waiting(self, ctx)
+        if waiting is not None:
+            return waiting
         thread = ctx.first_free()
-        if thread is None:
-            return PENDING, self
+        assert thread is not None
         rng = derive_rng(self.seed, f"nemesis-schedule/overlap/{self.step}")
         idle = [f for f in self.faults if f not in self.active]
         start = idle and (
@@ -98,7 +103,7 @@ class _Overlapping(Gen):
             f, active = fault_ops(fault)[1], tuple(a for a in self.active if a != fault)
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + self._gap(step))
+        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + _gap(self, step))
         return inv, after
 
 
