@@ -90,13 +90,19 @@ def test_fences_in_kafkas_order() -> None:
     assert c.step("c1", commit, 60).sends == [
         ("c1", OffsetCommitResponse("g", ILLEGAL_GENERATION, 2, commit.offsets))
     ]
-    join(c, "c3", now=70)  # a rebalance starts: heartbeats and commits are refused
+    join(c, "c3", now=70)  # a rebalance starts: heartbeats say so, the member rejoins
     assert c.step("c1", Heartbeat("g", m1, 2), 80).sends == [
         ("c1", HeartbeatResponse("g", REBALANCE_IN_PROGRESS, 2))
     ]
+    # ... but first commits what it processed (onPartitionsRevoked): accepted from the
+    # current generation during PreparingRebalance, as Kafka's handleCommitOffsets does.
     commit = OffsetCommit("g", m1, 2, ((("t", 0), 5),))
     assert c.step("c1", commit, 80).sends == [
-        ("c1", OffsetCommitResponse("g", REBALANCE_IN_PROGRESS, 2, commit.offsets))
+        ("c1", OffsetCommitResponse("g", NONE, 2, commit.offsets))
+    ]
+    stale = OffsetCommit("g", m1, 1, ((("t", 0), 5),))
+    assert c.step("c1", stale, 80).sends == [
+        ("c1", OffsetCommitResponse("g", ILLEGAL_GENERATION, 2, stale.offsets))
     ]
     assert c.step("c1", SyncGroup("g", m1, 2), 80).sends == [
         ("c1", SyncGroupResponse("g", REBALANCE_IN_PROGRESS))

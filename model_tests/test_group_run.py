@@ -35,8 +35,8 @@ def test_one_owner_per_partition_and_no_zombie_commit(seed: int) -> None:
 
 def test_the_bug_is_found_within_a_few_seeds() -> None:
     found = [s for s in range(1, 11) if not GroupRun(BUG, s).run().ok]
-    assert found[:2] == [5, 6], found
-    violations = GroupRun(BUG, 5).run().violations
+    assert found[:2] == [1, 2], found
+    violations = GroupRun(BUG, 2).run().violations
     assert any(v.startswith("zombie commit accepted") for v in violations)
     assert any(v.startswith("double ownership") for v in violations)
 

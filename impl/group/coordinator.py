@@ -24,10 +24,12 @@ through ``group_transition``):
   LeaveGroup; either starts a rebalance; the group is **Empty** when none is left.
 
 Fencing, in ``GroupCoordinator``'s order: an unknown member id gets ``UNKNOWN_MEMBER_ID``; a
-generation id that is not the group's gets ``ILLEGAL_GENERATION``; a Heartbeat, SyncGroup or
-OffsetCommit during PreparingRebalance gets ``REBALANCE_IN_PROGRESS`` (an OffsetCommit also
-during CompletingRebalance). ``check_generation=False`` is the ``no_generation_check`` bug
-(``spec/group``'s): the generation id is not compared.
+generation id that is not the group's gets ``ILLEGAL_GENERATION``; a Heartbeat or SyncGroup
+during PreparingRebalance gets ``REBALANCE_IN_PROGRESS``; an OffsetCommit gets it during
+CompletingRebalance, before any other check, and is accepted from the current generation
+during PreparingRebalance (the commit in ``onPartitionsRevoked``).
+``check_generation=False`` is the ``no_generation_check`` bug (``spec/group``'s): the
+generation id is not compared.
 
 ``Coordinator.unload(group)`` is what happens when the broker stops leading the partition:
 the group is Dead here, and every parked request is answered ``NOT_COORDINATOR``.
@@ -507,11 +509,16 @@ class Coordinator:
         return REBALANCE_IN_PROGRESS if g.state == PREPARING else NONE
 
     def _commit(self, g: GroupState, msg: OffsetCommit, now: int, effects: Effects) -> str:
+        """``GroupCoordinator.handleCommitOffsets``: in CompletingRebalance every commit gets
+        ``REBALANCE_IN_PROGRESS`` (the new generation's assignment is not known yet); then
+        the member and generation fences; a commit of the current generation during
+        PreparingRebalance is accepted: that is how a member commits in
+        ``onPartitionsRevoked`` before it rejoins (``spec.group``'s ``fence_outcome``)."""
+        if g.state == COMPLETING:
+            return REBALANCE_IN_PROGRESS
         error = self._fence(g, msg.member_id, msg.generation)
         if error != NONE:
             return error
-        if g.state in (PREPARING, COMPLETING):
-            return REBALANCE_IN_PROGRESS
         m = g.members[msg.member_id]
         m.last_heartbeat = now
         partitions = tuple(sorted(tp for tp, _ in msg.offsets))
