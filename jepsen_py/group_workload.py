@@ -72,12 +72,14 @@ def parse_group_faults(text: str) -> tuple[str, ...]:
 
 DELIVERY_OF_COMMIT = {
     "after-process": "at-least-once",
+    "after-process-async": "at-least-once",
     "auto": "at-least-once",
     "before-process": "at-most-once",
 }
 """The delivery guarantee each ``--commit`` mode promises, which the run's delivery check
-holds it to (``kmodel verify --delivery``): committing after processing (and auto commit,
-which commits on the next poll what the previous one returned) re-delivers after a crash
+holds it to (``kmodel verify --delivery``): committing after processing (with commitSync or
+commitAsync, and auto commit, which commits on the next poll what the previous one
+returned) re-delivers after a crash
 but loses nothing; committing before processing loses what a crash interrupts but never
 processes a record twice."""
 

@@ -252,13 +252,31 @@ def test_no_generation_check_lets_a_late_commit_in() -> None:
     assert late[1]["value"].get("delivered_to"), late
 
 
-@pytest.mark.parametrize("commit", ["before-process", "auto"])
-def test_the_other_commit_modes_run(commit: str) -> None:
+@pytest.mark.parametrize(
+    ("commit", "modes"),
+    [
+        ("before-process", {"sync"}),
+        ("auto", {"auto"}),
+        ("after-process-async", {"async"}),  # (and sync in onPartitionsRevoked, if any)
+    ],
+)
+def test_the_other_commit_modes_run(commit: str, modes: set[str]) -> None:
     run = GroupClusterRun(GroupClusterConfig(commit=commit, duration_ns=ms(20_000)), 1)
     outcome = run.run()
     assert outcome["ok"] and outcome["commits_ok"] > 0 and outcome["records_processed"] > 0
-    modes = {op["mode"] for op in run.history() if op["f"] == "commit"}
-    assert modes == ({"auto"} if commit == "auto" else {"sync"})
+    seen = {op["mode"] for op in run.history() if op["f"] == "commit"}
+    assert modes <= seen <= modes | {"sync"}
+
+
+def test_commit_async_after_processing_is_at_least_once() -> None:
+    """``commitAsync`` after processing: commits of mode ``async`` (no retry: a failed one
+    is ``fail``/``info`` at its first answer), nothing lost, every duplicate explained."""
+    run = GroupClusterRun(GroupClusterConfig(commit="after-process-async"), 1)
+    assert run.run()["ok"]
+    history = run.history()
+    assert any(op["f"] == "commit" and op.get("mode") == "async" for op in history)
+    delivery = check_group_delivery(history, "at-least-once")
+    assert delivery["verdict"] == "valid" and "lost" not in delivery["counts"], delivery
 
 
 def test_offset_reset_none_fails_the_poll() -> None:

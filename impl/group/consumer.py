@@ -64,7 +64,14 @@ from spec.group.lifecycle import MEMBER_STABLE
 
 __all__ = ["COMMIT_MODES", "OFFSET_RESETS", "ConsumerApp", "GroupConsumer"]
 
-COMMIT_MODES = ("after-process", "before-process", "auto")
+COMMIT_MODES = ("after-process", "after-process-async", "before-process", "auto")
+"""When the application commits: ``commitSync`` after processing each batch (at least
+once), ``commitAsync`` after processing (at least once; no retry, the loop goes on while it
+runs), ``commitSync`` before processing (at most once), or ``enable.auto.commit``."""
+NON_BLOCKING = frozenset({"auto", "async"})
+"""Commit modes of the history's ``commit`` ops that do not block the poll loop and are not
+retried: auto commit and ``commitAsync`` (``KafkaConsumer`` Javadoc: "commitAsync ... will
+not retry", since a retry could overwrite a later commit)."""
 OFFSET_RESETS = ("earliest", "latest", "none")
 RETRIABLE = frozenset(
     {COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT}
@@ -197,7 +204,7 @@ class GroupConsumer:
         if self.app.commit == "auto" and now >= self._next_auto_commit and self._commit is None:
             self._next_auto_commit = now + self.app.auto_commit_interval_ns
             self._start_commit(self._ahead(self._owned), "auto", now, effects)
-        if self._commit is None or self._commit.mode == "auto":
+        if self._commit is None or self._commit.mode in NON_BLOCKING:
             for tp in sorted(self.fetchers):
                 fetcher = self.fetchers[tp]
                 if not fetcher.busy:
@@ -243,7 +250,7 @@ class GroupConsumer:
         if c is not None and c.sent_at is not None and now - c.sent_at >= timeout:
             c.sent_at, c.ambiguous, c.error = None, True, REQUEST_TIMED_OUT
         if c is not None and c.sent_at is None:
-            if now - c.invoked_at >= self.app.commit_timeout_ns or c.mode == "auto":
+            if now - c.invoked_at >= self.app.commit_timeout_ns or c.mode in NON_BLOCKING:
                 self._end_commit(now)
             else:
                 # commitSync finds the coordinator again itself (ensureCoordinatorReady).
@@ -424,7 +431,7 @@ class GroupConsumer:
         self._seen[tp] = len(fetcher.history)
 
     def _handle_polled(self, now: int, effects: Effects) -> None:
-        if not self._polled or (self._commit is not None and self.app.commit != "auto"):
+        if not self._polled or (self._commit is not None and self._commit.mode == "sync"):
             return
         batches, self._polled = self._polled, []
         if self.app.commit == "before-process":
@@ -448,6 +455,9 @@ class GroupConsumer:
             self._processed(tp, records, now)
         if self.app.commit == "after-process":
             self._start_commit(self._ahead(self._owned), "sync", now, effects)
+        elif self.app.commit == "after-process-async":
+            # commitAsync: one in flight at a time here; a later one covers what it skipped
+            self._start_commit(self._ahead(self._owned), "async", now, effects)
         return True
 
     def _processed(self, tp: tuple[str, int], records: list[tuple[int, str]], now: int) -> None:
@@ -519,7 +529,7 @@ class GroupConsumer:
             return True
         c.error = msg.error
         c.ambiguous = c.ambiguous or msg.error in MAYBE_APPENDED
-        if msg.error not in RETRIABLE or c.mode == "auto":
+        if msg.error not in RETRIABLE or c.mode in NON_BLOCKING:
             self._end_commit(now)
         return True
 

@@ -347,11 +347,12 @@ def _duration(flag: str, text: str) -> int:
 )
 @click.option(
     "--commit",
-    type=click.Choice(["after-process", "before-process", "auto"]),
+    type=click.Choice(["after-process", "after-process-async", "before-process", "auto"]),
     default="after-process",
     show_default=True,
-    help="With --workload group: commitSync after processing (at least once), before it "
-    "(at most once), or enable.auto.commit.",
+    help="With --workload group: commitSync after processing (at least once), commitAsync "
+    "after processing (at least once, no retry), commitSync before processing (at most "
+    "once), or enable.auto.commit.",
 )
 @click.option(
     "--offset-reset",
