@@ -952,6 +952,28 @@ class World:
         self.stats["consumer_kills"] += 1
         return consumer.process
 
+    def close_client(self, name: str) -> int:
+        """``leave-consumer``: consumer ``name`` closes (``GroupConsumer.close``: its
+        rebalance listener commits what it processed, then LeaveGroup) and stays out of the
+        group until ``rejoin_client``. Returns its history process id."""
+        if self.groups is None or name not in self.groups.consumers:
+            raise IllegalEvent(
+                f"{name} is not a group consumer; leave-consumer needs a consumer group "
+                "(ClusterConfig.offsets_partitions > 0)"
+            )
+        consumer = self.groups.consumers[name]
+        self._dispatch(name, consumer.close(self.clock.wall_now(name)))
+        self._collect(name)
+        return consumer.process
+
+    def rejoin_client(self, name: str) -> None:
+        """``join-consumer``: consumer ``name`` subscribes again (the same process); its
+        next poll joins the group."""
+        if self.groups is None or name not in self.groups.consumers:
+            raise IllegalEvent(f"{name} is not a group consumer")
+        self.groups.subscribe(name, self.clock.wall_now(name))
+        self._collect(name)
+
     def pause(self, name: str) -> None:
         if name == STORE:
             raise IllegalEvent(

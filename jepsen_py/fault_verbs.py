@@ -23,6 +23,7 @@ _OWN_VERBS: dict[str, tuple[str, str]] = {
     "kill": ("kill", "restart"),
     "pause": ("pause", "resume"),
     "kill-consumer": ("kill-consumer", "restart-consumer"),
+    "leave-consumer": ("leave-consumer", "join-consumer"),
 }
 """Faults whose start and stop ops are verbs of their own (Jepsen's names)."""
 

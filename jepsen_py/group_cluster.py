@@ -14,8 +14,9 @@ the consumers.
   acks=all, round robin over the partitions; every consumer's application polls every
   ``poll_interval_ns``;
 - every ``fault_interval_ns`` the nemesis (``jepsen_py.nemesis``) starts a fault drawn from
-  ``faults`` (the seed's ``faults`` stream), or ends the one running: ``pause-consumer``
-  and ``kill-consumer``, ``kill-coordinator`` and ``pause-coordinator`` (``kill`` and
+  ``faults`` (the seed's ``faults`` stream), or ends the one running: ``pause-consumer``,
+  ``kill-consumer`` and ``leave-consumer`` (a consumer closes, LeaveGroup, and subscribes
+  again at the stop), ``kill-coordinator`` and ``pause-coordinator`` (``kill`` and
   ``pause`` of the broker leading the group's ``__consumer_offsets`` partition),
   ``late-commit`` (a consumer's OffsetCommit delivered after the group moved on, see
   ``LATE_COMMIT``), and any fault of the Kafka workload's catalogue by name (``kill``,
@@ -73,6 +74,7 @@ nothing with the check on; at the heal one still held is dropped)."""
 GROUP_CLUSTER_FAULTS = (
     "pause-consumer",
     "kill-consumer",
+    "leave-consumer",
     "kill-coordinator",
     "pause-coordinator",
     "partition",

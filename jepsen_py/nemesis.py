@@ -57,6 +57,9 @@ Processes:
   processed and not committed is the next owner's again); it comes back as a new member
   with a new history process (the op's ``process`` names the one that died). Not in
   ``all``.
+- ``leave-consumer`` / ``join-consumer``: a group consumer closes (``KafkaConsumer.close``:
+  the rebalance listener commits what was processed, then LeaveGroup) and later subscribes
+  again, the same process: a member leaving and joining on purpose. Not in ``all``.
 
 Leadership (operations an operator performs, ``impl.controller``):
 
@@ -191,6 +194,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
         Fault("pause-consumer", "process", "SIGSTOP a consumer (a zombie group member)"),
         Fault("kill-consumer", "process", "kill a group consumer; it comes back a new member"),
+        Fault("leave-consumer", "process", "a group consumer closes (LeaveGroup), rejoins later"),
         Fault(
             "controlled-shutdown",
             "leadership",
@@ -214,7 +218,7 @@ CATALOGUE: dict[str, Fault] = {
     )
 }
 
-CONSUMER_FAULTS = ("pause-consumer", "kill-consumer")
+CONSUMER_FAULTS = ("pause-consumer", "kill-consumer", "leave-consumer")
 """Faults of the consumers: not in ``all``, which would change the default workload's runs
 (``kmodel test --workload group`` has them, with ``kill-consumer``)."""
 
@@ -478,10 +482,13 @@ class Nemesis:
             return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
         if pause:
             self.cluster.pause(node)
-        elif fault == "kill-consumer":
+        elif fault in ("kill-consumer", "leave-consumer"):
             if self.cluster.groups is None:
-                return {"node": node, "skipped": "kill-consumer needs a consumer group"}
-            out["process"] = self.cluster.kill_client(node)
+                return {"node": node, "skipped": f"{fault} needs a consumer group"}
+            if fault == "kill-consumer":
+                out["process"] = self.cluster.kill_client(node)
+            else:
+                out["process"] = self.cluster.close_client(node)
         else:
             unflushed = sum(n for _, n in self._unflushed(node))
             if fault.startswith("sigkill"):
@@ -528,6 +535,9 @@ class Nemesis:
             state = self._state(node)
             if fault.startswith("pause") and state is NodeState.PAUSED:
                 self.cluster.resume(node)
+                done.append(node)
+            elif fault == "leave-consumer" and state is NodeState.RUNNING:
+                self.cluster.rejoin_client(node)
                 done.append(node)
             elif state in (NodeState.CRASHED, NodeState.STOPPED):
                 self.cluster.restart(node)

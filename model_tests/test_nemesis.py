@@ -37,10 +37,10 @@ SERVERS = {"b1", "b2", "b3", "zk"}
 
 def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -> Cluster:
     """A 3-broker, 2-partition cluster that has replicated a few records to both keys (its
-    consumers a consumer group when ``kill-consumer`` is asked for: only a group's consumer
-    can be killed)."""
+    consumers a consumer group when ``kill-consumer`` or ``leave-consumer`` is asked for:
+    only a group's consumer can be killed or leave its group)."""
     config = TestConfig(nemesis=faults).cluster_config()
-    if "kill-consumer" in faults:
+    if {"kill-consumer", "leave-consumer"} & set(faults):
         config = attrs.evolve(config, offsets_partitions=3)
     cluster = Cluster(config, seed)
     for i in range(sends):
@@ -114,6 +114,11 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert done["created"] == [2], done
     elif fault == "reassign":
         assert done["result"] == "NONE" and len(done["target"]) >= 2, done
+    elif fault == "leave-consumer":
+        # The process runs on, out of the group: it closed (LeaveGroup), not subscribed.
+        assert states(cluster)[done["node"]] is NodeState.RUNNING
+        assert cluster.groups is not None
+        assert not cluster.groups.consumers[done["node"]].member.topics
     elif fault != "controlled-shutdown":
         expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
         assert states(cluster)[done["node"]] is expected
@@ -128,6 +133,9 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
     assert all_running(cluster)
     assert nemesis.active == {}
     assert all(cluster.clock.wall_now(n) == cluster.clock.now for n in SERVERS)
+    if fault == "leave-consumer":
+        assert cluster.groups is not None
+        assert cluster.groups.consumers[done["node"]].member.topics, "subscribed again"
 
 
 def test_partition_shapes_are_jepsens_grudges() -> None:

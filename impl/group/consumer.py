@@ -265,11 +265,33 @@ class GroupConsumer:
         self._collect(now)
         return effects
 
+    def close(self, now: int) -> Effects:
+        """``KafkaConsumer.close``: the rebalance listener's ``onPartitionsRevoked`` (commit
+        what was processed of the owned partitions, as on any revocation), then LeaveGroup;
+        batches still being processed are abandoned, and the consumer is out of the group
+        until it subscribes again."""
+        effects = Effects()
+        self._processing = []
+        self._polled = []
+        if self._owned:
+            self._on_revoked(list(self._owned), now, effects)
+            self._owned = ()
+        if self._fetching_offsets is not None:
+            keys = [_key(tp) for tp in self._fetching_offsets[0]]
+            self._op("fail", "fetch-offsets", keys, now, error="closed")
+            self._fetching_offsets = None
+        self._need_offsets.clear()
+        effects.extend(self.member.close(now))
+        self._collect(now)
+        return effects
+
     def killed(self, now: int) -> None:
         """The process died: what it was waiting for ends unknown (a commit) or failed (a
-        read changes nothing)."""
+        read changes nothing). Rebalance callbacks held back by a ``commitSync`` in flight
+        never ran: the process died inside it."""
         c = self._commit
         if c is not None:
+            self.member.history.clear()
             self._op("info", "commit", dict(c.offsets), now, error="killed", mode=c.mode)
             self._commit = None
         if self._fetching_offsets is not None:
