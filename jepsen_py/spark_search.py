@@ -46,8 +46,8 @@ from spec.explore import (
     exhaustive_result,
 )
 from spec.fingerprints import (
-    collision_probability,
     fingerprint,
+    fingerprint_figures,
     parent_chain,
     replay,
     replay_then,
@@ -126,8 +126,7 @@ def check_spark(
 
     def finish(complete: bool, violation: Violation | None, seen_count: int) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
-        stats.seen_bytes = 16 * seen_count
-        stats.collision_probability = collision_probability(stats.distinct_states, sum(fired))
+        fingerprint_figures(stats, 16 * seen_count, sum(fired))
         return exhaustive_result(
             spec,
             stats,

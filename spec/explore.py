@@ -355,6 +355,7 @@ def breadth_first(
 
     def finish(complete: bool) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
+        stats.states_generated = sum(fired)
         seen.finish(stats)
         edges: tuple[tuple[int, int, str], ...] | None = None
         graph_states: tuple[Any, ...] | None = None

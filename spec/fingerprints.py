@@ -41,6 +41,13 @@ ROOT = 0
 """Not a parent: the entry of an initial state's parent slot is its own fingerprint."""
 
 
+def fingerprint_figures(stats: Stats, seen_bytes: int, generated: int) -> None:
+    """What a fingerprint search cost and risked, into ``stats``: its seen set's bytes and
+    TLC's collision estimate over the ``generated`` transitions (every engine's)."""
+    stats.seen_bytes = seen_bytes
+    stats.collision_probability = collision_probability(stats.distinct_states, generated)
+
+
 def collision_probability(distinct: int, generated: int) -> float:
     """TLC's optimistic estimate of the probability that two distinct states share a
     fingerprint: ``distinct * (generated - distinct) / 2**64``."""
@@ -88,7 +95,9 @@ class SeenSet:
 
     @property
     def nbytes(self) -> int:
-        return int(self.keys.nbytes + self.parents.nbytes)
+        """Bytes in memory: the sorted arrays, and 16 a fingerprint of the level being
+        built (its dict costs more; this is the figure TLC's own accounting compares to)."""
+        return int(self.keys.nbytes + self.parents.nbytes) + 16 * len(self.level)
 
 
 def fingerprint(state: Any) -> int:
@@ -182,7 +191,7 @@ class FingerprintSeen:
         return rebuild_trace(self.spec, self.canon, self.set, key)
 
     def finish(self, stats: Stats) -> None:
-        stats.seen_bytes = self.set.nbytes + 16 * len(self.set.level)
+        fingerprint_figures(stats, self.set.nbytes, stats.states_generated)
 
 
 def check_fingerprints(
@@ -207,7 +216,7 @@ def check_fingerprints(
     ``seen_set`` and ``new_level`` say where the fingerprints and the levels live
     (``spec.spill`` puts them on disk)."""
     canon = Canonical(spec, symmetry)
-    result = breadth_first(
+    return breadth_first(
         spec,
         FingerprintSeen(spec, canon, seen_set),
         canon,
@@ -220,8 +229,3 @@ def check_fingerprints(
         count_unreduced=count_unreduced,
         new_level=new_level,
     )
-    stats = result.stats
-    stats.collision_probability = collision_probability(
-        stats.distinct_states, stats.states_generated
-    )
-    return result

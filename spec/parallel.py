@@ -46,8 +46,8 @@ from spec.explore import (
 )
 from spec.fingerprints import (
     SeenSet,
-    collision_probability,
     fingerprint,
+    fingerprint_figures,
     parent_chain,
     rebuild_trace,
     replay_then,
@@ -238,8 +238,7 @@ def check_parallel(
 
     def finish(complete: bool, violation: Violation | None) -> CheckResult:
         stats.seconds = (clock() - start) if clock else 0.0
-        stats.seen_bytes = seen.nbytes + 16 * len(seen.level)
-        stats.collision_probability = collision_probability(stats.distinct_states, sum(fired))
+        fingerprint_figures(stats, seen.nbytes, sum(fired))
         return exhaustive_result(
             spec,
             stats,

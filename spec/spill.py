@@ -135,7 +135,7 @@ class SpilledSeenSet(SeenSet):
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the seen set in memory: the level being built (its arrays are on disk)."""
+        """Bytes in memory: the level being built only (the arrays are on disk)."""
         return 16 * len(self.level)
 
     @property
