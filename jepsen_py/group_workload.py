@@ -85,13 +85,20 @@ processes a record twice."""
 
 
 def check_group_delivery(history: list[dict[str, Any]], delivery: str) -> dict[str, Any]:
-    """The delivery check of a group run's history (``jepsen_py.checker.delivery_engine``,
-    the engine of ``kmodel verify --delivery``), summed over its keys: the verdict, the
-    count of each anomaly, the violations and the lines that witness the first few."""
+    """``stored_delivery`` of a history not stored: it is written to a scratch file, as the
+    engine reads histories from files."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "history.jsonl"
-        path.write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in history))
-        result = verify_delivery_path(path, delivery)
+        path.write_bytes(_jsonl(history))
+        return stored_delivery(path, delivery)
+
+
+def stored_delivery(path: Path, delivery: str) -> dict[str, Any]:
+    """The delivery check of the group run's history at ``path``
+    (``jepsen_py.checker.delivery_engine``, the engine of ``kmodel verify --delivery``),
+    summed over its keys: the verdict, the count of each anomaly, the violations and the
+    lines that witness the first few."""
+    result = verify_delivery_path(path, delivery)
     counts: dict[str, int] = {}
     violations: set[str] = set()
     witnesses: dict[str, list[list[int | None]]] = {}
@@ -111,6 +118,10 @@ def check_group_delivery(history: list[dict[str, Any]], delivery: str) -> dict[s
         "error": result.error,
         "rejected": len(result.rejected),
     }
+
+
+def _jsonl(history: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(op) + b"\n" for op in history)
 
 
 def _verdict(invariants_hold: bool, delivery: str) -> str:
@@ -170,23 +181,7 @@ def run_group_test(
     run = GroupClusterRun(config, seed)
     outcome = run.run()
     history = run.history()
-    delivery = check_group_delivery(history, DELIVERY_OF_COMMIT[commit])
-    result: dict[str, Any] = {
-        "workload": "group",
-        "seed": seed,
-        "group": "group",
-        "offsets_partition": run.host.partition,
-        "time_limit_ms": time_limit_ns // NS_PER_MS,
-        "bugs": sorted(bugs),
-        "assignor": assignor,
-        "commit": commit,
-        "auto_offset_reset": auto_offset_reset,
-        "unclean": unclean,
-        **outcome,
-        "delivery": delivery,
-        "ok": outcome["ok"] and delivery["verdict"] == "valid",
-        "verdict": _verdict(outcome["ok"], delivery["verdict"]),
-    }
+    stored = None
     if store_root is not None:
         stored = create_run(
             name,
@@ -209,7 +204,30 @@ def run_group_test(
             },
             root=store_root,
         )
-        stored.history_path.write_bytes(b"".join(orjson.dumps(op) + b"\n" for op in history))
+        stored.history_path.write_bytes(_jsonl(history))
+    mode = DELIVERY_OF_COMMIT[commit]
+    delivery = (
+        check_group_delivery(history, mode)
+        if stored is None
+        else stored_delivery(stored.history_path, mode)
+    )
+    result: dict[str, Any] = {
+        "workload": "group",
+        "seed": seed,
+        "group": "group",
+        "offsets_partition": run.host.partition,
+        "time_limit_ms": time_limit_ns // NS_PER_MS,
+        "bugs": sorted(bugs),
+        "assignor": assignor,
+        "commit": commit,
+        "auto_offset_reset": auto_offset_reset,
+        "unclean": unclean,
+        **outcome,
+        "delivery": delivery,
+        "ok": outcome["ok"] and delivery["verdict"] == "valid",
+        "verdict": _verdict(outcome["ok"], delivery["verdict"]),
+    }
+    if stored is not None:
         stored.write_results(result)
         result["store"] = str(stored.path)
     return result

@@ -425,7 +425,7 @@ class GroupConsumer:
         """Each partition's fetcher is a history process of its own (``"200/t-4"``, named
         after the consumer's process when the fetcher started): the fetchers poll
         concurrently, and a history process does one operation at a time."""
-        return self._fetcher_names.setdefault(tp, f"{self.process}/{_key(tp)}")
+        return self._fetcher_names[tp]
 
     def _collect_fetcher(self, tp: tuple[str, int], fetcher: Consumer) -> None:
         """Move fetcher ``tp``'s new polls into the history, as its own process, with the
