@@ -11,7 +11,12 @@ spec (``Meta``)        implementation
                        ones, while a KIP-455 reassignment runs)
 ``adding/removing``    ``PartitionState.adding`` / ``.removing``
 ``elr``                ``PartitionState.elr`` (KIP-966; empty with ELR off)
+``shutting``           brokers the controller granted a controlled shutdown
+                       (``Controller.shutting_down``), kept until they register again
+                       with a new broker epoch (the spec's ``restart``); the controller
+                       itself forgets a broker once it stopped
 ``reassignments``      reassignments started so far (counted by the check)
+``shutdowns``          controlled shutdowns granted so far (counted by the check)
 =====================  ====================================================================
 
 A broker outside the assignment holds nothing, in the spec's eyes: the spec drops a
@@ -88,6 +93,10 @@ class RebalanceCheck:
         ]
         self.reassignments = 0
         self.completed = 0
+        self.shutdowns = 0
+        self.shutting: dict[int, int] = {}
+        """Brokers in the spec's ``shutting`` set -> the broker epoch they were granted
+        their controlled shutdown with."""
         self.prev = self.abstract(world, core)
 
     def abstract(self, world: World, core: State) -> RState:
@@ -98,7 +107,9 @@ class RebalanceCheck:
             adding=record.adding,
             removing=record.removing,
             elr=record.elr,
+            shutting=frozenset(b for b in self.shutting if b in record.replicas),
             reassignments=self.reassignments,
+            shutdowns=self.shutdowns,
         )
         assigned = frozenset(record.replicas)
         replicas = []
@@ -128,6 +139,7 @@ class RebalanceCheck:
         before = self.prev
         if not before.meta.ongoing and self._ongoing(world):
             self.reassignments += 1
+        self._track_shutdowns(world)
         now = self.abstract(world, core)
         self.prev = now
         broken = []
@@ -145,6 +157,20 @@ class RebalanceCheck:
             if not getattr(self.spec, decl.method)(now):
                 broken.append(f"{decl.name} after {described()!r}: {decl.doc}")
         return broken
+
+    def _track_shutdowns(self, world: World) -> None:
+        """A broker joins ``shutting`` when the controller grants its controlled shutdown,
+        and leaves it when it registers again with another broker epoch (it restarted)."""
+        controller = world.controller
+        granted = controller.shutting_down if controller is not None else {}
+        for broker, epoch in granted.items():
+            if broker not in self.shutting:
+                self.shutting[broker] = epoch
+                self.shutdowns += 1
+        for broker, epoch in list(self.shutting.items()):
+            registered = world.store.registrations.get(broker)
+            if registered is not None and registered != epoch:
+                del self.shutting[broker]
 
     def _ongoing(self, world: World) -> bool:
         return world.store.partitions[self.key].reassigning

@@ -42,13 +42,14 @@ from impl.abstraction import RefinementError, abstract, check_step, describe_sta
 from impl.controller import broker_node
 from impl.controller_abstraction import ControllerCheck
 from impl.coordination import STORE
-from impl.rebalance_abstraction import RebalanceCheck
+from impl.rebalance_abstraction import RebalanceCheck, rebalance_params
 from impl.refinement import RefinementCluster
 from impl.sim.clock import ms
 from impl.sim.network import Envelope, NetworkConfig
 from impl.sim.node import NodeState
 from impl.world import ClusterConfig
 from spec.framework import Step
+from spec.rebalance.data_plane import DataPlane
 from spec.replication import NONE, Replication, State
 
 __all__ = [
@@ -146,10 +147,14 @@ def refinement_config(
     min_isr: int = 2,
     brokers: int = 3,
     unclean: bool = False,
+    elr: bool = False,
     bugs: frozenset[str] = frozenset(),
 ) -> ClusterConfig:
+    """The cluster the refinement machine drives: one producer, no consumers, short
+    timers, a network that may reorder. ``elr`` turns KIP-966 on (see ``make_machine``)."""
     return ClusterConfig(
         bugs=bugs,
+        eligible_leader_replicas=elr,
         brokers=brokers,
         truncation=truncation,
         acks=acks,
@@ -195,8 +200,19 @@ def make_machine(
     replacement, cancellation or completion) or deletes a replica's copy (StopReplica) is
     checked by those properties and by every ``spec.replication`` invariant, but not matched
     to a ``spec.replication`` step: that spec has no assignment. ``always_on`` with
-    ``reassign`` adds the rule that starts, replaces and cancels reassignments."""
-    spec = Replication(spec_params(config))
+    ``reassign`` adds the rule that starts, replaces and cancels reassignments.
+
+    With KIP-966 on (``config.elr``), the data plane is matched against
+    ``spec.rebalance``'s (``DataPlane``: ``spec.replication`` with strict min ISR, where
+    the high watermark stands still while the ISR is below ``min.insync.replicas``), and an
+    event that changes the partition's ELR (a replica leaving the ISR below
+    ``min.insync.replicas``, the last ISR member leaving it, an election from the ELR, an
+    unclean restart) or empties the ISR is a metadata event like a reassignment's: checked
+    by the invariants and by ``spec.rebalance``'s properties, not matched to a
+    ``spec.replication`` step, which has no ELR."""
+    spec: Replication = (
+        DataPlane(rebalance_params(config)) if config.elr else Replication(spec_params(config))
+    )
     invariants = [d for d in spec.invariants() if d.name not in expect_violated]
     transitions = [d for d in spec.transition_properties() if d.name not in expect_violated]
     brokers = st.sampled_from(config.broker_ids)
@@ -240,6 +256,7 @@ def make_machine(
                 self.rebalance_check = RebalanceCheck(
                     self.cluster, self.prev, rebalance_expect_violated
                 )
+            if self.rebalance_check is not None or config.elr:
                 self.layout = self._layout()
             initial = next(iter(spec.init()))
             assert self.prev == initial, (
@@ -269,9 +286,12 @@ def make_machine(
             def described() -> str:
                 return what() if callable(what) else what
 
-            layout = self._layout() if self.rebalance_check is not None else ()
+            layout = self._layout() if self.rebalance_check is not None or config.elr else ()
             if layout != self.layout:
-                # The assignment changed or a copy was deleted: spec.rebalance's business.
+                # The assignment or the ELR changed, or a copy was deleted: spec.rebalance's
+                # business.
+                if layout[3:5] != self.layout[3:5]:
+                    STATS["elr_events"] += 1
                 self.layout = layout
                 STATS["assignment_events"] += 1
                 self.prev = now
@@ -319,7 +339,7 @@ def make_machine(
                     )
 
         def _layout(self) -> tuple[object, ...]:
-            """The partition's replica assignment and which brokers hold a copy."""
+            """The partition's replica assignment, its ELR, and which brokers hold a copy."""
             record = self.c.store.partitions[(config.topic, 0)]
             holders = tuple(
                 b
@@ -327,7 +347,10 @@ def make_machine(
                 if (broker := self.c.brokers.get(b)) is not None
                 and broker.replica(config.topic, 0) is not None
             )
-            return (record.replicas, record.adding, record.removing, holders)
+            # With KIP-966 an empty ISR is the ELR's business too (the last member left it,
+            # or registered after an unclean shutdown: ``handleBrokerUncleanShutdown``).
+            empty_isr = config.elr and not record.isr
+            return (record.replicas, record.adding, record.removing, record.elr, empty_isr, holders)
 
         def _check_rebalance(self, now: State, described: Callable[[], str]) -> None:
             """``spec.rebalance``'s properties on the abstraction of the cluster."""

@@ -8,10 +8,13 @@ new replicas joined the ISR (``drop_before_isr_join``) is caught by
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl.abstraction import abstract
+from impl.protocol import NO_LEADER
 from impl.rebalance_abstraction import RebalanceCheck, rebalance_params
 from impl.refinement import RefinementCluster
 from impl.refinement_machine import (
@@ -22,6 +25,9 @@ from impl.refinement_machine import (
     make_machine,
     refinement_config,
 )
+from impl.sim.clock import ms
+
+KEY = ("t", 0)
 
 CRASH_VIOLATIONS = frozenset({"StrongIsr", "WeakIsr", "NoAckedAllWriteLost", "NoAckedWriteLost"})
 """What ``spec.replication`` itself violates once power loss takes unflushed tails (the
@@ -63,3 +69,98 @@ def test_a_reassignment_that_completes_before_the_isr_join_is_caught():
             settings=machine_settings(1000, shrink=False),
         )
     assert REBALANCE_VIOLATIONS["ReassignmentKeepsMinIsr"] > 0, dict(REBALANCE_VIOLATIONS)
+
+
+# --- KIP-966 (ELR) and controlled shutdown -------------------------------------------------
+
+
+def elr_machine(bugs: frozenset[str] = frozenset()) -> type:
+    """KIP-966 on, with power loss, controlled shutdowns and reassignments: every
+    ``spec.replication`` invariant is checked too, none excused (with strict min ISR and
+    the ELR, one power loss no longer loses an acknowledged write)."""
+    config = refinement_config(elr=True, bugs=bugs)
+    return make_machine(
+        config,
+        always_on=frozenset({"crash", "controlled_shutdown", "reassign"}),
+        rebalance_expect_violated=frozenset(),
+        name="Elr" + "".join(sorted(bugs)),
+    )
+
+
+def test_with_elr_power_loss_shutdowns_and_reassignments_keep_every_property():
+    elr_events, shutdowns = STATS["elr_events"], STATS["controlled_shutdown_moved_leader"]
+    run_state_machine_as_test(elr_machine(), settings=machine_settings(300))
+    assert STATS["elr_events"] > elr_events, "the ELR never changed"
+    assert STATS["controlled_shutdown_moved_leader"] > shutdowns, "no shutdown moved a leader"
+
+
+def _last_replica_loses_power(bugs: frozenset[str]) -> Any:
+    """KIP-966's unclean-shutdown case, driven event by event: a write acknowledged on all
+    three replicas; b2 and b3 stop answering (the ISR shrinks to {1}, b3 joins the ELR);
+    b1 loses power with its log unflushed (the ISR empties, b1 joins the ELR), then
+    restarts with an empty log and registers again. Every event is checked."""
+    machine: Any = elr_machine(bugs)()
+    machine.start(seed=0, swarm=set(), bootstrap=True)
+    c = machine.c
+    machine.write_to_leader()
+    machine.replicate(2)
+    machine.settle()
+    assert machine.prev.acked, "the write was not acknowledged"
+
+    def ticks(nodes: tuple[str, ...]) -> None:
+        for _ in range(8):
+            c.advance(ms(100))
+            for node in nodes:
+                if c.tick(node):
+                    machine._after(f"tick {node}")
+            machine._settle()
+            if c.tick_controller():
+                machine._after("controller tick")
+            machine._settle()
+
+    for node in ("b2", "b3"):
+        c.pause(node)
+        machine._after(f"pause {node}")
+    ticks(("b1",))
+    assert c.store.partitions[KEY].isr == {1} and c.store.partitions[KEY].elr == {3}
+    c.crash("b1", torn={path: 0 for path, _ in c.unflushed_files(1)})
+    machine._after("b1 loses power")
+    ticks(())
+    assert c.store.partitions[KEY].elr == {1, 3} and not c.store.partitions[KEY].isr
+    c.restart("b1")
+    machine._after("restart b1")
+    ticks(("b1",))
+    return machine
+
+
+def test_a_broker_back_from_power_loss_leaves_the_elr_and_is_not_elected():
+    machine = _last_replica_loses_power(frozenset())
+    state = machine.c.store.partitions[KEY]
+    assert state.leader == NO_LEADER and state.elr == {3}, "offline until b3 returns"
+
+
+def test_the_refinement_catches_a_stale_elr_member_elected_after_power_loss():
+    with pytest.raises(InvariantViolation, match="NoAckedAllWriteLost"):
+        _last_replica_loses_power(frozenset({"stale_elr"}))
+
+
+def test_the_shutting_set_follows_a_controlled_shutdown_until_the_restart():
+    """``spec.rebalance``'s ``shutting``: from the controller's grant to the broker's
+    registration with a new broker epoch."""
+    machine: Any = elr_machine()()
+    machine.start(seed=0, swarm=set(), bootstrap=True)
+    machine.controlled_shutdown(1)
+    check = machine.rebalance_check
+    assert check.prev.meta.shutting == {1} and check.prev.meta.shutdowns == 1
+    assert machine.c.store.partitions[KEY].leader != 1
+    machine.c.restart("b1")
+    machine._after("restart b1")
+    for _ in range(5):
+        machine.tick_broker(1, ms(100))
+        machine._settle()
+    assert check.prev.meta.shutting == frozenset(), "b1 registered again"
+
+
+@pytest.mark.slow
+def test_with_elr_many_more_examples_keep_every_property():
+    run_state_machine_as_test(elr_machine(), settings=machine_settings(3000))
