@@ -30,20 +30,24 @@ REPLICATION_DEFAULTS = {
 """``kmodel check replication``'s defaults (its flags without a None default)."""
 
 
-def build_spec(name: str, bugs: tuple[str, ...] = ()) -> tuple[Spec, dict[str, Any]]:
-    """Spec ``name`` with its default flags and ``bugs``, and its parameters' JSON."""
+def build_spec(name: str, bugs: tuple[str, ...] = (), **given: Any) -> tuple[Spec, dict[str, Any]]:
+    """Spec ``name`` with its default flags but those ``given`` (click names) and ``bugs``,
+    and its parameters' JSON."""
     entry = CHECK_SPECS[name]
     flags: dict[str, Any] = dict.fromkeys(entry.flags)
     if name == "replication":
         flags.update(REPLICATION_DEFAULTS)
+    flags.update(given)
     with click.Context(click.Command("explore")):
         spec = entry.build(flags, bugs)
     return spec, entry.params_json(spec.p)  # type: ignore[attr-defined]
 
 
 @contextmanager
-def running_explorer(name: str, bugs: tuple[str, ...] = ()) -> Iterator[ExplorerServer]:
-    spec, params = build_spec(name, bugs)
+def running_explorer(
+    name: str, bugs: tuple[str, ...] = (), **given: Any
+) -> Iterator[ExplorerServer]:
+    spec, params = build_spec(name, bugs, **given)
     server = serve(Explorer(spec, params), port=0)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()

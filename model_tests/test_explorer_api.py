@@ -149,3 +149,15 @@ def test_explore_refuses_another_specs_flag_and_a_busy_port() -> None:
         done = CliRunner().invoke(main, ["explore", "controller", "--port", port, "--no-browser"])
     assert done.exit_code == 2
     assert "choose another --port" in done.output
+
+
+def test_a_liveness_counterexample_is_a_lasso_whose_cycle_returns_to_its_start() -> None:
+    """With no safety violation, the explorer looks for a liveness violation: the path is
+    the lasso's prefix then its cycle, which comes back to the state the cycle left."""
+    spec, params = build_spec("replication", ("follower_stops_fetching",))
+    explorer = Explorer(spec, params)
+    found = explorer.counterexample()
+    assert found.kind == "liveness"
+    assert found.cycle_starts_after is not None
+    trace = explorer.replay(found.init, found.path)
+    assert trace[found.cycle_starts_after].state == trace[-1].state
