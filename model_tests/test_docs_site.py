@@ -29,7 +29,8 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     pages = sorted(p.relative_to(ROOT / "docs") for p in (ROOT / "docs").rglob("*.md"))
     for page in pages:
-        html = tmp_path / "site" / page.with_suffix("") / "index.html"
+        folder = page.parent if page.stem == "index" else page.with_suffix("")
+        html = tmp_path / "site" / folder / "index.html"
         assert html.is_file(), f"{page} has no page on the site"
 
 

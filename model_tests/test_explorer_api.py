@@ -4,6 +4,9 @@ path, and ``kmodel check --trace-json`` files loaded as paths."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -161,3 +164,41 @@ def test_a_liveness_counterexample_is_a_lasso_whose_cycle_returns_to_its_start()
     assert found.cycle_starts_after is not None
     trace = explorer.replay(found.init, found.path)
     assert trace[found.cycle_starts_after].state == trace[-1].state
+
+
+_LABELS_OF_A_WALK = """
+import random, sys
+from model_tests.explorer_fixtures import build_spec
+from jepsen_py.explorer.paths import Explorer
+for name in ("group", "offsets", "controller"):
+    explorer = Explorer(*build_spec(name))
+    choices = random.Random(7)
+    path = []
+    for _ in range(20):
+        enabled = explorer.view(0, path)["enabled"]
+        print(name, "|".join(t["label"] for t in enabled))
+        if not enabled:
+            break
+        path.append(choices.randrange(len(enabled)))
+"""
+
+
+def test_a_shared_path_means_the_same_steps_in_another_process() -> None:
+    """A URL is replayed by another server: the order of the enabled steps must not depend
+    on the process (``PYTHONHASHSEED`` changes the iteration order of sets of strings)."""
+    root = Path(__file__).parent.parent
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _LABELS_OF_A_WALK],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+            timeout=120,
+        )
+        for seed in ("1", "2")
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout.count("\n") > 30
+    assert runs[0].stdout == runs[1].stdout
