@@ -105,7 +105,12 @@ def test_a_trace_file_of_kmodel_check_loads_as_the_same_path(tmp_path: Path) -> 
         _, found = get(server, "/api/counterexample")
         status, loaded = get(server, "/api/trace", trace_file.read_bytes())
     assert status == 200
-    assert loaded == {"init": found["init"], "path": found["path"], "violated": "OneLeaderPerEpoch"}
+    assert loaded == {
+        "init": found["init"],
+        "path": found["path"],
+        "violated": "OneLeaderPerEpoch",
+        "cycle_starts_after": None,
+    }
 
 
 def test_a_trace_file_of_other_parameters_or_not_a_trace_is_refused(tmp_path: Path) -> None:
@@ -202,3 +207,16 @@ def test_a_shared_path_means_the_same_steps_in_another_process() -> None:
         assert run.returncode == 0, run.stderr
     assert runs[0].stdout.count("\n") > 30
     assert runs[0].stdout == runs[1].stdout
+
+
+def test_a_liveness_trace_file_loads_as_the_same_lasso(tmp_path: Path) -> None:
+    trace_file = tmp_path / "lasso.json"
+    check = ["check", "replication", "--bug", "follower_stops_fetching", "--workers", "1"]
+    done = CliRunner().invoke(main, [*check, "--trace-json", str(trace_file)])
+    assert done.exit_code == 1, done.output
+    spec, params = build_spec("replication", ("follower_stops_fetching",))
+    explorer = Explorer(spec, params)
+    found = explorer.counterexample()
+    loaded = explorer.path_of_trace_file(orjson.loads(trace_file.read_bytes()))
+    assert (loaded.init, loaded.path, loaded.violated) == (found.init, found.path, found.property)
+    assert loaded.cycle_starts_after == found.cycle_starts_after

@@ -66,6 +66,17 @@ class Counterexample:
     cycle_starts_after: int | None = None
 
 
+@attrs.frozen
+class LoadedTrace:
+    """A trace file as a path: where it starts (``init``), the path, the property it says
+    it violates, and, for a liveness lasso, the steps before its cycle."""
+
+    init: int
+    path: tuple[int, ...]
+    violated: str | None
+    cycle_starts_after: int | None = None
+
+
 def _plain(value: Any) -> Any:
     """``value`` as JSON reads it back (tuples become lists, keys strings)."""
     return orjson.loads(orjson.dumps(value))
@@ -242,10 +253,11 @@ class Explorer:
             ),
         )
 
-    def path_of_trace_file(self, payload: Any) -> tuple[int, tuple[int, ...], Any]:
+    def path_of_trace_file(self, payload: Any) -> LoadedTrace:
         """The path of a trace file ``kmodel check --trace-json`` wrote (its parsed JSON):
-        each step's action, arguments and state JSON must match; also the property it
-        names. The file's parameters must be this explorer's."""
+        each step's action, arguments and state JSON must match. The file's parameters must
+        be this explorer's. A liveness lasso's ``cycle_starts_after`` counts the states of
+        its prefix; the path's counts steps, one fewer."""
         if not isinstance(payload, dict) or not isinstance(payload.get("trace"), list):
             raise PathError(
                 "not a trace file: expected the JSON object kmodel check --trace-json writes, "
@@ -282,7 +294,14 @@ class Explorer:
             )
 
         init, path = self.match(steps, same_init, same_step)
-        return init, path, payload.get("violated")
+        violated = payload.get("violated")
+        prefix_states = payload.get("cycle_starts_after")
+        return LoadedTrace(
+            init,
+            path,
+            violated if isinstance(violated, str) else None,
+            prefix_states - 1 if isinstance(prefix_states, int) and prefix_states > 0 else None,
+        )
 
     def counterexample(self) -> Counterexample:
         """The shortest violation of an invariant or transition property (breadth-first),

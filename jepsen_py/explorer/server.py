@@ -9,7 +9,8 @@ request names its state by path, so the server holds no session:
 - ``GET /api/state?init=I&path=i,j,k``: the state that path reaches (its cells, JSON,
   invariants), the path so far, and the enabled steps, each with the index to append;
 - ``GET /api/counterexample``: the model checker's shortest counterexample as a path;
-- ``POST /api/trace``: a trace file of ``kmodel check --trace-json`` as a path.
+- ``POST /api/trace``: a trace file of ``kmodel check --trace-json`` as a path (and the
+  property it violates, and where a liveness lasso's cycle starts).
 
 A bad path or trace is a 400 whose JSON ``error`` says what is wrong.
 """
@@ -136,11 +137,11 @@ class Handler(BaseHTTPRequestHandler):
                 payload = orjson.loads(body)
             except orjson.JSONDecodeError as err:
                 raise PathError(f"the trace file is not JSON: {err}") from None
-            init, path, violated = self.server.explorer.path_of_trace_file(payload)
+            loaded = self.server.explorer.path_of_trace_file(payload)
         except PathError as err:
             self.send_json({"error": str(err)}, HTTPStatus.BAD_REQUEST)
             return
-        self.send_json({"init": init, "path": list(path), "violated": violated})
+        self.send_json(attrs.asdict(loaded))
 
 
 def serve(explorer: Explorer, port: int = 0, host: str = "127.0.0.1") -> ExplorerServer:
