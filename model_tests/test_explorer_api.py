@@ -220,3 +220,16 @@ def test_a_liveness_trace_file_loads_as_the_same_lasso(tmp_path: Path) -> None:
     loaded = explorer.path_of_trace_file(orjson.loads(trace_file.read_bytes()))
     assert (loaded.init, loaded.path, loaded.violated) == (found.init, found.path, found.property)
     assert loaded.cycle_starts_after == found.cycle_starts_after
+
+
+def test_requests_in_parallel_get_the_answers_one_at_a_time_gives() -> None:
+    """The server answers in threads, sharing one successor cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [f"/api/state?path={a},{b}" for a in range(3) for b in range(3)] * 4
+    with running_explorer("controller") as server:
+        alone = {path: get(server, path) for path in paths}
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(lambda path: get(server, path), paths))
+    assert together == [alone[path] for path in paths]
+    assert all(status == 200 for status, _ in together)

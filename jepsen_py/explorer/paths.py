@@ -14,6 +14,7 @@ are matched back, step by step, to a path.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -105,20 +106,23 @@ class Explorer:
         self._successors: OrderedDict[Any, list[tuple[ActionDecl, tuple[Any, ...], Any]]] = (
             OrderedDict()
         )
+        self._cache_lock = threading.Lock()  # the server answers requests in threads
         self._counterexample: Counterexample | None = None
 
     # --- paths -----------------------------------------------------------------------------
 
     def successors(self, state: Any) -> list[tuple[ActionDecl, tuple[Any, ...], Any]]:
         """``spec.successors(state)`` as a list, remembered for the latest states."""
-        found = self._successors.get(state)
-        if found is None:
-            found = list(self.spec.successors(state))
+        with self._cache_lock:
+            found = self._successors.get(state)
+            if found is not None:
+                self._successors.move_to_end(state)
+                return found
+        found = list(self.spec.successors(state))
+        with self._cache_lock:
             self._successors[state] = found
             if len(self._successors) > CACHE_STATES:
                 self._successors.popitem(last=False)
-        else:
-            self._successors.move_to_end(state)
         return found
 
     def replay(self, init: int, path: Sequence[int]) -> list[TraceStep]:
