@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow verify lint format bench clean-venv java
+.PHONY: demo test test-slow verify lint format bench clean-venv java docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ verify: $(STAMP)
 	$(BIN)/kmodel prove replication
 	KMODEL_CROSSHAIR_BUDGET=$(CROSSHAIR_BUDGET) $(BIN)/pytest -q -m slow \
 	    model_tests/test_crosshair_contracts.py -k test_crosshair_with_the_full_budget
+
+# The docs site (mkdocs.yml), served with live reload at http://127.0.0.1:8000
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
 
 format: $(STAMP)
 	$(BIN)/ruff format .

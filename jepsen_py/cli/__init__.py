@@ -42,6 +42,12 @@ COMMANDS: dict[str, LazyCommand] = {
         "Run the main job: inject faults into a simulated Kafka cluster, verify the histories "
         "on Spark, model-check the replication spec, and summarise.",
     ),
+    "explore": LazyCommand(
+        "jepsen_py.cli.explore",
+        "explore",
+        "Explore SPEC in a local web page: its states, the enabled steps as buttons, back, jump "
+        "to a counterexample (--bug NAME), load a trace file, share a path as a URL.",
+    ),
     "prove": LazyCommand(
         "jepsen_py.cli.prove",
         "prove",
