@@ -94,6 +94,9 @@ class RebalanceCheck:
         self.reassignments = 0
         self.completed = 0
         self.shutdowns = 0
+        self.preferred_regained = 0
+        """Events after which the preferred replica leads again, another having led
+        (``spec.rebalance``'s "sometimes" ``PreferredLeaderRegains``)."""
         self.shutting: dict[int, int] = {}
         """Brokers in the spec's ``shutting`` set -> the broker epoch they were granted
         their controlled shutdown with."""
@@ -142,6 +145,9 @@ class RebalanceCheck:
         self._track_shutdowns(world)
         now = self.abstract(world, core)
         self.prev = now
+        leader = now.core.quorum.leader
+        if leader == now.meta.preferred and before.core.quorum.leader not in (NONE, leader):
+            self.preferred_regained += 1
         broken = []
         if (
             before.meta.ongoing

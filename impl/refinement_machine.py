@@ -356,7 +356,9 @@ def make_machine(
             """``spec.rebalance``'s properties on the abstraction of the cluster."""
             if self.rebalance_check is None:
                 return
+            regained = self.rebalance_check.preferred_regained
             broken = self.rebalance_check.check(self.c, now, described)
+            STATS["preferred_regained"] += self.rebalance_check.preferred_regained - regained
             if broken:
                 REBALANCE_VIOLATIONS.update(b.split(" ", 1)[0] for b in broken)
                 raise InvariantViolation("rebalance spec: " + "; ".join(broken))

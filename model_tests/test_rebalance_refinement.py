@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -164,3 +165,42 @@ def test_the_shutting_set_follows_a_controlled_shutdown_until_the_restart():
 @pytest.mark.slow
 def test_with_elr_many_more_examples_keep_every_property():
     run_state_machine_as_test(elr_machine(), settings=machine_settings(3000))
+
+
+def auto_rebalance_machine() -> type:
+    config = attrs.evolve(
+        refinement_config(), auto_leader_rebalance=True, leader_imbalance_check_interval_ns=ms(300)
+    )
+    return make_machine(
+        config,
+        expect_violated=CRASH_VIOLATIONS,
+        always_on=frozenset({"fail_leader"}),
+        disabled=frozenset({"preferred"}),
+        rebalance_expect_violated=frozenset(),
+        name="AutoRebalance",
+    )
+
+
+def test_the_auto_rebalance_moves_leadership_back_as_a_spec_step():
+    """``auto.leader.rebalance.enable`` with a 300 ms check interval, driven event by
+    event: the leader b1 fails and b2 takes over; b1 returns and rejoins the ISR; the
+    controller's periodic check finds b1 (the preferred replica) leading none of its
+    partitions and hands leadership back. Every event is a ``spec.replication`` step
+    (the election is ``controller_elect``) and ``spec.rebalance``'s properties hold."""
+    machine: Any = auto_rebalance_machine()()
+    machine.start(seed=0, swarm=set(), bootstrap=True)
+    machine.fail_leader(True)
+    assert machine.c.store.partitions[KEY].leader == 2
+    regained = STATS["preferred_regained"]
+    for _ in range(5):
+        machine.replicate(2)
+        for b in (1, 2, 3):
+            machine.tick_broker(b, ms(100))
+        machine.tick_controller(ms(100))
+        machine._settle()
+    assert machine.c.store.partitions[KEY].leader == 1
+    assert STATS["preferred_regained"] == regained + 1
+
+
+def test_with_the_auto_rebalance_failovers_keep_every_property():
+    run_state_machine_as_test(auto_rebalance_machine(), settings=machine_settings(100))
