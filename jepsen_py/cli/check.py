@@ -22,7 +22,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from jepsen_py.checker.spark import session
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
-from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, foreign_flags
+from jepsen_py.cli.specs import CHECK_SPECS, all_bugs, bug_help, check_bugs, refuse_foreign_flags
 from spec.controller import MODES
 from spec.explore import CheckResult, Stats, simulate
 from spec.explore import check as explore
@@ -414,20 +414,8 @@ def check_cmd(
     Each spec has its own flags (their help starts with the spec's name).
     """
     entry = CHECK_SPECS[spec_name]
-    context = click.get_current_context()
-    given = [
-        name
-        for name in spec_flags
-        if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
-    foreign = foreign_flags(spec_name, given)
-    if foreign:
-        flag, owner = foreign[0]
-        fail_input(
-            f"--{flag.replace('_', '-')} is a flag of spec {owner}, not of {spec_name}; "
-            f"see kmodel check --help"
-        )
     try:
+        refuse_foreign_flags(spec_name, spec_flags, "check")
         check_bugs(spec_name, bugs)
         spec = entry.build(spec_flags, bugs)
         live_names = {decl.name for decl in spec.applicable_liveness()}

@@ -19,7 +19,7 @@ import click
 
 from jepsen_py.cli.check import check_cmd
 from jepsen_py.cli.common import fail_input
-from jepsen_py.cli.specs import CHECK_SPECS, check_bugs, foreign_flags
+from jepsen_py.cli.specs import CHECK_SPECS, check_bugs, refuse_foreign_flags
 from jepsen_py.explorer.paths import COUNTEREXAMPLE_BUDGET, Explorer, PathError
 from jepsen_py.explorer.server import serve
 from spec.framework import SpecError
@@ -66,20 +66,8 @@ def explore_cmd(
     """Explore SPEC in a local web page: its states, the enabled steps as buttons, back, jump
     to a counterexample (--bug NAME), load a trace file, share a path as a URL."""
     entry = CHECK_SPECS[spec_name]
-    context = click.get_current_context()
-    given = [
-        name
-        for name in spec_flags
-        if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
-    foreign = foreign_flags(spec_name, given)
-    if foreign:
-        flag, owner = foreign[0]
-        fail_input(
-            f"--{flag.replace('_', '-')} is a flag of spec {owner}, not of {spec_name}; "
-            f"see kmodel explore --help"
-        )
     try:
+        refuse_foreign_flags(spec_name, spec_flags, "explore")
         check_bugs(spec_name, bugs)
         spec = entry.build(spec_flags, bugs)
         explorer = Explorer(

@@ -310,6 +310,24 @@ def foreign_flags(spec_name: str, given: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def refuse_foreign_flags(spec_name: str, spec_flags: Mapping[str, Any], command: str) -> None:
+    """``SpecError`` if a flag given on the command line of ``kmodel COMMAND`` belongs to
+    another spec than ``spec_name``."""
+    context = click.get_current_context()
+    given = [
+        name
+        for name in spec_flags
+        if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    foreign = foreign_flags(spec_name, given)
+    if foreign:
+        flag, owner = foreign[0]
+        raise SpecError(
+            f"--{flag.replace('_', '-')} is a flag of spec {owner}, not of {spec_name}; "
+            f"see kmodel {command} --help"
+        )
+
+
 def check_bugs(spec_name: str, bugs: tuple[str, ...]) -> None:
     """``SpecError`` if a ``--bug`` is another spec's."""
     known = CHECK_SPECS[spec_name].bugs
