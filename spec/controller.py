@@ -52,8 +52,6 @@ named after the mistake it makes.
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,7 +60,7 @@ import attrs
 from spec.framework import (
     Fair,
     Kind,
-    Spec,
+    SignatureSymmetry,
     SpecError,
     Step,
     action,
@@ -351,7 +349,7 @@ class Decision:
     new: PartitionState
 
 
-class Controller(Spec):
+class Controller(SignatureSymmetry):
     """The controller's election and fencing. See the module docstring."""
 
     name = "controller"
@@ -983,7 +981,7 @@ class Controller(Spec):
             s.expiries,
         )
 
-    def _signature(self, s: State, b: int) -> tuple[Any, ...]:
+    def symmetry_signature(self, s: State, b: int) -> tuple[Any, ...]:
         """What broker ``b`` looks like without naming any broker: invariant under renaming,
         so sorting by it puts any two states of one orbit in the same order."""
         broker = s.brokers[b - 1]
@@ -1010,50 +1008,6 @@ class Controller(Spec):
             ),
             tuple(sorted(epoch for epoch, w in s.writes if w == b)),
         )
-
-    def _candidate_perms(self, s: State) -> list[tuple[int, ...]]:
-        """The permutations that sort brokers by signature (several only on ties)."""
-        signed = sorted((self._signature(s, b), b) for b in self.ids)
-        groups: list[list[int]] = []
-        previous = None
-        for sig, b in signed:
-            if groups and sig == previous:
-                groups[-1].append(b)
-            else:
-                groups.append([b])
-            previous = sig
-        orders: list[list[int]] = [[]]
-        for group in groups:
-            if len(group) == 1:
-                for order in orders:
-                    order.append(group[0])
-                continue
-            orders = [order + list(p) for order in orders for p in itertools.permutations(group)]
-        perms = []
-        for order in orders:
-            perm = [0] * len(self.ids)
-            for position, old in enumerate(order):
-                perm[old - 1] = position + 1
-            perms.append(tuple(perm))
-        return perms
-
-    def canonical(self, s: State) -> State:
-        """The least signature-sorted image of ``s``: only the permutations that sort the
-        brokers by signature are tried; the set of sorted images is the same for every state
-        of an orbit, so its least member is a canonical form."""
-        perms = self._candidate_perms(s)
-        if len(perms) == 1:
-            perm = perms[0]
-            return s if perm == self.ids else self.permute(s, perm)
-        return min((self.permute(s, p) for p in perms), key=self.sort_key)
-
-    def orbit_size(self, s: State) -> int:
-        """n! over the number of renamings that fix ``s``; only renamings within groups of
-        equal signatures can fix it."""
-        perms = self._candidate_perms(s)
-        base = self.permute(s, perms[0])
-        fixing = sum(1 for p in perms if self.permute(s, p) == base)
-        return math.factorial(len(self.ids)) // fixing
 
     def sort_key(self, s: State) -> tuple[Any, ...]:
         return (

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -352,6 +353,62 @@ class Spec:
 
     def step_of(self, decl: ActionDecl, args: tuple[Any, ...]) -> Step:
         return Step(decl.name, tuple(zip(decl.params, args, strict=True)))
+
+
+class SignatureSymmetry(Spec):
+    """A symmetry whose canonical form is found fast: each id gets a signature
+    (``symmetry_signature``, a summary of the state that a renaming carries along with the
+    id), and only the renamings that sort the ids by signature are tried, several only where
+    signatures tie. The set of sorted images is the same for every state of an orbit, so its
+    least member (by ``sort_key``) is a canonical form."""
+
+    ids: tuple[int, ...]
+
+    def symmetry_signature(self, state: Any, i: int) -> Any:
+        """What the state says about id ``i``, in terms that do not name other ids."""
+        raise SpecError(f"{self.name} declares no symmetry signature")
+
+    def sorting_permutations(self, state: Any) -> list[tuple[int, ...]]:
+        """The permutations that sort the ids by signature (several only on ties)."""
+        signed = sorted((self.symmetry_signature(state, i), i) for i in self.ids)
+        groups: list[list[int]] = []
+        previous = None
+        for sig, i in signed:
+            if groups and sig == previous:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+            previous = sig
+        orders: list[list[int]] = [[]]
+        for group in groups:
+            if len(group) == 1:
+                for order in orders:
+                    order.append(group[0])
+                continue
+            orders = [order + list(p) for order in orders for p in itertools.permutations(group)]
+        perms = []
+        for order in orders:
+            perm = [0] * len(self.ids)
+            for position, old in enumerate(order):
+                perm[old - 1] = position + 1
+            perms.append(tuple(perm))
+        return perms
+
+    def canonical(self, state: Any) -> Any:
+        """The least signature-sorted image of ``state``."""
+        perms = self.sorting_permutations(state)
+        if len(perms) == 1:
+            perm = perms[0]
+            return state if perm == tuple(self.ids) else self.permute(state, perm)
+        return min((self.permute(state, p) for p in perms), key=self.sort_key)
+
+    def orbit_size(self, state: Any) -> int:
+        """n! over the number of renamings that fix ``state``; only renamings within groups
+        of equal signatures can fix it."""
+        perms = self.sorting_permutations(state)
+        base = self.permute(state, perms[0])
+        fixing = sum(1 for p in perms if self.permute(state, p) == base)
+        return math.factorial(len(self.ids)) // fixing
 
 
 def all_permutations(ids: Sequence[int]) -> list[tuple[int, ...]]:

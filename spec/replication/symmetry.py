@@ -9,16 +9,14 @@ themselves invariant under renaming.
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any
 
-from spec.framework import all_permutations
+from spec.framework import SignatureSymmetry, all_permutations
 from spec.replication.core import ReplicationCore
 from spec.replication.state import NONE, Pending, Quorum, Replica, State
 
 
-class ReplicaSymmetry(ReplicationCore):
+class ReplicaSymmetry(SignatureSymmetry, ReplicationCore):
     """Renaming replicas, and a canonical form per orbit."""
 
     def symmetry_permutations(self) -> list[tuple[int, ...]]:
@@ -64,7 +62,7 @@ class ReplicaSymmetry(ReplicationCore):
             frozenset(Pending(m(w.leader), w.offset, w.id) for w in s.pending),
         )
 
-    def _signature(self, s: State, r: int) -> tuple[Any, ...]:
+    def symmetry_signature(self, s: State, r: int) -> tuple[Any, ...]:
         """What replica ``r`` looks like without naming any replica: invariant under
         renaming, so sorting by it puts any two states of one orbit in the same order."""
         rep = s.rep(r)
@@ -85,50 +83,6 @@ class ReplicaSymmetry(ReplicationCore):
             sum(1 for w in s.pending if w.leader == r),
             tuple(sorted(rep.remote)),
         )
-
-    def _candidate_perms(self, s: State) -> list[tuple[int, ...]]:
-        """The permutations that sort replicas by signature (several only on ties)."""
-        signed = sorted((self._signature(s, r), r) for r in self.ids)
-        groups: list[list[int]] = []
-        previous = None
-        for sig, r in signed:
-            if groups and sig == previous:
-                groups[-1].append(r)
-            else:
-                groups.append([r])
-            previous = sig
-        orders: list[list[int]] = [[]]
-        for group in groups:
-            if len(group) == 1:
-                for order in orders:
-                    order.append(group[0])
-                continue
-            orders = [order + list(p) for order in orders for p in itertools.permutations(group)]
-        perms = []
-        for order in orders:
-            perm = [0] * len(self.ids)
-            for position, old in enumerate(order):
-                perm[old - 1] = position + 1
-            perms.append(tuple(perm))
-        return perms
-
-    def canonical(self, s: State) -> State:
-        """The least signature-sorted image of ``s``. Only the permutations that sort the
-        replicas by signature are tried: the set of sorted images is the same for every
-        state of an orbit, so its least member is a canonical form."""
-        perms = self._candidate_perms(s)
-        if len(perms) == 1:
-            perm = perms[0]
-            return s if perm == self.ids else self.permute(s, perm)
-        return min((self.permute(s, p) for p in perms), key=self.sort_key)
-
-    def orbit_size(self, s: State) -> int:
-        """n! over the number of renamings that fix ``s``; only renamings within groups of
-        equal signatures can fix it."""
-        perms = self._candidate_perms(s)
-        base = self.permute(s, perms[0])
-        fixing = sum(1 for p in perms if self.permute(s, p) == base)
-        return math.factorial(len(self.ids)) // fixing
 
     def sort_key(self, s: State) -> tuple[Any, ...]:
         return (
