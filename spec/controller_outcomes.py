@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import attrs
 
+from spec.check_command import check_command, dashed
 from spec.controller import Params
 
 
@@ -32,23 +33,15 @@ class ControllerOutcome:
 
     def command(self) -> str:
         """The ``kmodel check`` command line that reproduces this outcome."""
-        p = self.params
-        default = Params()
-        parts = ["kmodel check controller"]
-        if p.mode != default.mode:
-            parts.append(f"--mode {p.mode}")
-        for flag in (
+        flags = dashed(
+            "mode",
             "brokers",
             "partitions",
             "max_controller_epoch",
             "max_leader_epoch",
             "max_expiries",
-        ):
-            if getattr(p, flag) != getattr(default, flag):
-                parts.append(f"--{flag.replace('_', '-')} {getattr(p, flag)}")
-        parts += [f"--bug {bug}" for bug in sorted(p.bugs)]
-        parts += [f"--invariant {name}" for name in self.invariants]
-        return " ".join(parts)
+        )
+        return check_command("controller", self.params, Params(), flags, self.invariants)
 
 
 def _bug(name: str, **kwargs: object) -> Params:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import attrs
 
+from spec.check_command import check_command, dashed
 from spec.group.params import Params
 
 
@@ -33,25 +34,14 @@ class GroupOutcome:
 
     def command(self) -> str:
         """The ``kmodel check`` command line that reproduces this outcome."""
-        p = self.params
-        default = Params()
-        parts = ["kmodel check group"]
         flags = (
-            ("protocol", "protocol"),
-            ("members", "members"),
+            *dashed("protocol", "members"),
             ("partitions", "topic-partitions"),
             ("max_generation", "max-generation"),
             ("max_expiries", "max-member-expiries"),
-            ("max_timeouts", "max-timeouts"),
-            ("max_failovers", "max-failovers"),
-            ("network", "network"),
+            *dashed("max_timeouts", "max_failovers", "network"),
         )
-        for field, flag in flags:
-            if getattr(p, field) is not None and getattr(p, field) != getattr(default, field):
-                parts.append(f"--{flag} {getattr(p, field)}")
-        parts += [f"--bug {bug}" for bug in sorted(p.bugs)]
-        parts += [f"--invariant {name}" for name in self.invariants]
-        return " ".join(parts)
+        return check_command("group", self.params, Params(), flags, self.invariants)
 
 
 def _bug(name: str, **kwargs: object) -> Params:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import attrs
 
+from spec.check_command import check_command, dashed
 from spec.offsets.params import Params
 
 
@@ -39,25 +40,14 @@ class OffsetsOutcome:
 
     def command(self) -> str:
         """The ``kmodel check`` command line that reproduces this outcome."""
-        p = self.params
-        default = Params()
-        parts = ["kmodel check offsets"]
         flags = (
             ("commit", "commit"),
             ("reset", "offset-reset"),
-            ("members", "members"),
-            ("records", "records"),
-            ("max_generation", "max-generation"),
+            *dashed("members", "records", "max_generation"),
             ("max_expiries", "max-member-expiries"),
-            ("max_crashes", "max-crashes"),
-            ("max_failovers", "max-failovers"),
+            *dashed("max_crashes", "max_failovers"),
         )
-        for field, flag in flags:
-            if getattr(p, field) != getattr(default, field):
-                parts.append(f"--{flag} {getattr(p, field)}")
-        parts += [f"--bug {bug}" for bug in sorted(p.bugs)]
-        parts += [f"--invariant {name}" for name in self.invariants]
-        return " ".join(parts)
+        return check_command("offsets", self.params, Params(), flags, self.invariants)
 
 
 def _bug(name: str, **kwargs: object) -> Params:

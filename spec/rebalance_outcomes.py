@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from spec.check_command import check_command, dashed
 from spec.rebalance.params import Params
 
 FLAGS = (
@@ -53,16 +54,15 @@ class RebalanceOutcome:
     def command(self) -> str:
         """The ``kmodel check`` command line that reproduces this outcome."""
         p = self.params
-        default = Params.of(p.mechanism)
-        parts = ["kmodel check rebalance", f"--mechanism {p.mechanism}"]
-        for flag in FLAGS:
-            if getattr(p, flag) != getattr(default, flag):
-                parts.append(f"--{flag.replace('_', '-')} {getattr(p, flag)}")
-        if not p.auto_rebalance:
-            parts.append("--no-auto-rebalance")
-        parts += [f"--bug {bug}" for bug in sorted(p.bugs)]
-        parts += [f"--invariant {name}" for name in self.invariants]
-        return " ".join(parts)
+        return check_command(
+            "rebalance",
+            p,
+            Params.of(p.mechanism),
+            dashed(*FLAGS),
+            self.invariants,
+            lead=(f"--mechanism {p.mechanism}",),
+            switches=() if p.auto_rebalance else ("--no-auto-rebalance",),
+        )
 
 
 def _of(mechanism: str, *bugs: str, **kwargs: Any) -> Params:
