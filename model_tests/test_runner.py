@@ -33,6 +33,7 @@ from jepsen_py.runner import (
     RunOutcome,
     TestConfig,
     check_history,
+    format_duration,
     history_file_hash,
     parse_duration,
     reproduce_command,
@@ -372,6 +373,8 @@ def test_unfinished_final_reads_make_the_verdict_unknown_not_valid() -> None:
 def test_durations_and_the_reproduce_command() -> None:
     assert parse_duration("60s") == 60 * SECOND and parse_duration("250ms") == 250_000_000
     assert parse_duration("2m") == 120 * SECOND and parse_duration("1.5") == 1_500_000_000
+    for ns in (7_205_322_585, 60 * SECOND, 1_500_000):  # what format_duration writes, reads back
+        assert parse_duration(format_duration(ns)) == ns
     command = reproduce_command(TestConfig(unclean=True), 42)
     assert (
         command.startswith("kmodel test ")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from jepsen_py.cli.common import emit_json, fail_input, verdict_exit_code
-from jepsen_py.runner.config import format_duration
+from jepsen_py.generator import SECOND
 from jepsen_py.shrink import ShrinkError, shrink
 
 
@@ -55,12 +55,15 @@ def shrink_cmd(
         raise SystemExit(verdict_exit_code(result.outcome.verdict))
     b, a = result.before, result.after
     click.echo(f"shrunk {result.original} keeping {result.target} (seed {result.seed})")
-    click.echo(f"  history ops: {b.history_ops} -> {a.history_ops} ({result.factor:.1f}x smaller)")
+    change = (
+        f"{result.factor:.1f}x smaller"
+        if a.history_ops <= b.history_ops
+        else f"{a.history_ops / max(1, b.history_ops):.1f}x larger: fewer faults, more ops"
+    )
+    click.echo(f"  history ops: {b.history_ops} -> {a.history_ops} ({change})")
     click.echo(f"  client ops:  {b.client_ops} -> {a.client_ops}")
     click.echo(f"  faults:      {b.faults} -> {a.faults}")
-    click.echo(
-        f"  time limit:  {format_duration(b.time_limit_ns)} -> {format_duration(a.time_limit_ns)}"
-    )
+    click.echo(f"  time limit:  {b.time_limit_ns / SECOND:g} s -> {a.time_limit_ns / SECOND:.3f} s")
     click.echo(f"  clients:     {b.concurrency} -> {a.concurrency}")
     click.echo(f"  {result.runs} runs in {result.seconds:.1f} s")
     for step in result.config.schedule or ():

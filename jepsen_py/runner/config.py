@@ -350,15 +350,19 @@ def format_duration(ns: int) -> str:
 
 
 def parse_duration(text: str) -> int:
-    """``60s``, ``500ms``, ``2m``, ``1.5s`` or a bare number of seconds, as nanoseconds."""
+    """``60s``, ``500ms``, ``2m``, ``1.5s``, ``7205322585ns`` (what ``format_duration``
+    writes for a time no coarser unit states exactly) or a bare number of seconds, as
+    nanoseconds."""
     raw = text.strip().lower()
-    units = (("ms", MILLISECOND), ("m", 60 * SECOND), ("s", SECOND))
+    units = (("ns", 1), ("ms", MILLISECOND), ("m", 60 * SECOND), ("s", SECOND))
     suffix, unit = next(((s, u) for s, u in units if raw.endswith(s)), ("", SECOND))
     number = raw[: len(raw) - len(suffix)]
     try:
         value = float(number)
     except ValueError:
-        raise ConfigError(f"{text!r} is not a duration: use e.g. 60s, 500ms, 2m") from None
+        raise ConfigError(
+            f"{text!r} is not a duration: use e.g. 60s, 500ms, 2m, 1500000ns"
+        ) from None
     if value < 0:
         raise ConfigError(f"{text!r}: a duration is >= 0")
     return round(value * unit)
