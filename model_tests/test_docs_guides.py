@@ -1,4 +1,4 @@
-"""The guides (``docs/guides/``) show real commands (issue 13).
+"""The guides (``docs/guides/``) and the README's tour show real commands (issue 13).
 
 Every ``kmodel ...`` line in a guide's code blocks must parse with today's flags: click's own
 parser builds the command's context in-process, so a renamed flag, a removed choice or a
@@ -37,6 +37,10 @@ REQUIRED = (
     "spark-cluster.md",
     "extending.md",
 )
+
+README = ROOT / "README.md"
+PAGES = (*(GUIDES / name for name in REQUIRED), README)
+"""Every page whose commands are checked."""
 
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)(?P<info>.*)$")
 TITLE = re.compile(r'title="(?P<name>[^"]+)"')
@@ -86,13 +90,11 @@ def joined(lines: list[str]) -> Iterator[tuple[int, str]]:
 
 def kmodel_argv(line: str) -> list[str] | None:
     """The arguments after ``kmodel`` of a command line, or None for another line."""
-    # A shell comment starts at a word: ``#`` inside one (``env.tar.gz#env``) is not one.
-    words = shlex.split(re.sub(r"(^|\s)#.*$", "", line.removeprefix("$ ")))
-    if words and words[0].endswith("bin/kmodel"):
-        words[0] = "kmodel"
-    if not words or words[0] != "kmodel":
+    line = line.removeprefix("$ ")
+    if not re.match(r"(\S*bin/)?kmodel(\s|$)", line):
         return None
-    return words[1:]
+    # A shell comment starts at a word: ``#`` inside one (``env.tar.gz#env``) is not one.
+    return shlex.split(re.sub(r"(^|\s)#.*$", "", line))[1:]
 
 
 def commands(page: Path) -> list[tuple[int, list[str]]]:
@@ -153,15 +155,15 @@ def test_the_guides_are_in_the_nav() -> None:
     assert sorted(p.name for p in GUIDES.glob("*.md")) == sorted(REQUIRED)
 
 
-@pytest.mark.parametrize("guide", REQUIRED)
-def test_every_kmodel_command_of_a_guide_parses(guide: str) -> None:
-    found = commands(GUIDES / guide)
-    assert found, f"{guide} shows no kmodel command"
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_kmodel_command_of_a_page_parses(page: Path) -> None:
+    found = commands(page)
+    assert found, f"{page.name} shows no kmodel command"
     for line, argv in found:
         try:
             parse(argv)
         except click.ClickException as error:
-            pytest.fail(f"{guide}:{line}: kmodel {shlex.join(argv)}: {error.format_message()}")
+            pytest.fail(f"{page.name}:{line}: kmodel {shlex.join(argv)}: {error.format_message()}")
 
 
 def test_a_renamed_flag_or_value_fails_the_parse() -> None:
@@ -191,15 +193,19 @@ def test_masking_keeps_what_is_deterministic() -> None:
 
 
 @pytest.mark.parametrize(
-    "guide",
-    [g for g in REQUIRED if any(b.lang == "console" for b in blocks((GUIDES / g).read_text()))],
+    "page",
+    [p for p in PAGES if any(b.lang == "console" for b in blocks(p.read_text()))],
+    ids=lambda p: p.name,
 )
-def test_the_console_sessions_of_a_guide_print_what_it_shows(
-    guide: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_console_sessions_of_a_page_print_what_it_shows(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Run in a scratch directory, where ``model_tests/`` (the corpora) is linked."""
+    (tmp_path / "model_tests").symlink_to(ROOT / "model_tests")
     monkeypatch.chdir(tmp_path)
+    guide = page.name
     ran = 0
-    for block in blocks((GUIDES / guide).read_text()):
+    for block in blocks(page.read_text()):
         if block.title is not None:
             (tmp_path / block.title).write_text("\n".join(block.lines) + "\n")
             continue
