@@ -9,7 +9,7 @@ import pytest
 import spec.replication
 from model_tests.scenario_files import assert_matches_file
 from spec.framework import SpecError
-from spec.reference import docstring_markdown, field_docs, kafka_refs, render_reference
+from spec.reference import cited, docstring_markdown, field_docs, kafka_refs, render_reference
 from spec.replication import Params, Pending, Quorum, Replica, Replication, State, Write
 
 DOCS = Path(__file__).parent.parent / "docs"
@@ -224,6 +224,9 @@ def test_kafka_refs_finds_configs_and_kips_and_skips_project_names() -> None:
         "`acks`, `replica.lag.time.max.ms`, `unclean.leader.election.enable`, KIP-320, KIP-101"
     )
     assert kafka_refs("A leader is in its own ISR.") == "-"
+    assert cited(["KIP-320, ``flush.ms``", "KIP-101 and acks=1", "none here"]) == (
+        "`acks`, `flush.ms`, KIP-101, KIP-320"
+    )
 
 
 def test_the_reference_cites_the_configs_and_kips_of_the_actions() -> None:

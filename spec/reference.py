@@ -51,6 +51,19 @@ def kafka_refs(doc: str) -> str:
     return ", ".join([f"`{c}`" for c in configs] + kips) or "-"
 
 
+def cited(docs: Sequence[str]) -> str:
+    """Every Kafka config (alphabetically) and KIP (by number) the docstrings cite."""
+    configs: set[str] = set()
+    kips: set[int] = set()
+    for doc in docs:
+        for ref in kafka_refs(doc).split(", "):
+            if ref.startswith("KIP-"):
+                kips.add(int(ref.removeprefix("KIP-")))
+            elif ref != "-":
+                configs.add(ref)
+    return ", ".join([*sorted(configs), *(f"KIP-{n}" for n in sorted(kips))]) or "none"
+
+
 def docstring_markdown(doc: str) -> str:
     """A docstring as markdown: reST definition lists (a term line, then its text indented)
     become bullets with the term in bold; everything else is already markdown."""
@@ -130,6 +143,16 @@ def render_reference(
     modules), the ``state`` records field by field, then for each action and property its
     doc, the Kafka configs and KIPs its docstring cites, and the configurations using it."""
     out = [f"# {title}", "", intro.strip(), ""]
+    first = configurations[0][1]
+    docs = [
+        _full_doc(spec, decl.method) for _, spec in configurations for decl in type(spec)._actions
+    ]
+    docs += [
+        _full_doc(first, d.method)
+        for d in (*first.invariants(), *first.transition_properties(), *type(first)._sometimes)
+    ]
+    docs += [_full_doc(first, d.method) for d in type(first)._liveness]
+    out += [f"Kafka configs and KIPs the actions and properties below cite: {cited(docs)}.", ""]
     if mechanism:
         out += ["## The mechanism in plain words", ""]
         for module in mechanism:
@@ -150,7 +173,6 @@ def render_reference(
     out += ["## Configurations", "", "Configurations compared below:", ""]
     out += [f"- **{name}**" for name in names]
     out.append("")
-    first = configurations[0][1]
     every_action = []
     seen: set[str] = set()
     owner: dict[str, Spec] = {}
