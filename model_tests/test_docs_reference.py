@@ -265,3 +265,15 @@ def test_a_state_field_without_a_docstring_is_refused() -> None:
     with pytest.raises(SpecError, match=r"Half.bare has no docstring"):
         field_docs(Half)
     assert field_docs(Quorum)[0][:2] == ("epoch", "int")
+
+    @attrs.frozen
+    class Unions:
+        maybe: int | None
+        """Optional."""
+        either: tuple[int | str, ...]
+        """A union inside."""
+
+    assert [kind for _, kind, _ in field_docs(Unions)] == [
+        "Optional[int]",
+        "tuple[Union[int, str], ...]",
+    ]

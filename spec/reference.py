@@ -90,6 +90,19 @@ def docstring_markdown(doc: str) -> str:
     return "\n".join(out).strip()
 
 
+class _NoPipes(ast.NodeTransformer):
+    """``X | None`` as ``Optional[X]`` and ``X | Y`` as ``Union[X, Y]``: a markdown table
+    cell cannot hold a ``|`` inside code."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        if not isinstance(node.op, ast.BitOr):
+            return self.generic_visit(node)
+        left, right = self.visit(node.left), self.visit(node.right)
+        if isinstance(right, ast.Constant) and right.value is None:
+            return ast.Subscript(ast.Name("Optional"), left)
+        return ast.Subscript(ast.Name("Union"), ast.Tuple([left, right]))
+
+
 def field_docs(cls: type) -> list[tuple[str, str, str]]:
     """``(field, type, docstring)`` for each field of an attrs class, read from its source
     (the string under a field is its documentation). ``SpecError`` for a field without
@@ -107,7 +120,7 @@ def field_docs(cls: type) -> list[tuple[str, str, str]]:
             and isinstance(after.value.value, str)
         ):
             doc = " ".join(after.value.value.split())
-        found[here.target.id] = (ast.unparse(here.annotation), doc)
+        found[here.target.id] = (ast.unparse(_NoPipes().visit(here.annotation)), doc)
     rows = []
     for field in attrs.fields(cls):
         annotation, doc = found[field.name]
