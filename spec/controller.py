@@ -1,16 +1,16 @@
 """Kafka's controller as an executable state machine: election through the coordination
 store, controller epochs, and the fencing of a zombie controller.
 
-One broker of the cluster is the *controller*: it decides partition leadership and ISR
-changes, records them in the coordination store and tells the brokers. In ZooKeeper-era
-Kafka (``KafkaController``), the first broker to create the ephemeral ``/controller`` znode
-wins, and in the same atomic multi-op it increments the persistent ``/controller_epoch``
-("first start 1, +1 on every re-election"). Ephemeral znodes live as long as their owner's
-session: when a broker is paused (a long GC) or cut off from ZooKeeper, its session expires,
-``/controller`` and ``/brokers/ids/N`` disappear, and another broker is elected. The old
-controller is not told. When it resumes it still believes it is the controller -- a *zombie*,
-and with the new controller a brain split (脑裂) -- and may keep acting on its stale view
-until it learns otherwise. Two fences make that harmless:
+In plain words. One broker of the cluster is the *controller*: it decides partition
+leadership and ISR changes, records them in the coordination store and tells the brokers. In
+ZooKeeper-era Kafka (``KafkaController``), the first broker to create the ephemeral
+``/controller`` znode wins, and in the same atomic multi-op it increments the persistent
+``/controller_epoch`` ("first start 1, +1 on every re-election"). Ephemeral znodes live as
+long as their owner's session: when a broker is paused (a long GC) or cut off from
+ZooKeeper, its session expires, ``/controller`` and ``/brokers/ids/N`` disappear, and
+another broker is elected. The old controller is not told. When it resumes it still believes
+it is the controller -- a *zombie*, and with the new controller a brain split (脑裂) -- and
+may keep acting on its stale view until it learns otherwise. Two fences make that harmless:
 
 - brokers keep the highest controller epoch they have applied and reject LeaderAndIsr,
   StopReplica and UpdateMetadata requests from an older one (STALE_CONTROLLER_EPOCH);
@@ -177,8 +177,11 @@ class PartitionState:
     and isr) and as a controller context caches it."""
 
     leader: int
+    """The partition's leader, NONE when it has none."""
     leader_epoch: int
+    """The partition's leader epoch, bumped by every leader change (NIL: never elected)."""
     isr: frozenset[int]
+    """The partition's in-sync replicas."""
 
     def describe(self) -> str:
         leader = "-" if self.leader == NONE else str(self.leader)
@@ -204,6 +207,7 @@ class Store:
     every election sets it once, so the version moves with the epoch; the writes check the
     version, as Kafka's do."""
     partitions: tuple[PartitionState, ...]
+    """Each partition's state znode ``/brokers/topics/T/partitions/P/state``, by index."""
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -221,14 +225,20 @@ class LocalReplica:
     (itself: it acts as leader; NONE: it was stopped, or the partition has no leader)."""
 
     leader_epoch: int
+    """The leader epoch of the last LeaderAndIsr (or StopReplica) it applied."""
     leader: int
+    """The leader that request named: itself, another broker, or NONE."""
 
 
 @attrs.frozen(slots=True, cache_hash=True)
 class Broker:
+    """One broker: its replica manager's view, and its controller's while it believes it is
+    the controller."""
+
     controller_epoch: int
     """``ReplicaManager.controllerEpoch``: the controller epoch of the last request applied."""
     replicas: tuple[LocalReplica, ...]
+    """``replicas[p]``: what it last applied for partition ``p``."""
     active_epoch: int = NO_EPOCH
     """``KafkaController.epoch`` while this broker believes it is the controller; NO_EPOCH
     when it does not."""
@@ -262,11 +272,17 @@ class Request:
     """
 
     kind: str
+    """LeaderAndIsr, UpdateMetadata or StopReplica."""
     controller_epoch: int
+    """The sending controller's epoch: what brokers fence a zombie controller by."""
     partition: int = NONE
+    """The partition (LeaderAndIsr, StopReplica)."""
     leader: int = NONE
+    """The leader it names (LeaderAndIsr)."""
     leader_epoch: int = NIL
+    """The partition's leader epoch it carries (LeaderAndIsr, StopReplica)."""
     broker: int = NONE
+    """The broker a StopReplica is addressed to."""
 
     def describe(self) -> str:
         if self.kind == UPDATE_METADATA:
@@ -292,10 +308,16 @@ class Request:
 
 @attrs.frozen(slots=True, cache_hash=True)
 class State:
+    """The cluster: the coordination store, every broker, and every request a controller
+    sent."""
+
     store: Store
+    """The coordination store (ZooKeeper, or KRaft's committed metadata log)."""
     brokers: tuple[Broker, ...]
     """``brokers[i]`` is broker ``i + 1``."""
     requests: frozenset[Request]
+    """Every request a controller ever sent; any may be delivered at any time, again or
+    never."""
     writes: frozenset[tuple[int, int]]
     """Ghost: (``/controller_epoch`` when the write landed, writer) per successful write."""
     expiries: int = 0

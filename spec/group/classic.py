@@ -132,12 +132,19 @@ class Request:
     OffsetCommit the partitions whose offsets it commits."""
 
     kind: str
+    """SyncGroup or OffsetCommit."""
     slot: int
+    """The consumer that sent it."""
     member_id: MemberId
+    """The member id it carries."""
     generation: int
+    """The generation id it carries: what the coordinator fences stale requests by."""
     coordinator: int
+    """The coordinator it was sent to (a stale one answers NOT_COORDINATOR)."""
     assignment: Assignment = ()
+    """A leader's SyncGroup: the assignment it computed."""
     partitions: frozenset[int] = frozenset()
+    """An OffsetCommit: the partitions whose offsets it commits."""
 
     def describe(self) -> str:
         who = f"{show_id(self.member_id)} g{self.generation} c{self.coordinator}"
@@ -163,12 +170,14 @@ class MemberMeta:
     """The coordinator's record of a member (``MemberMetadata``)."""
 
     member_id: MemberId
+    """Its member id."""
     joined: bool = False
     """Its JoinGroup of the current join phase is parked (``awaitingJoinCallback``)."""
     owned: frozenset[int] = frozenset()
     """The partitions its JoinGroup said it owns (KIP-429's subscription ``ownedPartitions``;
     always empty under the eager protocol)."""
     assignment: frozenset[int] = frozenset()
+    """The partitions the leader's assignment gave it in this generation."""
     sync_parked: bool = False
     """Its SyncGroup is parked until the leader's arrives (``awaitingSyncCallback``)."""
 
@@ -182,8 +191,11 @@ class Group:
     """The group as its coordinator holds it (``GroupMetadata``)."""
 
     state: str
+    """Empty, PreparingRebalance, CompletingRebalance, Stable or Dead."""
     generation: int
+    """The generation id, bumped when a join phase completes."""
     leader: MemberId
+    """The member chosen to compute the assignment in this generation."""
     members: tuple[MemberMeta, ...]
     """Sorted by member id."""
     coordinator: int
@@ -208,7 +220,9 @@ class Stored:
     .storeGroup``): written with the leader's assignment, and when the group empties."""
 
     generation: int
+    """The generation id it was written in."""
     leader: MemberId
+    """That generation's leader."""
     members: tuple[MemberMeta, ...]
     """Each member with its subscription (cooperatively: the partitions it reported owned)
     and its assignment."""
@@ -225,8 +239,11 @@ class Member:
     """A consumer's view of its membership (``AbstractCoordinator`` / ``ConsumerCoordinator``)."""
 
     state: str = UNJOINED
+    """unjoined, joining, awaiting-sync or stable."""
     member_id: MemberId = NOBODY
+    """The member id it was given (NOBODY before its first JoinGroup response)."""
     generation: int = NO_GENERATION
+    """The generation id it believes current, sent with every request."""
     owned: frozenset[int] = frozenset()
     """The partitions it believes it owns and reads (``SubscriptionState``'s assignment)."""
     plan: Assignment = ()
@@ -237,11 +254,17 @@ class Member:
 
 @attrs.frozen(slots=True, cache_hash=True)
 class State:
+    """One group: the coordinator's view, what ``__consumer_offsets`` stores, every
+    consumer's view, and the requests in the network."""
+
     group: Group
+    """The group as the current coordinator holds it in memory."""
     stored: Stored
+    """The group's last metadata record in ``__consumer_offsets``."""
     members: tuple[Member, ...]
     """``members[i]`` is consumer ``i + 1``."""
     inflight: frozenset[Request]
+    """SyncGroup and OffsetCommit requests sent and not yet handled."""
     offsets: tuple[int, ...]
     """Per partition: the generation of the last accepted OffsetCommit (0: none). The
     offsets themselves are the offsets spec's business; what matters here is who may
@@ -249,8 +272,11 @@ class State:
     ids_issued: tuple[int, ...]
     """Per consumer: member ids handed out so far."""
     expiries: int = 0
+    """Members expired so far (the fault budget ``Params.max_expiries``)."""
     timeouts: int = 0
+    """Requests given up on so far (the fault budget ``Params.max_timeouts``)."""
     failovers: int = 0
+    """Coordinator moves so far (the fault budget ``Params.max_failovers``)."""
 
     def member(self, slot: int) -> Member:
         return self.members[slot - 1]

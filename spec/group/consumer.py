@@ -64,8 +64,11 @@ class Record:
     partitions assigned to it, and those it must revoke before its epoch moves on."""
 
     epoch: int
+    """The member epoch the coordinator expects in its next heartbeat."""
     assigned: frozenset[int] = frozenset()
+    """The partitions it is given (it may own them)."""
     revoking: frozenset[int] = frozenset()
+    """The partitions it must release before its epoch moves to the target."""
 
     def describe(self) -> str:
         out = f"e{self.epoch}{_show(self.assigned)}"
@@ -78,23 +81,35 @@ class Client:
     has (0: not a member, joining) and the partitions it owns."""
 
     epoch: int = 0
+    """The member epoch it sends (0: joining; it rejoins with 0 after being fenced)."""
     owned: frozenset[int] = frozenset()
+    """The partitions it owns and reads, listed in its heartbeats."""
 
 
 @attrs.frozen(slots=True, cache_hash=True)
 class State:
+    """One KIP-848 group: the coordinator's records, the target assignment and every
+    consumer's view."""
+
     group_epoch: int
+    """Bumped on every membership change; the target assignment is computed for it."""
     target: tuple[frozenset[int], ...]
     """The target assignment of the group epoch, per consumer."""
     records: tuple[Record | None, ...]
     """Per consumer: its record at the coordinator, or None when it is not a member."""
     clients: tuple[Client, ...]
+    """``clients[i]`` is consumer ``i + 1``'s side."""
     coordinator: int = 0
+    """Which coordinator holds the group: bumped on every move."""
     loading: bool = False
+    """The new coordinator is still replaying the group's records:
+    COORDINATOR_LOAD_IN_PROGRESS."""
     expiries: int = 0
+    """Sessions expired so far (the fault budget ``Params.max_expiries``)."""
     lost: int = 0
     """Heartbeat responses lost so far (the fault budget ``Params.max_timeouts``)."""
     failovers: int = 0
+    """Coordinator moves so far (the fault budget ``Params.max_failovers``)."""
 
 
 def _replace(items: tuple[Any, ...], i: int, new: Any) -> tuple[Any, ...]:

@@ -99,10 +99,15 @@ class Commit:
     coordinator it was sent to, and the offset (the next record to read)."""
 
     slot: int
+    """The consumer that sent it."""
     member_id: MemberId
+    """The member id it carries."""
     generation: int
+    """The generation id it carries: what fences a zombie's commit."""
     coordinator: int
+    """The coordinator it was sent to (a stale one answers NOT_COORDINATOR)."""
     offset: int
+    """The offset committed: the next record to read (last processed + 1)."""
 
     def describe(self) -> str:
         return (
@@ -120,8 +125,11 @@ class Consumer:
     partition (``SubscriptionState``), all in memory, all lost in a crash."""
 
     state: str = UNJOINED
+    """unjoined, joining, awaiting-sync or stable."""
     member_id: MemberId = NOBODY
+    """The member id it was given (NOBODY before its first JoinGroup response)."""
     generation: int = 0
+    """The generation id it believes current, sent with every OffsetCommit."""
     owns: bool = False
     """The partition is in its assignment (as it believes: a zombie still does)."""
     position: int | None = None
@@ -140,8 +148,11 @@ class Group:
     cache of ``GroupMetadataManager``)."""
 
     state: str
+    """Empty, PreparingRebalance, CompletingRebalance, Stable or Dead."""
     generation: int
+    """The generation id, bumped when a join phase completes."""
     members: frozenset[MemberId]
+    """The member ids of the group."""
     joined: frozenset[MemberId]
     """Members whose JoinGroup of this join phase is parked."""
     owner: MemberId
@@ -149,6 +160,7 @@ class Group:
     coordinator: int
     """Which coordinator: bumped on every move."""
     loading: bool
+    """The new coordinator is still loading the partition: COORDINATOR_LOAD_IN_PROGRESS."""
     cache: int | None
     """The committed offset in the coordinator's cache (``None``: none, or not loaded)."""
 
@@ -160,26 +172,40 @@ class Stored:
     and when the group empties)."""
 
     committed: int | None
+    """The last committed offset (``None``: none yet)."""
     generation: int
+    """The generation of the last group metadata record."""
     members: frozenset[MemberId]
+    """Its members."""
     owner: MemberId
+    """The member the partition was assigned to."""
 
 
 @attrs.frozen(slots=True, cache_hash=True)
 class State:
+    """One group and one partition: the coordinator's memory, what ``__consumer_offsets``
+    stores, every consumer process, and the commits in the network."""
+
     group: Group
+    """The group and its offsets cache at the current coordinator."""
     stored: Stored
+    """The group's partition of ``__consumer_offsets``."""
     consumers: tuple[Consumer, ...]
     """``consumers[i]`` is consumer ``i + 1``."""
     inflight: frozenset[Commit]
+    """OffsetCommit requests sent and not yet handled."""
     processed: frozenset[int]
     """History variable: the offsets some consumer has processed."""
     commit_generation: int
     """History variable: the generation of the last accepted OffsetCommit."""
     ids_issued: tuple[int, ...]
+    """Per consumer: member ids handed out so far (bounded by ``Params.max_member_ids``)."""
     expiries: int = 0
+    """Sessions expired so far (the fault budget ``Params.max_expiries``)."""
     crashes: int = 0
+    """Consumer crashes so far (the fault budget ``Params.max_crashes``)."""
     failovers: int = 0
+    """Coordinator moves so far (the fault budget ``Params.max_failovers``)."""
 
     def consumer(self, slot: int) -> Consumer:
         return self.consumers[slot - 1]

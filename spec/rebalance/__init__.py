@@ -2,6 +2,22 @@
 shutdown, partition reassignment (KIP-455), and KIP-966's Eligible Leader Replicas, as an
 executable spec composed with the replication core.
 
+In plain words. Each partition has an ordered list of replicas, its *assignment*; the first
+is the *preferred leader*. Leadership drifts as brokers fail and come back, so one broker can
+end up leading most partitions; *preferred-leader election* moves leadership back to the
+preferred replica when it is in the ISR, on request or, with
+``auto.leader.rebalance.enable``, whenever a broker's share of non-preferred leaders passes
+``leader.imbalance.per.broker.percentage``. *Controlled shutdown*
+(``controlled.shutdown.enable``) lets a broker that is stopping ask the controller first to
+move the leadership of its partitions elsewhere and take it out of their ISRs, so clients see
+a clean move instead of a timeout. *Partition reassignment* (KIP-455) moves a partition to
+other brokers: the new replicas are added and catch up, join the ISR, leadership moves if
+needed, and only then are the old replicas removed; changing the replication factor is a
+reassignment to a longer or shorter list. *Eligible Leader Replicas* (KIP-966) keeps, beside
+the ISR, the replicas that left it but still hold every committed record, so that when the
+last ISR member fails the partition can recover without an unclean election. Every one of
+these moves must keep replication's promise: no write acknowledged with acks=all is lost.
+
 One partition on a few brokers. The state is ``spec.replication``'s (logs, HW, leader
 epochs, the controller's quorum state, LeaderAndIsr requests, the ghost of acknowledged
 writes) beside the partition metadata these mechanisms change (``state.Meta``): the

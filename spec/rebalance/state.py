@@ -20,6 +20,8 @@ from spec.replication import State
 
 @attrs.frozen(slots=True, cache_hash=True)
 class Meta:
+    """The partition metadata the rebalance mechanisms change (see the module docstring)."""
+
     assignment: tuple[int, ...]
     """The partition's replicas, in order. During a reassignment: the target replicas
     first, then those being removed (KIP-455)."""
@@ -32,7 +34,9 @@ class Meta:
     shutting: frozenset[int] = frozenset()
     """Brokers whose controlled shutdown the controller granted, until they restart."""
     reassignments: int = 0
+    """Reassignments started so far (bounded by ``Params.max_reassignments``)."""
     shutdowns: int = 0
+    """Controlled shutdowns granted so far (bounded by ``Params.max_shutdowns``)."""
 
     @property
     def ongoing(self) -> bool:
@@ -58,9 +62,12 @@ class Meta:
 
 @attrs.frozen(slots=True, cache_hash=True)
 class RState:
+    """The rebalance spec's state: replication's, and the partition metadata beside it."""
+
     core: State
     """The replication core's state (``spec.replication.State``)."""
     meta: Meta
+    """The assignment, reassignment, ELR and controlled-shutdown metadata."""
 
     def evolve(self, core: State | None = None, meta: Meta | None = None) -> RState:
         return RState(self.core if core is None else core, self.meta if meta is None else meta)

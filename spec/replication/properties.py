@@ -172,7 +172,7 @@ class ReplicationProperties(ReplicationCore):
 
     @sometimes
     def isr_shrinks_to_one(self, s: State) -> bool:
-        """The ISR shrinks to the leader alone (min.insync.replicas matters then)."""
+        """The ISR shrinks to the leader alone (``min.insync.replicas`` matters then)."""
         return len(s.quorum.isr) == 1 and s.quorum.leader != NONE and self.p.replicas > 1
 
     @sometimes

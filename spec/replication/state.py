@@ -42,8 +42,13 @@ class Quorum:
     """The controller's partition state, and the payload of a LeaderAndIsr request."""
 
     epoch: int
+    """The leader epoch: bumped by the controller on every leadership change (NIL: no leader
+    was ever elected)."""
     leader: int
+    """The replica the controller elected leader, NONE while the partition has none."""
     isr: frozenset[int]
+    """The in-sync replicas as the controller recorded them: the replicas a clean election
+    may choose from."""
 
     def describe(self) -> str:
         leader = "-" if self.leader == NONE else str(self.leader)
@@ -63,12 +68,20 @@ class Replica:
     """
 
     log: tuple[Record, ...]
+    """The replica's log: record ``i`` is at offset ``i``; its length is the LEO."""
     hw: int
+    """Its high watermark: records below it are committed, as far as it knows."""
     epoch: int
+    """The leader epoch of the last LeaderAndIsr request it accepted."""
     leader: int
+    """The replica it believes leads (itself: it presumes it leads; NONE: no leader)."""
     isr: frozenset[int]
+    """The ISR it believes in (a leader's own ISR changes as followers lag and catch up)."""
     flushed: int = 0
+    """How many records of the log are on disk (``flush.messages``/``flush.ms``); a crash
+    may lose the rest."""
     alive: bool = True
+    """False between a crash and the restart."""
     fence: int = NIL
     """After a restart: the quorum epoch when the broker re-registered. Requests older than
     that were addressed to its previous incarnation and are rejected (KIP-380 broker
@@ -125,8 +138,11 @@ class Write:
     """Ghost: an acknowledged write, and the acks setting it was acknowledged under."""
 
     offset: int
+    """The offset the producer was told the record went to."""
     id: int
+    """The record's unique id."""
     acks: str
+    """The producer's ``acks`` setting: ``"1"`` or ``"all"``."""
 
 
 @attrs.frozen(slots=True, cache_hash=True)
@@ -134,21 +150,35 @@ class Pending:
     """Ghost: an acks=all write waiting in the leader's produce purgatory for the HW."""
 
     leader: int
+    """The leader that appended the record and holds the producer's request."""
     offset: int
+    """The offset it was appended at; acknowledged once the leader's HW passes it."""
     id: int
+    """The record's unique id."""
 
 
 @attrs.frozen(slots=True, cache_hash=True)
 class State:
+    """One partition: every replica's log and view, the controller's quorum state, and the
+    LeaderAndIsr requests sent so far."""
+
     replicas: tuple[Replica, ...]
     """``replicas[i]`` is replica ``i + 1``."""
     quorum: Quorum
+    """The controller's partition state (ZooKeeper's partition znode, KRaft's record)."""
     requests: frozenset[Quorum]
+    """Every LeaderAndIsr request the controller sent; any may be delivered at any time,
+    again or never."""
     next_record_id: int
+    """The id the next produced record gets (bounded by ``Params.max_records``)."""
     next_epoch: int
+    """The leader epoch the controller hands out next (bounded by ``Params.max_epoch``)."""
     crashes: int = 0
+    """Crashes so far (the fault budget ``Params.max_crashes``)."""
     acked: frozenset[Write] = frozenset()
+    """Ghost: every write acknowledged to a producer."""
     pending: frozenset[Pending] = frozenset()
+    """Ghost: every acks=all write waiting in a leader's produce purgatory."""
 
     def rep(self, r: int) -> Replica:
         return self.replicas[r - 1]
