@@ -11,6 +11,7 @@ both, including the explorer's shareable path to the violating state.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import attrs
@@ -53,8 +54,10 @@ class StoryRun:
         return tuple(self.bug.violation.trace)
 
 
+@functools.cache
 def check_story(story: Story) -> StoryRun:
-    """Run the bug's and the fix's configurations, each on the story's property."""
+    """Run the bug's and the fix's configurations, each on the story's property (once per
+    process: the page, its diagram and the command's test share the result)."""
     bug_spec = build_spec(story.bug)
     bug = check(bug_spec, invariants=list(story.bug.invariants))
     fix = check(build_spec(story.fix), invariants=list(story.fix.invariants))

@@ -10,12 +10,16 @@ diagram must equal what ``model_tests.story_pages`` renders now. Run pytest with
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 
 import attrs
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from jepsen_py.cli import main
 from model_tests.scenario_files import assert_matches_file
 from model_tests.story_diagrams import render_svg
 from model_tests.story_pages import (
@@ -122,3 +126,19 @@ def test_a_story_that_stops_failing_is_reported() -> None:
     fixed = check_story(attrs.evolve(story, bug=story.fix))
     with pytest.raises(AssertionError, match="no longer shows"):
         render_page(fixed)
+
+
+@pytest.mark.parametrize("story", STORIES, ids=[s.name for s in STORIES])
+def test_the_page_command_reproduces_the_bug(story: Story) -> None:
+    """The ``kmodel check`` line printed on the page parses to the story's configuration:
+    run through the CLI, it finds the same property violated, at the same depth, over the
+    same number of states as the story's own check."""
+    argv = shlex.split(check_command(story.bug))
+    assert argv[:2] == ["kmodel", "check"]
+    result = CliRunner().invoke(main, [*argv[1:], "--json"])
+    report = json.loads(result.output.strip().splitlines()[-1])
+    run = check_story(story)
+    assert run.bug.violation is not None
+    assert report["violated"] == story.property
+    assert report["trace_length"] == run.bug.violation.depth
+    assert report["distinct_states"] == run.bug.stats.distinct_states
