@@ -23,8 +23,10 @@ from xml.sax.saxutils import escape
 from spec.explore import TraceStep
 from spec.framework import Spec
 
-LABEL_WIDTH = 340
-"""Room for the step number and the action, left of each row's drawing."""
+LEFT = 10
+"""Where a row's drawing starts; the step number and action are written above it."""
+HEADER = 20
+"""Height of a row's heading (step number and action)."""
 BOX = 46
 """Width of one record box (and of one offset on the log axis)."""
 LANE = 26
@@ -88,10 +90,10 @@ def replication_layout(states: Sequence[dict[str, Any]]) -> Layout:
         for c in cores
         for r in c["replicas"].values()
     )
-    return {"slots": slots, "crashes": crashes, "width": max(1080, LOG_X + slots * BOX + 350)}
+    return {"slots": slots, "crashes": crashes, "width": max(660, LOG_X + slots * BOX + 330)}
 
 
-LOG_X = LABEL_WIDTH + 90
+LOG_X = LEFT + 86
 """Where offset 0 of a log is drawn."""
 
 
@@ -110,7 +112,7 @@ def replication_row(
         lane: list[str] = []
         leads = str(rep["leader"]) == rid and rep["epoch"] is not None and rep["epoch"] >= 0
         name = f"replica {rid}" + (" \u2605" if leads and alive else "")
-        lane.append(_text(LABEL_WIDTH + 4, top + 15, name))
+        lane.append(_text(LEFT, top + 15, name))
         for offset, (epoch, record) in enumerate(rep["log"]):
             cls = "rec"
             if layout["crashes"] and offset >= rep.get("flushed", offset + 1):
@@ -146,33 +148,35 @@ def replication_row(
         line += "   acknowledged: " + ", ".join(
             f"offset {offset} (record {record})" for offset, record in sorted(acked)
         )
-    parts.append(_text(LABEL_WIDTH + 4, top + 14, line, "dim"))
+    parts.append(_text(LEFT, top + 14, line, "dim"))
     return parts, len(replicas) * LANE + 20
 
 
 REPLICATION_LEGEND = (
-    "boxes: records (leader epoch \u00b7 record id), coloured by epoch; bold: acknowledged; "
-    "dashed: not yet flushed (drawn when the trace has a crash)",
-    "green bar: the replica's high watermark; triangle: its log end offset; \u2605 it "
-    "believes it leads; greyed: crashed",
+    "boxes: records (leader epoch \u00b7 record id), coloured by epoch; bold: acknowledged;",
+    "dashed: not yet flushed (drawn when the trace has a crash); greyed: a crashed replica;",
+    "green bar: the replica's high watermark; triangle: its log end offset; \u2605 it leads",
 )
 
 # ---------------------------------------------------------------------------- controller
 
-CARD = 320
+CARD = 250
+"""Width of a broker's card (the store's is wider)."""
+STORE_CARD = 290
 
 
 def controller_layout(states: Sequence[dict[str, Any]]) -> Layout:
     brokers = len(states[0]["brokers"])
-    return {"width": LABEL_WIDTH + 4 + brokers * CARD + 350}
+    return {"width": LEFT + brokers * CARD + STORE_CARD + 10}
 
 
 def controller_row(state_json: dict[str, Any], y: float, layout: Layout) -> tuple[list[str], float]:
-    """Each broker as a card (session, controller role, what it applied), then the store."""
+    """Each broker as a card (controller role, session, the controller epoch and the
+    partition leaders it applied), then ZooKeeper's znodes."""
     store = state_json["store"]
     parts: list[str] = []
-    x = LABEL_WIDTH + 4
-    height = 3 * 16 + 8
+    x = float(LEFT)
+    height = 4 * 16 + 8
     for rid, broker in sorted(state_json["brokers"].items(), key=lambda kv: int(kv[0])):
         b = int(rid)
         session = b in store["sessions"]
@@ -184,19 +188,8 @@ def controller_row(state_json: dict[str, Any], y: float, layout: Layout) -> tupl
         parts.append(_rect(x, y + 2, CARD - 10, height, cls))
         title = f"broker {b}"
         if active:
-            title += f": controller of epoch {broker['active_epoch']}"
-            if zombie:
-                title += " (zombie)"
-        parts.append(_text(x + 6, y + 16, title, "bad" if zombie else ""))
-        session_text = "session: yes" if session else "session: EXPIRED"
-        parts.append(
-            _text(
-                x + 6,
-                y + 32,
-                f"{session_text}; applied controller epoch {broker['controller_epoch']}",
-                "" if session else "bad",
-            )
-        )
+            role = "zombie controller" if zombie else "controller"
+            title += f": {role}, epoch {broker['active_epoch']}"
         views = []
         for p, r in enumerate(broker["replicas"]):
             if r["leader"] < 0:
@@ -205,32 +198,34 @@ def controller_row(state_json: dict[str, Any], y: float, layout: Layout) -> tupl
                 views.append(f"p{p}: \u2605 leads, epoch {r['leader_epoch']}")
             else:
                 views.append(f"p{p}: follows {r['leader']}, epoch {r['leader_epoch']}")
-        parts.append(_text(x + 6, y + 48, "; ".join(views)))
+        lines = [
+            (title, "bad" if zombie else ""),
+            ("session: yes" if session else "session: EXPIRED", "" if session else "bad"),
+            (f"applied controller epoch {broker['controller_epoch']}", ""),
+            ("; ".join(views), ""),
+        ]
+        for index, (text, cls_text) in enumerate(lines):
+            parts.append(_text(x + 6, y + 16 + 16 * index, text, cls_text))
         x += CARD
     controller = "-" if store["controller"] < 0 else str(store["controller"])
-    partitions = "; ".join(
-        f"p{p}: leader {'-' if part['leader'] < 0 else part['leader']}, epoch "
-        f"{'-' if part['leader_epoch'] < 0 else part['leader_epoch']}, ISR {_set(part['isr'])}"
-        for p, part in enumerate(store["partitions"])
-    )
-    parts.append(_rect(x, y + 2, 340, height, "card"))
-    parts.append(_text(x + 6, y + 16, "ZooKeeper"))
-    parts.append(
-        _text(
-            x + 6,
-            y + 32,
-            f"/controller {controller}  /controller_epoch {store['controller_epoch']} "
-            f"(v{store['epoch_version']})",
-        )
-    )
-    parts.append(_text(x + 6, y + 48, partitions))
+    parts.append(_rect(x, y + 2, STORE_CARD - 10, height, "card"))
+    lines_store = [
+        "ZooKeeper",
+        f"/controller: {controller}",
+        f"/controller_epoch: {store['controller_epoch']} (version {store['epoch_version']})",
+    ]
+    for p, part in enumerate(store["partitions"]):
+        leader = "-" if part["leader"] < 0 else part["leader"]
+        epoch = "-" if part["leader_epoch"] < 0 else part["leader_epoch"]
+        lines_store.append(f"p{p}: leader {leader}, epoch {epoch}, ISR {_set(part['isr'])}")
+    for index, text in enumerate(lines_store):
+        parts.append(_text(x + 6, y + 16 + 16 * index, text))
     return parts, height + 4
 
 
 CONTROLLER_LEGEND = (
-    "blue card: a broker that is the controller; red: a zombie (it believes it is the "
-    "controller, but ZooKeeper has another, or none)",
-    "\u2605 a broker that leads the partition, in the leader epoch it applied",
+    "blue card: the controller; red: a zombie (it believes it is the controller,",
+    "but ZooKeeper names another, or none); \u2605 a broker that leads the partition",
 )
 
 # ------------------------------------------------------------------------------- offsets
@@ -242,7 +237,8 @@ def offsets_layout(states: Sequence[dict[str, Any]]) -> Layout:
         + [s["stored"]["committed"] or 0 for s in states]
         + [c["position"] or 0 for s in states for c in s["consumers"]]
     )
-    return {"slots": slots, "width": LOG_X + slots * BOX + 620}
+    consumers = len(states[0]["consumers"])
+    return {"slots": slots, "width": max(640, LOG_X + slots * BOX + 200), "consumers": consumers}
 
 
 def offsets_row(state_json: dict[str, Any], y: float, layout: Layout) -> tuple[list[str], float]:
@@ -251,7 +247,7 @@ def offsets_row(state_json: dict[str, Any], y: float, layout: Layout) -> tuple[l
     and the commits in flight."""
     parts: list[str] = []
     processed = set(state_json["processed"])
-    parts.append(_text(LABEL_WIDTH + 4, y + 15, "partition p0"))
+    parts.append(_text(LEFT, y + 15, "partition p0"))
     for offset in range(layout["slots"]):
         cls = "done" if offset in processed else "todo"
         parts.append(_rect(LOG_X + offset * BOX + 2, y + 3, BOX - 4, LANE - 8, cls))
@@ -299,14 +295,14 @@ def offsets_row(state_json: dict[str, Any], y: float, layout: Layout) -> tuple[l
     if state_json["inflight"]:
         lines.append(("in flight: " + ", ".join(state_json["inflight"]), "dim"))
     for index, (text, cls) in enumerate(lines):
-        parts.append(_text(LABEL_WIDTH + 4, top + 14 + index * 16, text, cls))
+        parts.append(_text(LEFT, top + 14 + index * 16, text, cls))
     return parts, LANE + len(lines) * 16 + 6
 
 
 OFFSETS_LEGEND = (
-    "boxes: the partition's records, green once processed; green bar: the group's committed "
-    "offset; blue triangle: the owner's position",
-    "a consumer in red still acts but is no longer a member of the group",
+    "boxes: the partition's records, green once processed; green bar: the group's",
+    "committed offset; blue triangle: the owner's position; in red: a consumer that",
+    "still acts but is no longer a member of the group",
 )
 
 Drawer = tuple[
@@ -339,14 +335,14 @@ def render_svg(spec: Spec, trace: Sequence[TraceStep], title: str) -> str:
     body += [_text(8, 36 + 16 * i, line, "dim") for i, line in enumerate(legend)]
     y = 30.0 + 16 * len(legend)
     for number, (step, state_json) in enumerate(zip(trace, states, strict=True), start=1):
-        parts, height = row(state_json, y + 6, layout)
+        parts, height = row(state_json, y + HEADER + 2, layout)
         last = number == len(trace)
-        body.append(_rect(2, y, width - 4, height + 10, "last" if last else "row"))
+        body.append(_rect(2, y, width - 4, HEADER + height + 8, "last" if last else "row"))
         label = "Init" if step.step is None else step.step.describe()
-        body.append(_text(10, y + 20, str(number), "num"))
-        body.append(_text(34, y + 20, label, "act"))
+        body.append(_text(LEFT, y + 16, str(number), "num"))
+        body.append(_text(LEFT + 28, y + 16, label, "act"))
         body += parts
-        y += height + 14
+        y += HEADER + height + 12
     height = int(y + 4)
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '

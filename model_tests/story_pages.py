@@ -118,9 +118,11 @@ def render_page(run: StoryRun) -> str:
         "",
         "## Step by step",
         "",
-        "Each row is one state of the trace above, drawn from the state itself.",
+        "Each row is one state of the trace above, drawn from the state itself (open the "
+        "picture for its full size).",
         "",
-        f"![{story.title}: the counterexample, one row per step]({story.name}.svg)",
+        f"[![{story.title}: the counterexample, one row per step]({story.name}.svg)]"
+        f"({story.name}.svg)",
         "",
         "## With the fix",
         "",
