@@ -70,6 +70,14 @@ def explorer_path(run: StoryRun) -> str:
     return f"{EXPLORER_URL}#init={init}&path={','.join(str(i) for i in path)}"
 
 
+def property_doc(spec: Spec, name: str) -> str:
+    """The property's docstring as one Markdown paragraph (the spec states what it means)."""
+    for decl in (*spec.invariants(), *spec.transition_properties()):
+        if decl.name == name:
+            return " ".join(decl.doc.split()).replace("``", "`")
+    raise AssertionError(f"spec {spec.name} has no invariant or transition property {name}")
+
+
 def _link_list(story: Story) -> str:
     return ", ".join(f"[{label}]({url})" for label, url in story.links)
 
@@ -109,6 +117,8 @@ def render_page(run: StoryRun) -> str:
         "```",
         check_command(story.bug),
         "```",
+        "",
+        f"> **{violation.name}** (from the spec): {property_doc(run.bug_spec, violation.name)}",
         "",
         story.reading,
         "",
