@@ -19,8 +19,11 @@ the consumers.
   again at the stop), ``kill-coordinator`` and ``pause-coordinator`` (``kill`` and
   ``pause`` of the broker leading the group's ``__consumer_offsets`` partition),
   ``late-commit`` (a consumer's OffsetCommit delivered after the group moved on, see
-  ``LATE_COMMIT``), and any fault of the Kafka workload's catalogue by name (``kill``,
-  ``pause``, ``partition``, ...);
+  ``LATE_COMMIT``), ``pause-partition`` (a consumer pauses one of its partitions:
+  back-pressure, ``KafkaConsumer.pause``; resumed at the stop) and ``fail-processing`` (a
+  consumer's record handler throws on some batches until the stop, and the application
+  seeks back to its committed offset: ``KafkaConsumer.seek``), and any fault of the Kafka
+  workload's catalogue by name (``kill``, ``pause``, ``partition``, ...);
 - after ``duration_ns`` every fault is healed, the consumers go on for ``recovery_ns``, and
   a final OffsetFetch (an admin's, handed to the coordinator's broker directly) reads the
   group's committed offsets: the ``fetch-offsets`` op with ``"final": true``.
@@ -55,8 +58,10 @@ from jepsen_py.nemesis import CATALOGUE, Nemesis, network_for
 from jepsen_py.workload import record_key_for
 
 __all__ = [
+    "APPLICATION_FAULTS",
     "COORDINATOR_FAULTS",
     "GROUP_CLUSTER_FAULTS",
+    "HARNESS_FAULTS",
     "LATE_COMMIT",
     "GroupClusterConfig",
     "GroupClusterRun",
@@ -71,6 +76,19 @@ left on a connection the client gave up on, as the harness's slow messages); its
 lost with that connection. The zombie's commit that the generation check must refuse (and
 does: delivered only once the group's generation moved past the request's, it changes
 nothing with the check on; at the heal one still held is dropped)."""
+PAUSE_PARTITION = "pause-partition"
+FAIL_PROCESSING = "fail-processing"
+APPLICATION_FAULTS = (PAUSE_PARTITION, FAIL_PROCESSING)
+"""Faults of a consumer's application, each a start/stop pair on one running consumer
+that is stable and owns a partition: ``pause-partition`` pauses one of its partitions
+(``KafkaConsumer.pause``: back-pressure; the member stays in the group) and the stop resumes
+it if it is still assigned and paused (a rebalance drops the pause); ``fail-processing``
+makes its record handler throw on one batch in ``ConsumerApp.fail_every`` until the stop, the
+application seeking the partition back to its committed offset each time
+(``KafkaConsumer.seek``)."""
+HARNESS_FAULTS = frozenset({LATE_COMMIT, *APPLICATION_FAULTS})
+"""The group workload's faults that are not the catalogue's (nor aimed at the coordinator):
+performed by this harness."""
 GROUP_CLUSTER_FAULTS = (
     "pause-consumer",
     "kill-consumer",
@@ -80,6 +98,8 @@ GROUP_CLUSTER_FAULTS = (
     "partition",
     "kill",
     "late-commit",
+    PAUSE_PARTITION,
+    FAIL_PROCESSING,
 )
 """``--nemesis all`` with ``--workload group``."""
 TOPIC = "t"
@@ -119,7 +139,7 @@ class GroupClusterConfig:
         bad = [
             f
             for f in self.faults
-            if f not in COORDINATOR_FAULTS and f not in CATALOGUE and f != LATE_COMMIT
+            if f not in COORDINATOR_FAULTS and f not in CATALOGUE and f not in HARNESS_FAULTS
         ]
         if bad:
             raise ValueError(
@@ -181,6 +201,8 @@ class GroupClusterRun:
         self._next_fault = config.fault_interval_ns
         self._late: tuple[str, OffsetCommit] | None = None
         """late-commit: (consumer, the request it sent) held back."""
+        self._app_fault: tuple[str, str, tuple[str, int] | None] | None = None
+        """The application fault running: (fault, consumer, the partition paused)."""
 
     # ------------------------------------------------------------------ the run
 
@@ -190,7 +212,7 @@ class GroupClusterRun:
         c = self.config
         self.advance(c.duration_ns)
         self._heal()
-        self.advance(c.duration_ns + c.recovery_ns, sending=False)
+        self.advance(c.duration_ns + c.recovery_ns, sending=False, faults=False)
         self._final_fetch()
         return self.outcome()
 
@@ -253,6 +275,9 @@ class GroupClusterRun:
         self.cluster.record({"process": "nemesis", "type": "info", "f": f, "value": result})
 
     def _fault(self) -> None:
+        if self._app_fault is not None:
+            self._stop_app_fault()
+            return
         if self._active is not None:
             _, stop = self._active
             self._active = None
@@ -262,6 +287,9 @@ class GroupClusterRun:
         name = self.config.faults[rng.randrange(len(self.config.faults))]
         if name == LATE_COMMIT:
             self._hold_commit()
+            return
+        if name in APPLICATION_FAULTS:
+            self._start_app_fault(name)
             return
         fault = COORDINATOR_FAULTS.get(name, name)
         start, stop = fault_ops(fault)
@@ -353,7 +381,55 @@ class GroupClusterRun:
             {"process": "nemesis", "type": "info", "f": f"stop-{LATE_COMMIT}", "value": value}
         )
 
+    def _start_app_fault(self, name: str) -> None:
+        """An application fault's start on a running, stable consumer that owns a
+        partition whose start is known (see ``APPLICATION_FAULTS``)."""
+        cluster, rng = self.cluster, self.cluster.fault_rng
+        eligible = [
+            n
+            for n, gc in sorted(self.host.consumers.items())
+            if cluster.running(n) and gc.member.state == "stable" and gc.fetchers
+        ]
+        if not eligible:
+            return
+        node = eligible[rng.randrange(len(eligible))]
+        gc = self.host.consumers[node]
+        value: dict[str, Any] = {"node": node, "process": gc.process}
+        tp = None
+        if name == PAUSE_PARTITION:
+            owned = sorted(gc.fetchers)
+            tp = owned[rng.randrange(len(owned))]
+            gc.pause((tp,), cluster.clock.now)
+            value["key"] = f"{tp[0]}-{tp[1]}"
+        else:
+            gc.fail_processing(True)
+        self._app_fault = (name, node, tp)
+        self.faults[name] = self.faults.get(name, 0) + 1
+        cluster.record({"process": "nemesis", "type": "info", "f": f"start-{name}", "value": value})
+
+    def _stop_app_fault(self) -> None:
+        """Its stop: the partition resumed (if the consumer still has it paused: a
+        rebalance, or a restart, drops the pause), or the handler healthy again."""
+        assert self._app_fault is not None
+        name, node, tp = self._app_fault
+        self._app_fault = None
+        gc = self.host.consumers[node]
+        value: dict[str, Any] = {"node": node}
+        if tp is not None:
+            value["key"] = f"{tp[0]}-{tp[1]}"
+            if tp in gc.paused:
+                gc.resume((tp,), self.cluster.clock.now)
+            else:
+                value["dropped"] = True  # revoked meanwhile, or the consumer restarted
+        else:
+            gc.fail_processing(False)
+        self.cluster.record(
+            {"process": "nemesis", "type": "info", "f": f"stop-{name}", "value": value}
+        )
+
     def _heal(self) -> None:
+        if self._app_fault is not None:
+            self._stop_app_fault()
         self._deliver_late(healing=True)
         if self._active is not None:
             _, stop = self._active
