@@ -50,6 +50,7 @@ from impl.group.invariants import GroupInvariants
 from impl.group.member import MemberConfig
 from impl.group.messages import NO_OFFSET, NONE, GenerationCompleted, OffsetCommit, OffsetFetch
 from impl.group.messages import OffsetFetchResponse as _OffsetFetchResponse
+from impl.group.offsets_refinement import OffsetsRefinement
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.protocol import NO_LEADER
 from impl.sim.clock import ms
@@ -131,6 +132,9 @@ class GroupClusterConfig:
     request_timeout_ns: int = ms(3_000)
     faults: tuple[str, ...] = GROUP_CLUSTER_FAULTS
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    refinement: bool = False
+    """Check ``spec.offsets``' properties on the abstraction of the group after every event
+    (``impl.group.offsets_refinement``): its violations join the outcome's."""
 
     def __attrs_post_init__(self) -> None:
         unknown = sorted(set(self.bugs) - GROUP_BUGS)
@@ -201,6 +205,16 @@ class GroupClusterRun:
         self._next_fault = config.fault_interval_ns
         self._late: tuple[str, OffsetCommit] | None = None
         """late-commit: (consumer, the request it sent) held back."""
+        self.refinement = (
+            OffsetsRefinement(
+                GROUP,
+                TOPIC,
+                config.partitions,
+                at_least_once=config.commit != "before-process",
+            )
+            if config.refinement
+            else None
+        )
         self._app_fault: tuple[str, str, tuple[str, int] | None] | None = None
         """The application fault running: (fault, consumer, the partition paused)."""
 
@@ -221,14 +235,17 @@ class GroupClusterRun:
         in steps of 100 ms of logical time; tests drive a scenario with it."""
         c, cluster = self.config, self.cluster
         step = ms(100)
+        observe = None if self.refinement is None else self.observe
         while self._t <= until_ns:
             t = self._t
-            cluster.run_until(t)
+            cluster.run_until(t, on_event=observe)
             self._check()
             if t % c.poll_interval_ns == 0:
                 for name in cluster.consumer_names:
                     if cluster.running(name):
                         cluster.client_poll(name)
+                        if observe is not None:
+                            observe()
             if sending and t % c.send_interval_ns == 0:
                 self._value += 1
                 key = self._keys[self._value % c.partitions]
@@ -239,7 +256,24 @@ class GroupClusterRun:
                 self._deliver_late()
                 self._fault()
                 self._next_fault += c.fault_interval_ns
+                if observe is not None:
+                    observe()
             self._t += step
+
+    def observe(self) -> None:
+        """The refinement check's look at the world (``config.refinement``)."""
+        assert self.refinement is not None
+        b = self._coordinator()
+        cluster = self.cluster
+        consumers = self.host.consumers
+        self.refinement.observe(
+            None if b is None else self.host.coordinators[b],
+            self.host.stats.get("loads", 0),
+            consumers,
+            {n: cluster.nodes.state(n).alive for n in consumers},
+            self.host.notes,
+            cluster.clock.now,
+        )
 
     def _check(self) -> None:
         notes = self.host.notes
@@ -532,6 +566,15 @@ class GroupClusterRun:
             else sorted(k for k, o in acked.items() if (self.final.get(k) or 0) < o)
         )
         outcome = self.invariants.outcome.to_json()
+        if self.refinement is not None:
+            r = self.refinement
+            outcome["violations"] = [*outcome["violations"], *(v.describe() for v in r.violations)]
+            outcome["ok"] = outcome["ok"] and r.count == 0
+            outcome["refinement"] = {
+                "observations": r.observations,
+                "commits_checked": r.commits_checked,
+                "violations": r.count,
+            }
         return {
             **outcome,
             "records_processed": processed,

@@ -187,6 +187,8 @@ class GroupConsumer:
         """``latest``: partitions whose first fetch only finds the HW."""
         self._polled: list[tuple[tuple[str, int], list[tuple[int, str]]]] = []
         """Batches fetched and not yet handed to processing."""
+        self._positions: dict[tuple[str, int], int] = {}
+        """Kafka's ``position()`` per partition (see ``position``)."""
         self.processed: dict[tuple[str, int], int] = {}
         """Per partition the offset after the last record processed (what to commit)."""
         self.committed: dict[tuple[str, int], int] = {}
@@ -215,6 +217,18 @@ class GroupConsumer:
     @property
     def busy(self) -> bool:
         return self._commit is not None
+
+    @property
+    def assignment(self) -> Partitions:
+        """``KafkaConsumer.assignment()``: the partitions this consumer reads now (empty
+        while it rejoins: the eager protocol revokes everything first)."""
+        return self._owned
+
+    def position(self, tp: tuple[str, int]) -> int | None:
+        """``KafkaConsumer.position(tp)``: the offset after the last record of ``tp`` a poll
+        handed to the application, or where reading starts (the committed offset,
+        ``auto.offset.reset``, a seek); None while the start is still being asked for."""
+        return self._positions.get(tp)
 
     def subscribe(self, topics: tuple[str, ...], now: int) -> None:
         """``KafkaConsumer.subscribe``: the group decides what it reads (the next poll
@@ -315,6 +329,7 @@ class GroupConsumer:
         self._op("invoke", "seek", {_key(tp): offset}, now, key=_key(tp))
         self._polled = [(t, rs) for t, rs in self._polled if t != tp]
         self._resetting.discard(tp)
+        self._positions[tp] = offset
         fetcher = self.fetchers.get(tp)
         if fetcher is None:
             if tp in self._need_offsets:
@@ -465,6 +480,7 @@ class GroupConsumer:
         self._seen.pop(tp, None)
         self._fetcher_names.pop(tp, None)
         self._seek_pending.pop(tp, None)
+        self._positions.pop(tp, None)
 
     def _on_offsets(self, msg: OffsetFetchResponse, now: int) -> None:
         if self._fetching_offsets is None:
@@ -499,6 +515,7 @@ class GroupConsumer:
         fetcher.position = position
         self.paused.discard(tp)  # a partition assigned anew is not paused
         self.fetchers[tp] = fetcher
+        self._positions[tp] = position
         self._fetcher_names[tp] = f"{self.process}/{_key(tp)}"
         self._seen[tp] = 0
         self.processed[tp] = fetcher.position
@@ -550,6 +567,7 @@ class GroupConsumer:
                 self._resetting.discard(tp)
                 fetcher.seek(op["value"]["hw"])
                 self.processed[tp] = self.committed[tp] = fetcher.position
+                self._positions[tp] = fetcher.position
                 op["value"] = {"records": [], "hw": op["value"]["hw"]}
             elif op["type"] == "ok" and op["value"]["records"]:
                 self._polled.append((tp, [(o, v) for o, v in op["value"]["records"]]))
@@ -563,6 +581,8 @@ class GroupConsumer:
         self._polled = [(tp, rs) for tp, rs in self._polled if tp in self.paused]
         if not batches:
             return
+        for tp, records in batches:
+            self._positions[tp] = records[-1][0] + 1
         if self.app.commit == "before-process":
             offsets = {_key(tp): rs[-1][0] + 1 for tp, rs in batches}
             self._start_commit(offsets, "sync", now, effects, then_process=batches)

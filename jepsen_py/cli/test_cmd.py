@@ -333,7 +333,9 @@ def _duration(flag: str, text: str) -> int:
     "in the spec: "
     + "; ".join(f"{name}: {text}" for name, text in sorted(FENCE_BUGS.items()))
     + "; with --workload group, no_generation_check: the group coordinator checks no "
-    "generation id (`kmodel check group --bug no_generation_check`). Default: every fence on.",
+    "generation id (`kmodel check group --bug no_generation_check`); fetch_before_load: a new "
+    "coordinator answers OffsetFetch before it has loaded __consumer_offsets (`kmodel check "
+    "offsets --bug fetch_before_load`). Default: every fence on.",
 )
 @click.option(
     "--workload",
