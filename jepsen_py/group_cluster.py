@@ -573,6 +573,7 @@ class GroupClusterRun:
             outcome["refinement"] = {
                 "observations": r.observations,
                 "commits_checked": r.commits_checked,
+                "commits_of_deposed_coordinators": r.deposed_commits,
                 "violations": r.count,
             }
         return {

@@ -37,7 +37,10 @@ What is checked (``OffsetsRefinement.observe``), with the spec's own functions:
 - ``StaleGenerationNeverCommits`` (transition property) for every OffsetCommit the
   implementation's coordinator accepted: the spec's coordinator, in the abstract state the
   commit was handled in, answers it ``NONE`` (``Offsets.commit_outcome``), and it comes from
-  ``p``'s owner in the current generation, no older than the last accepted one.
+  ``p``'s owner in the current generation, no older than the last accepted one. A commit
+  accepted by a coordinator the partition's leadership has already left (a deposed one,
+  whose append then fails with ``NOT_COORDINATOR``) is not the spec's ``handle_commit``:
+  it is counted, and judged by what it changes (nothing stored).
 
 This is a property-level refinement: each property of the spec holds of the abstraction of
 every state the implementation reaches; it does not check that each implementation step is
@@ -163,6 +166,11 @@ class OffsetsRefinement:
         self.count = 0
         self.observations = 0
         self.commits_checked = 0
+        self.deposed_commits = 0
+        """Commits accepted by a coordinator that no longer leads the group's partition
+        (it learns so from its append, which fails: ``NOT_COORDINATOR``); the spec's
+        coordinator answers them ``NOT_COORDINATOR``, and they change nothing stored: the
+        state properties judge them."""
         self._groups: dict[int, Group] = {}
         self._committed: dict[int, int | None] = {}
         self._commit_generation: dict[int, int] = {}
@@ -200,6 +208,12 @@ class OffsetsRefinement:
         cache = coordinator.offsets.get(self.group, {}) if loaded and coordinator else {}
         accepted = [n for n in notes[self._notes_seen :] if isinstance(n, CommitAccepted)]
         self._notes_seen = len(notes)
+        if not loaded or coordinator is None:
+            deposed, accepted = accepted, []
+        else:
+            deposed = [n for n in accepted if n.coordinator != coordinator.name]
+            accepted = [n for n in accepted if n.coordinator == coordinator.name]
+        self.deposed_commits += len(deposed)
         for p in range(self.partitions):
             tp = (self.topic, p)
             if loaded and coordinator is not None:
