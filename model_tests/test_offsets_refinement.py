@@ -12,8 +12,10 @@ every event (every message delivered, every tick, every poll and fault), and the
 - Group runs of ``kmodel test --workload group`` (every fault of the workload) hold too.
 - The check can fail: with the implementation's ``no_generation_check`` bug, a late commit
   of a stale generation is accepted, and the refinement reports
-  ``StaleGenerationNeverCommits`` (and the committed offset going back); a consumer that
-  seeks forward past records it never processed breaks ``AtLeastOnce``.
+  ``StaleGenerationNeverCommits`` (and the committed offset going back); with
+  ``fetch_before_load`` an owner starts behind the committed offset
+  (``CommittedWithinOwnerProgress``); a consumer that seeks forward past records it never
+  processed breaks ``AtLeastOnce``.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from impl.group.messages import OffsetFetch
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.protocol import NO_LEADER
 from impl.sim.clock import ms
 from impl.sim.node import NodeState
 from jepsen_py.group_cluster import GroupClusterConfig, GroupClusterRun
+from jepsen_py.group_workload import check_group_delivery
 
 CONSUMERS = ("c1", "c2", "c3")
 
@@ -218,3 +222,81 @@ def test_a_seek_forward_past_unprocessed_records_breaks_at_least_once() -> None:
     assert r is not None and r.count > 0
     assert {v.prop for v in r.violations} == {"AtLeastOnce"}
     assert all(v.partition == tp[1] for v in r.violations)
+
+
+def fetch_during_load(bugs: frozenset[str]) -> tuple[GroupClusterRun, dict[str, Any]]:
+    """A scenario: consumer c3 leaves, the group rebalances; the moment a member asks the
+    coordinator for its new partitions' offsets (OffsetFetch), its link to the coordinator
+    breaks (the request is lost) and the coordinator's broker begins a controlled shutdown:
+    the leadership of ``__consumer_offsets`` moves and the new leader loads the partition
+    (5 s here: a big partition). While it loads, the member's OffsetFetch is retried there
+    (a copy delivered by the harness: Kafka's ``fetchCommittedOffsets`` finds the
+    coordinator again and retries a retriable error without rejoining; this
+    implementation's member rejoins when its coordinator moves, so random runs do not
+    reach this)."""
+    config = GroupClusterConfig(
+        faults=(), refinement=True, duration_ns=ms(40_000), recovery_ns=ms(10_000), bugs=bugs
+    )
+    run = GroupClusterRun(config, 1)
+    run.advance(ms(8_000), faults=False)
+    cluster = run.cluster
+    run.host.load_delay_ns = ms(5_000)
+    generation = max(gc.member.generation for gc in run.host.consumers.values())
+    cluster.close_client("c3")
+    observe = run.observe
+    plan: dict[str, Any] = {}
+
+    def leader() -> str | None:
+        b = cluster.store.partitions[(CONSUMER_OFFSETS, run.host.partition)].leader
+        return None if b == NO_LEADER else cluster.broker_names[b]
+
+    def each_event() -> None:  # the run's per-event observer, and the scenario's moves
+        observe()
+        if "old" not in plan:
+            for name, gc in sorted(run.host.consumers.items()):
+                last = gc.history[-1] if gc.history else {}
+                if (last.get("f"), last.get("type")) != ("fetch-offsets", "invoke"):
+                    continue
+                if last["generation"] > generation:
+                    old = leader()
+                    assert old is not None
+                    plan.update(old=old, name=name, keys=last["value"])
+                    cluster.partition([(name, old), (old, name)])
+                    cluster.controlled_shutdown(old)
+                    return
+        elif "retried_at" not in plan:
+            new = leader()
+            if new is None or new == plan["old"]:
+                return
+            if "group" in run.host.coordinators[cluster.broker_id(new)].loading:
+                tps = tuple(("t", int(k.rsplit("-", 1)[1])) for k in plan["keys"])
+                cluster.network.send(plan["name"], new, OffsetFetch("group", tps))
+                plan["retried_at"] = new
+
+    run.observe = each_event  # type: ignore[method-assign]
+    run.advance(ms(14_000), faults=False)
+    cluster.heal()
+    run.observe = observe  # type: ignore[method-assign]
+    run.advance(ms(24_000), faults=False)
+    run.advance(ms(30_000), sending=False, faults=False)
+    run.final_fetch()
+    return run, plan
+
+
+def test_fetch_before_load_starts_the_owner_behind_the_committed_offset() -> None:
+    """``--bug fetch_before_load`` (spec.offsets' bug of the same name): the new coordinator
+    answers the retried OffsetFetch from its empty cache, "no committed offset"; the owner
+    starts at 0 (``earliest``) behind the group's committed offsets:
+    ``CommittedWithinOwnerProgress`` breaks, and the delivery checker sees the regression.
+    With the fence (``COORDINATOR_LOAD_IN_PROGRESS``, retried after the load) it holds."""
+    run, plan = fetch_during_load(frozenset({"fetch_before_load"}))
+    assert plan.get("retried_at"), plan
+    r = run.refinement
+    assert r is not None and r.count > 0
+    assert {v.prop for v in r.violations} == {"CommittedWithinOwnerProgress"}
+    delivery = check_group_delivery(run.history(), "at-least-once")
+    assert delivery["counts"].get("commit-regression", 0) > 0, delivery
+    fenced, plan = fetch_during_load(frozenset())
+    assert plan.get("retried_at"), plan
+    assert fenced.refinement is not None and fenced.refinement.count == 0
+    assert check_group_delivery(fenced.history(), "at-least-once")["verdict"] == "valid"

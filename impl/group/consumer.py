@@ -529,12 +529,19 @@ class GroupConsumer:
         commit is in flight: the listener runs on the poll thread, which ``commitSync``
         blocks, and the history process does one operation at a time."""
         if self._commit is None:
+            if self.member.history and self._fetching_offsets is not None:
+                # The member moves on (a rebalance) while its OffsetFetch is unanswered:
+                # that fetch is given up (its answer, if any, is dropped; the partitions
+                # the new assignment keeps are asked for again), so that the history
+                # process does one operation at a time.
+                keys = [_key(tp) for tp in self._fetching_offsets[0]]
+                self._op("fail", "fetch-offsets", keys, now, error="rebalance")
+                self._fetching_offsets = None
             for op in self.member.history:
                 self.history.append({**op, "process": self.process})
             self.member.history.clear()
         for tp in sorted(self.fetchers):
             self._collect_fetcher(tp, self.fetchers[tp])
-        _ = now
 
     def _fetcher_process(self, tp: tuple[str, int]) -> str:
         """Each partition's fetcher is a history process of its own (``"200/t-4"``, named

@@ -275,11 +275,14 @@ class OffsetsRefinement:
     def _check_state(self, before: State | None, after: State, p: int, now: int) -> None:
         spec = self.spec
         if not spec.committed_within_owner_progress(after):
+            owner = after.group.owner
+            positions = [c.position for c in after.consumers if c.member_id == owner]
             self._violated(
                 "CommittedWithinOwnerProgress",
                 p,
                 now,
-                f"{spec.short(after)}; owner {after.group.owner}",
+                f"committed {after.stored.committed} is past the position {positions} of the "
+                f"owner {owner} of generation {after.group.generation}",
             )
         if self.at_least_once and not spec.at_least_once(after):
             missing = [o for o in range(after.stored.committed or 0) if o not in after.processed][
