@@ -345,7 +345,8 @@ def _duration(flag: str, text: str) -> int:
     help="kafka: producers and consumers on the cluster's partitions; group: a consumer "
     "group on the cluster reads, processes and commits what a producer writes "
     "(docs/groups.md, docs/offsets.md); its faults (--nemesis all) are pause-consumer, "
-    "kill-consumer, kill-coordinator, pause-coordinator, partition, kill.",
+    "kill-consumer, leave-consumer, kill-coordinator, pause-coordinator, partition, kill, "
+    "late-commit, pause-partition, fail-processing.",
 )
 @click.option(
     "--commit",
