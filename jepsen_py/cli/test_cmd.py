@@ -335,7 +335,8 @@ def _duration(flag: str, text: str) -> int:
     + "; with --workload group, no_generation_check: the group coordinator checks no "
     "generation id (`kmodel check group --bug no_generation_check`); fetch_before_load: a new "
     "coordinator answers OffsetFetch before it has loaded __consumer_offsets (`kmodel check "
-    "offsets --bug fetch_before_load`). Default: every fence on.",
+    "offsets --bug fetch_before_load`; random runs rarely reach it, docs/offsets.md has the "
+    "scenario that does). Default: every fence on.",
 )
 @click.option(
     "--workload",
