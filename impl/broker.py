@@ -49,6 +49,7 @@ from impl.fetcher import (
     TruncationExchange,
 )
 from impl.log import (
+    CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -195,10 +196,15 @@ class Broker:
         self.shutdown: ShutdownState | None = None
         """A controlled shutdown in progress (``impl.controlled_shutdown``)."""
         self.log_cleanup = LogCleanup(
-            config.log_retention_check_interval_ns, config.log_cleaner_backoff_ns, now, now
+            config.log_retention_check_interval_ns,
+            config.log_cleaner_backoff_ns,
+            now,
+            now,
+            checkpoint=OffsetCheckpointFile(disk, "", CLEANER_OFFSET_CHECKPOINT),
         )
         """Retention and compaction of the hosted logs (``impl.log_cleanup``)."""
         self._load(now)
+        self.log_cleanup.load_checkpoint(self.replicas)
 
     # ------------------------------------------------------------------ start-up
 
