@@ -634,7 +634,8 @@ class GroupConsumer:
             self._op("ok", "process", [[o, _int(v)] for o, v in done], now, key=_key(tp))
             self.stats["processed"] = self.stats.get("processed", 0) + len(done)
         self._bump("processing_failures")
-        self.seek(tp, self.committed.get(tp, 0), now)
+        if tp in self._owned:  # (before-process may finish a batch of a partition revoked since)
+            self.seek(tp, self.committed.get(tp, 0), now)
 
     def _processed(self, tp: tuple[str, int], records: list[tuple[int, str]], now: int) -> None:
         self._op("ok", "process", [[o, _int(v)] for o, v in records], now, key=_key(tp))
