@@ -18,7 +18,9 @@ turn off:
 No scenario schedule: each run is exactly ``kmodel test --runs N --seed S --nemesis all
 <flags>``'s swarm run for its seed (``jepsen_py.runner.config.swarm_config``: the seed draws
 its subset of faults, their pace and targets), run in this process through the runner API;
-the group workload's runs are ``kmodel test --workload group --nemesis all --seed S``. An
+the group workload's runs are ``kmodel test --workload group --nemesis GROUP_FENCE_FAULTS
+--interval 4s --seed S`` (its faults but the application's own, ``pause-partition`` and
+``fail-processing``, which touch no fence). An
 entry is found at the first seed that shows its anomaly (`EXPECTED`, a violation: a lost
 acknowledged write or an offset with two values for the unsafe flags, a duplicate
 without idempotence, any violation for a fence; for the group workload, a violated group
@@ -66,6 +68,7 @@ from impl.world import FENCE_BUGS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.explain import MECHANISMS
 from jepsen_py.generator import SECOND
+from jepsen_py.group_cluster import APPLICATION_FAULTS
 from jepsen_py.group_workload import GROUP_BUGS, parse_group_faults, run_group_test
 from jepsen_py.nemesis import ALL
 from jepsen_py.runner.config import TestConfig, swarm_config
@@ -73,6 +76,8 @@ from jepsen_py.runner.run import run_test
 
 SAFE = "safe"
 SAFE_CHUNK = 10
+GROUP_FENCE_FAULTS = tuple(f for f in parse_group_faults("all") if f not in APPLICATION_FAULTS)
+"""The group workload's faults that act on its members, coordinator and commits."""
 """The safe configuration's seeds are run in jobs of this many."""
 
 LOSS = "loss"
@@ -119,7 +124,10 @@ def entries() -> dict[str, tuple[dict[str, Any], str]]:
     both = ("accept_stale_controller_epoch", "unconditional_write")
     out["+".join(both)] = ({"bugs": both}, " ".join(f"--bug {b}" for b in both))
     for bug in sorted(GROUP_BUGS):
-        out[bug] = ({"workload": "group", "bugs": (bug,)}, f"--workload group --bug {bug}")
+        out[bug] = (
+            {"workload": "group", "bugs": (bug,)},
+            f"--workload group --bug {bug} --nemesis {','.join(GROUP_FENCE_FAULTS)}",
+        )
     return out
 
 
@@ -130,7 +138,7 @@ def run_one(
     if fields.get("workload") == "group":
         result = run_group_test(
             seed=seed,
-            faults=parse_group_faults("all"),
+            faults=GROUP_FENCE_FAULTS,
             time_limit_ns=time_limit_s * SECOND,
             interval_ns=4 * SECOND,
             partitions=6,
@@ -147,7 +155,7 @@ def run_one(
             "sim_s": float(time_limit_s),
             "violations": [str(v) for v in result["violations"][:2]],
             "command": f"kmodel test --workload group --seed {seed} --bug {fields['bugs'][0]}"
-            f" --time-limit {time_limit_s}s",
+            f" --nemesis {','.join(GROUP_FENCE_FAULTS)} --interval 4s --time-limit {time_limit_s}s",
         }
     base = TestConfig(
         name=f"bughunt-{name}",
@@ -309,7 +317,7 @@ def main() -> None:
             "runs_to_bug": results[name]["runs_to_bug"],
             "sim_s_to_bug": results[name]["sim_s_to_bug"],
             "args": (
-                f"{table[name][1]} --nemesis all --seed {args.seed} --time-limit {args.time_limit}s"
+                f"{table[name][1]} --interval 4s --seed {args.seed} --time-limit {args.time_limit}s"
                 if table[name][0].get("workload") == "group"
                 else f"{table[name][1]} {flags}"
             ),

@@ -49,6 +49,8 @@ from impl.fetcher import (
     TruncationExchange,
 )
 from impl.log import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     Log,
@@ -187,14 +189,22 @@ class Broker:
         """Atomic mode: a follower transition waiting for its epoch exchange to complete."""
         self._checkpoint = OffsetCheckpointFile(disk, "", REPLICATION_OFFSET_CHECKPOINT)
         self._recovery_points = OffsetCheckpointFile(disk, "", RECOVERY_POINT_CHECKPOINT)
+        self._log_starts = OffsetCheckpointFile(disk, "", LOG_START_OFFSET_CHECKPOINT)
+        self._log_starts_written: dict[TopicPartition, int] = {}
+        """What ``log-start-offset-checkpoint`` holds (written only when it changes)."""
         self.recovered: dict[tuple[str, int], RecoveryReport] = {}
         self.shutdown: ShutdownState | None = None
         """A controlled shutdown in progress (``impl.controlled_shutdown``)."""
         self.log_cleanup = LogCleanup(
-            config.log_retention_check_interval_ns, config.log_cleaner_backoff_ns, now, now
+            config.log_retention_check_interval_ns,
+            config.log_cleaner_backoff_ns,
+            now,
+            now,
+            checkpoint=OffsetCheckpointFile(disk, "", CLEANER_OFFSET_CHECKPOINT),
         )
         """Retention and compaction of the hosted logs (``impl.log_cleanup``)."""
         self._load(now)
+        self.log_cleanup.load_checkpoint(self.replicas)
 
     # ------------------------------------------------------------------ start-up
 
@@ -203,6 +213,8 @@ class Broker:
         recovery point (segments below it are trusted), HW from the checkpoint."""
         hws = self._checkpoint.read()
         points = self._recovery_points.read()
+        starts = self._log_starts.read()
+        self._log_starts_written = dict(starts)
         # FileSystem has no directory listing; SimDisk's paths() stands in (see docs/impl.md).
         paths: list[str] = self.disk.paths()  # type: ignore[attr-defined]
         directories = sorted({path.split("/", 1)[0] for path in paths if "/" in path})
@@ -213,7 +225,11 @@ class Broker:
             partition = int(number)
             point = points.get(TopicPartition(topic, partition), 0)
             log = Log.open(
-                self.disk, directory, config=self.config.log_config(topic), recovery_point=point
+                self.disk,
+                directory,
+                config=self.config.log_config(topic),
+                recovery_point=point,
+                log_start_offset=starts.get(TopicPartition(topic, partition), 0),
             )
             # Everything that survived is on disk: recovery re-validated it all.
             log.flush()
@@ -296,6 +312,25 @@ class Broker:
         )
         for r in self.replicas.values():
             r.truncated = False
+        self.checkpoint_log_starts()
+
+    def checkpoint_log_starts(self) -> None:
+        """Write ``log-start-offset-checkpoint`` (``log.flush.start.offset.checkpoint
+        .interval.ms``; with the recovery points here): the log start of every log whose
+        start lies inside its first segment (a follower that followed its leader's log
+        start, DeleteRecords: KIP-107). A restart's recovery takes the log start from
+        there, else from the first segment's base offset, which is the log start of every
+        other log: without the file, records below such a log start would be readable
+        again after a restart. Written only when it changes (Kafka rewrites it on every
+        interval; the content is what matters)."""
+        starts = {
+            TopicPartition(t, p): r.log.log_start_offset
+            for (t, p), r in sorted(self.replicas.items())
+            if r.log.log_start_offset > r.log.segments[0].base_offset
+        }
+        if starts != self._log_starts_written:
+            self._log_starts.write(starts)
+            self._log_starts_written = starts
 
     # ------------------------------------------------------------------ messages
 

@@ -100,9 +100,16 @@ class Cluster(World):
 
     # ------------------------------------------------------------------ running by time
 
-    def run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None = None) -> None:
+    def run_until(
+        self,
+        end_ns: int,
+        on_timer: Callable[[Any], None] | None = None,
+        on_event: Callable[[], None] | None = None,
+    ) -> None:
         """Handle every event due up to ``end_ns``, in time order, then move the clock to
-        ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``)."""
+        ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``);
+        ``on_event()`` is called after every message delivered and every node's tick (a
+        checker that looks at the world after each event, e.g. a refinement check)."""
         clock, network, timers = self.clock, self.network, self.timers
         step_node, dispatch = self._step_node, self._dispatch
         version, paused = -1, self.nodes.in_state(NodeState.PAUSED)
@@ -126,6 +133,8 @@ class Cluster(World):
                 if envelope is not None:
                     dst = envelope.dst
                     dispatch(dst, step_node(dst, envelope.src, envelope.message))
+                    if on_event is not None:
+                        on_event()
                 continue
             timer = timers.pop_due(now, paused)
             if timer is None:
@@ -135,6 +144,8 @@ class Cluster(World):
                 if self.running(payload):
                     self._tick(payload)
                     timers.schedule(clock.now + self._interval(payload), payload, owner=payload)
+                    if on_event is not None:
+                        on_event()
             elif isinstance(payload, Writeback):
                 self.writeback(payload.broker)
                 assert self.config.dirty_writeback_ns

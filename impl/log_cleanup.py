@@ -9,6 +9,11 @@ order, and only for logs whose config asks for them (``cleanup.policy``, ``reten
 alike clean their own logs, each below its own high watermark, as in Kafka; a replica's
 timestamps are the leader's (they travel in the batches). What ran is counted in
 ``stats``; the logs themselves say what they hold.
+
+The cleaner's checkpoint, where each compacted log's dirty part begins, is written to
+``cleaner-offset-checkpoint`` after every cleaning (Kafka's ``LogCleanerManager.doneCleaning``)
+and read back when the broker starts (``load_checkpoint``): a restarted broker does not take
+its whole compacted log as dirty and clean it again at once.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Protocol
 
 import attrs
 
-from impl.log import Log
+from impl.log import Log, OffsetCheckpointFile, TopicPartition
 from impl.log.cleaner import LogCleaner
 from impl.log.retention import apply_retention
 
@@ -41,6 +46,8 @@ class LogCleanup:
     next_retention_at: int = 0
     next_clean_at: int = 0
     cleaner: LogCleaner = attrs.Factory(LogCleaner)
+    checkpoint: OffsetCheckpointFile | None = None
+    """``cleaner-offset-checkpoint`` (None: the cleaner's checkpoint stays in memory)."""
     stats: dict[str, int] = attrs.Factory(
         lambda: {"segments_deleted": 0, "cleanings": 0, "records_cleaned": 0}
     )
@@ -64,3 +71,27 @@ class LogCleanup:
                 if cleaned is not None:
                     self.stats["cleanings"] += 1
                     self.stats["records_cleaned"] += cleaned.records_before - cleaned.records_after
+                    self._write_checkpoint(replicas)
+
+    def load_checkpoint(self, replicas: Mapping[tuple[str, int], HostedLog]) -> None:
+        """Take the cleaner's checkpoint from ``cleaner-offset-checkpoint`` for the logs
+        ``replicas`` hosts (one the log no longer covers is reset by the cleaner)."""
+        if self.checkpoint is None:
+            return
+        stored = self.checkpoint.read()
+        for (topic, partition), replica in sorted(replicas.items()):
+            offset = stored.get(TopicPartition(topic, partition))
+            if offset is not None:
+                self.cleaner.first_dirty[replica.log.directory] = offset
+
+    def _write_checkpoint(self, replicas: Mapping[tuple[str, int], HostedLog]) -> None:
+        if self.checkpoint is None:
+            return
+        first_dirty = self.cleaner.first_dirty
+        self.checkpoint.write(
+            {
+                TopicPartition(topic, partition): first_dirty[replica.log.directory]
+                for (topic, partition), replica in sorted(replicas.items())
+                if replica.log.directory in first_dirty
+            }
+        )

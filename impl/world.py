@@ -450,6 +450,7 @@ class World:
                 {config.topic: config.partitions},
                 self._offsets_leader,
                 check_generation="no_generation_check" not in config.bugs,
+                fetch_before_load="fetch_before_load" in config.bugs,
                 app=config.consumer_app,
                 member_config=None
                 if config.group_member is None

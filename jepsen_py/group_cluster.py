@@ -19,8 +19,11 @@ the consumers.
   again at the stop), ``kill-coordinator`` and ``pause-coordinator`` (``kill`` and
   ``pause`` of the broker leading the group's ``__consumer_offsets`` partition),
   ``late-commit`` (a consumer's OffsetCommit delivered after the group moved on, see
-  ``LATE_COMMIT``), and any fault of the Kafka workload's catalogue by name (``kill``,
-  ``pause``, ``partition``, ...);
+  ``LATE_COMMIT``), ``pause-partition`` (a consumer pauses one of its partitions:
+  back-pressure, ``KafkaConsumer.pause``; resumed at the stop) and ``fail-processing`` (a
+  consumer's record handler throws on some batches until the stop, and the application
+  seeks back to its committed offset: ``KafkaConsumer.seek``), and any fault of the Kafka
+  workload's catalogue by name (``kill``, ``pause``, ``partition``, ...);
 - after ``duration_ns`` every fault is healed, the consumers go on for ``recovery_ns``, and
   a final OffsetFetch (an admin's, handed to the coordinator's broker directly) reads the
   group's committed offsets: the ``fetch-offsets`` op with ``"final": true``.
@@ -47,6 +50,7 @@ from impl.group.invariants import GroupInvariants
 from impl.group.member import MemberConfig
 from impl.group.messages import NO_OFFSET, NONE, GenerationCompleted, OffsetCommit, OffsetFetch
 from impl.group.messages import OffsetFetchResponse as _OffsetFetchResponse
+from impl.group.offsets_refinement import OffsetsRefinement
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.protocol import NO_LEADER
 from impl.sim.clock import ms
@@ -55,8 +59,10 @@ from jepsen_py.nemesis import CATALOGUE, Nemesis, network_for
 from jepsen_py.workload import record_key_for
 
 __all__ = [
+    "APPLICATION_FAULTS",
     "COORDINATOR_FAULTS",
     "GROUP_CLUSTER_FAULTS",
+    "HARNESS_FAULTS",
     "LATE_COMMIT",
     "GroupClusterConfig",
     "GroupClusterRun",
@@ -71,6 +77,19 @@ left on a connection the client gave up on, as the harness's slow messages); its
 lost with that connection. The zombie's commit that the generation check must refuse (and
 does: delivered only once the group's generation moved past the request's, it changes
 nothing with the check on; at the heal one still held is dropped)."""
+PAUSE_PARTITION = "pause-partition"
+FAIL_PROCESSING = "fail-processing"
+APPLICATION_FAULTS = (PAUSE_PARTITION, FAIL_PROCESSING)
+"""Faults of a consumer's application, each a start/stop pair on one running consumer
+that is stable and owns a partition: ``pause-partition`` pauses one of its partitions
+(``KafkaConsumer.pause``: back-pressure; the member stays in the group) and the stop resumes
+it if it is still assigned and paused (a rebalance drops the pause); ``fail-processing``
+makes its record handler throw on one batch in ``ConsumerApp.fail_every`` until the stop, the
+application seeking the partition back to its committed offset each time
+(``KafkaConsumer.seek``)."""
+HARNESS_FAULTS = frozenset({LATE_COMMIT, *APPLICATION_FAULTS})
+"""The group workload's faults that are not the catalogue's (nor aimed at the coordinator):
+performed by this harness."""
 GROUP_CLUSTER_FAULTS = (
     "pause-consumer",
     "kill-consumer",
@@ -80,6 +99,8 @@ GROUP_CLUSTER_FAULTS = (
     "partition",
     "kill",
     "late-commit",
+    PAUSE_PARTITION,
+    FAIL_PROCESSING,
 )
 """``--nemesis all`` with ``--workload group``."""
 TOPIC = "t"
@@ -111,6 +132,9 @@ class GroupClusterConfig:
     request_timeout_ns: int = ms(3_000)
     faults: tuple[str, ...] = GROUP_CLUSTER_FAULTS
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    refinement: bool = False
+    """Check ``spec.offsets``' properties on the abstraction of the group after every event
+    (``impl.group.offsets_refinement``): its violations join the outcome's."""
 
     def __attrs_post_init__(self) -> None:
         unknown = sorted(set(self.bugs) - GROUP_BUGS)
@@ -119,7 +143,7 @@ class GroupClusterConfig:
         bad = [
             f
             for f in self.faults
-            if f not in COORDINATOR_FAULTS and f not in CATALOGUE and f != LATE_COMMIT
+            if f not in COORDINATOR_FAULTS and f not in CATALOGUE and f not in HARNESS_FAULTS
         ]
         if bad:
             raise ValueError(
@@ -181,6 +205,18 @@ class GroupClusterRun:
         self._next_fault = config.fault_interval_ns
         self._late: tuple[str, OffsetCommit] | None = None
         """late-commit: (consumer, the request it sent) held back."""
+        self.refinement = (
+            OffsetsRefinement(
+                GROUP,
+                TOPIC,
+                config.partitions,
+                at_least_once=config.commit != "before-process",
+            )
+            if config.refinement
+            else None
+        )
+        self._app_fault: tuple[str, str, tuple[str, int] | None] | None = None
+        """The application fault running: (fault, consumer, the partition paused)."""
 
     # ------------------------------------------------------------------ the run
 
@@ -190,7 +226,7 @@ class GroupClusterRun:
         c = self.config
         self.advance(c.duration_ns)
         self._heal()
-        self.advance(c.duration_ns + c.recovery_ns, sending=False)
+        self.advance(c.duration_ns + c.recovery_ns, sending=False, faults=False)
         self._final_fetch()
         return self.outcome()
 
@@ -199,14 +235,17 @@ class GroupClusterRun:
         in steps of 100 ms of logical time; tests drive a scenario with it."""
         c, cluster = self.config, self.cluster
         step = ms(100)
+        observe = None if self.refinement is None else self.observe
         while self._t <= until_ns:
             t = self._t
-            cluster.run_until(t)
+            cluster.run_until(t, on_event=observe)
             self._check()
             if t % c.poll_interval_ns == 0:
                 for name in cluster.consumer_names:
                     if cluster.running(name):
                         cluster.client_poll(name)
+                        if observe is not None:
+                            observe()
             if sending and t % c.send_interval_ns == 0:
                 self._value += 1
                 key = self._keys[self._value % c.partitions]
@@ -217,7 +256,24 @@ class GroupClusterRun:
                 self._deliver_late()
                 self._fault()
                 self._next_fault += c.fault_interval_ns
+                if observe is not None:
+                    observe()
             self._t += step
+
+    def observe(self) -> None:
+        """The refinement check's look at the world (``config.refinement``)."""
+        assert self.refinement is not None
+        b = self._coordinator()
+        cluster = self.cluster
+        consumers = self.host.consumers
+        self.refinement.observe(
+            None if b is None else self.host.coordinators[b],
+            self.host.stats.get("loads", 0),
+            consumers,
+            {n: cluster.nodes.state(n).alive for n in consumers},
+            self.host.notes,
+            cluster.clock.now,
+        )
 
     def _check(self) -> None:
         notes = self.host.notes
@@ -253,6 +309,9 @@ class GroupClusterRun:
         self.cluster.record({"process": "nemesis", "type": "info", "f": f, "value": result})
 
     def _fault(self) -> None:
+        if self._app_fault is not None:
+            self._stop_app_fault()
+            return
         if self._active is not None:
             _, stop = self._active
             self._active = None
@@ -262,6 +321,9 @@ class GroupClusterRun:
         name = self.config.faults[rng.randrange(len(self.config.faults))]
         if name == LATE_COMMIT:
             self._hold_commit()
+            return
+        if name in APPLICATION_FAULTS:
+            self._start_app_fault(name)
             return
         fault = COORDINATOR_FAULTS.get(name, name)
         start, stop = fault_ops(fault)
@@ -353,7 +415,55 @@ class GroupClusterRun:
             {"process": "nemesis", "type": "info", "f": f"stop-{LATE_COMMIT}", "value": value}
         )
 
+    def _start_app_fault(self, name: str) -> None:
+        """An application fault's start on a running, stable consumer that owns a
+        partition whose start is known (see ``APPLICATION_FAULTS``)."""
+        cluster, rng = self.cluster, self.cluster.fault_rng
+        eligible = [
+            n
+            for n, gc in sorted(self.host.consumers.items())
+            if cluster.running(n) and gc.member.state == "stable" and gc.fetchers
+        ]
+        if not eligible:
+            return
+        node = eligible[rng.randrange(len(eligible))]
+        gc = self.host.consumers[node]
+        value: dict[str, Any] = {"node": node, "process": gc.process}
+        tp = None
+        if name == PAUSE_PARTITION:
+            owned = sorted(gc.fetchers)
+            tp = owned[rng.randrange(len(owned))]
+            gc.pause((tp,), cluster.clock.now)
+            value["key"] = f"{tp[0]}-{tp[1]}"
+        else:
+            gc.fail_processing(True)
+        self._app_fault = (name, node, tp)
+        self.faults[name] = self.faults.get(name, 0) + 1
+        cluster.record({"process": "nemesis", "type": "info", "f": f"start-{name}", "value": value})
+
+    def _stop_app_fault(self) -> None:
+        """Its stop: the partition resumed (if the consumer still has it paused: a
+        rebalance, or a restart, drops the pause), or the handler healthy again."""
+        assert self._app_fault is not None
+        name, node, tp = self._app_fault
+        self._app_fault = None
+        gc = self.host.consumers[node]
+        value: dict[str, Any] = {"node": node}
+        if tp is not None:
+            value["key"] = f"{tp[0]}-{tp[1]}"
+            if tp in gc.paused:
+                gc.resume((tp,), self.cluster.clock.now)
+            else:
+                value["dropped"] = True  # revoked meanwhile, or the consumer restarted
+        else:
+            gc.fail_processing(False)
+        self.cluster.record(
+            {"process": "nemesis", "type": "info", "f": f"stop-{name}", "value": value}
+        )
+
     def _heal(self) -> None:
+        if self._app_fault is not None:
+            self._stop_app_fault()
         self._deliver_late(healing=True)
         if self._active is not None:
             _, stop = self._active
@@ -456,6 +566,16 @@ class GroupClusterRun:
             else sorted(k for k, o in acked.items() if (self.final.get(k) or 0) < o)
         )
         outcome = self.invariants.outcome.to_json()
+        if self.refinement is not None:
+            r = self.refinement
+            outcome["violations"] = [*outcome["violations"], *(v.describe() for v in r.violations)]
+            outcome["ok"] = outcome["ok"] and r.count == 0
+            outcome["refinement"] = {
+                "observations": r.observations,
+                "commits_checked": r.commits_checked,
+                "commits_of_deposed_coordinators": r.deposed_commits,
+                "violations": r.count,
+            }
         return {
             **outcome,
             "records_processed": processed,

@@ -6,9 +6,13 @@ consumers and of the brokers, the group coordinator's among them.
 Faults (``--nemesis``, comma-separated, or ``all``): ``pause-consumer`` (SIGSTOP: the zombie
 member), ``kill-consumer`` (it dies and comes back as a new member and a new history
 process), ``kill-coordinator`` and ``pause-coordinator`` (the broker leading the group's
-``__consumer_offsets`` partition), and any fault of the Kafka workload's catalogue
-(``kmodel test --list-faults``); ``all`` is ``GROUP_CLUSTER_FAULTS``. ``--unclean`` lets
-``__consumer_offsets`` elect an out-of-sync leader too (commits can be lost).
+``__consumer_offsets`` partition), ``late-commit``, ``pause-partition`` (a consumer pauses a
+partition for a while: back-pressure) and ``fail-processing`` (a consumer's handler throws
+part way through some batches and the application seeks back to its committed offset:
+re-deliveries the checker explains as ``duplicated-seek``), and any fault of the Kafka
+workload's catalogue (``kmodel test --list-faults``); ``all`` is
+``GROUP_CLUSTER_FAULTS``. ``--unclean`` lets ``__consumer_offsets`` elect an out-of-sync
+leader too (commits can be lost).
 ``--bug no_generation_check`` turns the coordinator's generation check off (``spec/group``'s
 bug of the same name).
 
@@ -36,7 +40,7 @@ from jepsen_py.checker.delivery_engine import verify_delivery_path
 from jepsen_py.group_cluster import (
     COORDINATOR_FAULTS,
     GROUP_CLUSTER_FAULTS,
-    LATE_COMMIT,
+    HARNESS_FAULTS,
     GroupClusterConfig,
     GroupClusterRun,
 )
@@ -59,10 +63,14 @@ def parse_group_faults(text: str) -> tuple[str, ...]:
     for item in items:
         names = GROUP_CLUSTER_FAULTS if item == "all" else () if item == "none" else (item,)
         for name in names:
-            if name not in COORDINATOR_FAULTS and name not in CATALOGUE and name != LATE_COMMIT:
+            if (
+                name not in COORDINATOR_FAULTS
+                and name not in CATALOGUE
+                and name not in HARNESS_FAULTS
+            ):
                 raise GroupTestError(
                     f"unknown group fault {name!r}; with --workload group the faults are: "
-                    f"{', '.join(GROUP_CLUSTER_FAULTS)} (all), {LATE_COMMIT}, none, or any "
+                    f"{', '.join(GROUP_CLUSTER_FAULTS)} (all), none, or any "
                     "fault of `kmodel test --list-faults`"
                 )
             if name not in chosen:

@@ -236,6 +236,75 @@ def test_a_seek_makes_commit_regression_undecidable_on_its_key() -> None:
     assert "commit-regression cannot be judged" in (key.verdict.explanation or "")
 
 
+def seek(h: History, process: int, offset: int) -> int:
+    invoked = h.add(process, "invoke", "seek", {K: offset}, K)
+    h.add(process, "ok", "seek", {K: offset}, K)
+    return invoked
+
+
+def test_a_seek_back_to_the_committed_offset_explains_the_records_processed_again() -> None:
+    """A processing failure after records 1 and 2 had their side effect: the application
+    seeks back to its committed offset (1) and processes them again (at least once)."""
+    h = produced(4)
+    h.assign(1, [K])
+    h.process(1, [0])
+    h.commit(1, 1)
+    first = h.process(1, [1, 2])  # then the handler failed on record 3
+    back = seek(h, 1, 1)
+    second = h.process(1, [1, 2, 3])
+    h.commit(1, 4)
+    h.fetch(9, 4)
+    key = one_key(h)
+    assert counts(key) == {"duplicated-seek": 2}
+    assert lines(key, "duplicated-seek") == [[first, back, second]] * 2
+    assert key.verdict.verdict is Verdict.OK
+    assert key.verdict.informational == ("duplicated-seek",)
+    assert one_key(h, AT_MOST_ONCE).verdict.violations == ("duplicated-seek",)
+
+
+def test_a_seek_to_past_the_record_or_by_another_process_explains_nothing() -> None:
+    h = produced(3)
+    h.assign(1, [K])
+    first = h.process(1, [0, 1])
+    seek(h, 1, 2)  # a seek forward of the records processed again
+    seek(h, 2, 0)  # another consumer's seek
+    second = h.process(1, [0, 1])
+    key = one_key(h)
+    assert counts(key) == {"duplicated-unexplained": 2}
+    assert lines(key, "duplicated-unexplained") == [[first, second]] * 2
+
+
+def test_a_seek_forward_past_unprocessed_records_loses_them() -> None:
+    """The consumer skips records 1 and 2 (a seek forward) and commits past them: the
+    group's committed offset passed records nobody processed."""
+    h = produced(4)
+    h.assign(1, [K])
+    h.process(1, [0])
+    h.commit(1, 1)
+    seek(h, 1, 3)
+    h.process(1, [3])
+    committed = h.commit(1, 4)
+    key = one_key(h)
+    assert counts(key) == {"lost": 2}
+    assert lines(key, "lost") == [[4, committed], [6, committed]]
+    assert key.verdict.verdict is Verdict.ILLEGAL
+
+
+def test_a_seek_above_what_a_fetch_returned_leaves_its_regression_judged() -> None:
+    """Only a seek to the fetched offset or below can explain a committed offset going
+    back there; a rewind to offset 1 cannot explain a fetch of 0."""
+    h = produced(2)
+    h.assign(1, [K])
+    h.process(1, [0, 1])
+    committed = h.commit(1, 2)
+    seek(h, 1, 1)
+    invoked, ok = h.fetch(2, 0)
+    key = one_key(h)
+    assert counts(key) == {"commit-regression": 1}
+    assert lines(key, "commit-regression") == [[committed, invoked, ok]]
+    assert not key.anomalies.problems
+
+
 @pytest.mark.parametrize(
     ("f", "type_", "value", "reason"),
     [

@@ -48,6 +48,7 @@ def test_the_corpus_covers_every_verdict_and_every_anomaly() -> None:
     assert names == {
         "lost",
         "duplicated-crash",
+        "duplicated-seek",
         "duplicated-rebalance",
         "duplicated-unexplained",
         "commit-regression",

@@ -23,7 +23,7 @@ def checker_counts(ops: list[Op]) -> dict[str, dict[str, int]]:
     out = {}
     for key in check_delivery(ops, AT_LEAST_ONCE):
         counts = dict(key.anomalies.counts)
-        counts["seek"] = int(any("seek" in p.reason for p in key.anomalies.problems))
+        counts["seek"] = sum("seek" in p.reason for p in key.anomalies.problems)
         out[key.key] = counts
     return out
 

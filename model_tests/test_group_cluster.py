@@ -196,11 +196,12 @@ def test_clean_election_keeps_every_acknowledged_commit() -> None:
     assert delivery["verdict"] == "valid", delivery
 
 
-@pytest.mark.parametrize("seed", [2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_at_least_once_consumers_lose_nothing_and_every_duplicate_is_explained(seed: int) -> None:
     """Committing after processing, under the group workload's faults: no record the group
-    committed past went unprocessed; records processed twice, each explained by a crash or
-    a rebalance (the delivery checker's ``duplicated-unexplained`` is a violation)."""
+    committed past went unprocessed; records processed twice, each explained by a crash, a
+    seek back after a processing failure (seed 1) or a rebalance (the delivery checker's
+    ``duplicated-unexplained`` is a violation)."""
     run = GroupClusterRun(GroupClusterConfig(), seed)
     assert run.run()["ok"]
     delivery = check_group_delivery(run.history(), "at-least-once")
@@ -209,7 +210,7 @@ def test_at_least_once_consumers_lose_nothing_and_every_duplicate_is_explained(s
     assert sum(delivery["counts"].values()) > 0, "a crash or a rebalance re-delivered some"
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [2, 3])
 def test_committing_before_processing_loses_what_a_kill_interrupts(seed: int) -> None:
     """At most once: a consumer killed while it processes a batch it already committed loses
     it; nothing is processed twice."""

@@ -27,12 +27,28 @@ HW). It is sans-I/O like them: ``poll(now)`` is one turn of the application's lo
 - **onPartitionsRevoked**: before the member gives partitions up it commits what it processed
   of them (as the ``ConsumerRebalanceListener`` docs advise for at-least-once; auto commit
   does the same in ``onJoinPrepare``). Records fetched for a revoked partition are dropped.
+- **seek, pause, resume** (``KafkaConsumer`` Javadoc, "Manual Offset Control" and
+  "Consumption Flow Control"): ``seek(tp, offset)`` sets the fetch position of an assigned
+  partition (the next fetch reads from there; records fetched and not yet returned are
+  discarded, and a fetch in flight from the old position is discarded when it answers);
+  ``pause(tps)`` stops fetching those partitions without leaving the group (``poll`` goes
+  on: heartbeats, rejoins; records already fetched wait), ``resume(tps)`` restarts them. Each
+  refuses a partition not assigned (Kafka's ``IllegalStateException`` "No current
+  assignment for partition"). A rebalance that revokes a paused partition drops the pause;
+  a partition assigned anew starts unpaused.
+- **A processing failure** (``fail_processing``, the harness's ``fail-processing`` fault): the
+  record handler throws part way through a batch (the records before it had their side
+  effect); the application catches it and seeks the partition back to the offset of its
+  last acknowledged commit, the usual at-least-once recovery, and reads on from there: the
+  records processed since that commit are processed again (the history's ``seek`` explains
+  them: ``duplicated-seek``).
 
 History (``docs/history-format.md``, "consumer groups"): the member's ``subscribe`` and
 ``assign``; each fetch's ``poll`` (with ``member`` and ``generation``); ``process`` (the
 records the application finished); ``commit`` (invoke with ``mode``; ``ok``, ``fail`` when no
 attempt can have been appended, else ``info``: the process then goes on as a new one, as
-Jepsen's do); ``fetch-offsets``.
+Jepsen's do); ``fetch-offsets``; ``seek`` (``invoke`` and ``ok``, value ``{"t-0": offset}``);
+``pause`` and ``resume`` (``ok``, value the keys).
 """
 
 from __future__ import annotations
@@ -62,7 +78,13 @@ from impl.protocol import Effects, FetchResponse, MetadataResponse, RequestFaile
 from impl.sim.clock import ms
 from spec.group.lifecycle import MEMBER_STABLE
 
-__all__ = ["COMMIT_MODES", "OFFSET_RESETS", "ConsumerApp", "GroupConsumer"]
+__all__ = [
+    "COMMIT_MODES",
+    "OFFSET_RESETS",
+    "ConsumerApp",
+    "GroupConsumer",
+    "NoCurrentAssignmentError",
+]
 
 COMMIT_MODES = ("after-process", "after-process-async", "before-process", "auto")
 """When the application commits: ``commitSync`` after processing each batch (at least
@@ -82,6 +104,11 @@ MAYBE_APPENDED = frozenset({NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_
 was not yet committed when the leader moved or the purgatory expired)."""
 
 
+class NoCurrentAssignmentError(RuntimeError):
+    """``seek``, ``pause`` or ``resume`` of a partition the consumer is not assigned (Kafka's
+    ``IllegalStateException``: "No current assignment for partition")."""
+
+
 @attrs.frozen
 class ConsumerApp:
     """The application's choices and the consumer's configs for them."""
@@ -96,6 +123,8 @@ class ConsumerApp:
     """How long the application takes to process a polled batch: its side effect (the
     ``process`` op) is done at the first turn of the loop after that; a consumer killed
     meanwhile never finishes it."""
+    fail_every: int = 5
+    """While ``fail_processing`` is on, the handler throws on one batch in this many."""
     commit_timeout_ns: int = ms(15_000)
     """How long ``commitSync`` retries (``default.api.timeout.ms``, 60 s in Kafka)."""
     request_timeout_ns: int = ms(5_000)
@@ -158,6 +187,8 @@ class GroupConsumer:
         """``latest``: partitions whose first fetch only finds the HW."""
         self._polled: list[tuple[tuple[str, int], list[tuple[int, str]]]] = []
         """Batches fetched and not yet handed to processing."""
+        self._positions: dict[tuple[str, int], int] = {}
+        """Kafka's ``position()`` per partition (see ``position``)."""
         self.processed: dict[tuple[str, int], int] = {}
         """Per partition the offset after the last record processed (what to commit)."""
         self.committed: dict[tuple[str, int], int] = {}
@@ -167,6 +198,14 @@ class GroupConsumer:
         self._fetcher_names: dict[tuple[str, int], str] = {}
         """Each fetcher's history process, fixed when it started (``_fetcher_process``)."""
         """Batches being processed: (done at, partition, records)."""
+        self.paused: set[tuple[str, int]] = set()
+        """Partitions ``pause`` d: not fetched, their fetched records held, until resumed."""
+        self._seek_pending: dict[tuple[str, int], int] = {}
+        """Partitions sought while a fetch from the old position was in flight -> where the
+        next fetch starts, once that fetch has answered (its records are discarded)."""
+        self._failing = False
+        """``fail_processing`` on: the handler throws on one batch in ``fail_every``."""
+        self._batches = 0
         self._next_auto_commit = 0
         self._offsets_retry_at = 0
         self._correlation = 0
@@ -178,6 +217,18 @@ class GroupConsumer:
     @property
     def busy(self) -> bool:
         return self._commit is not None
+
+    @property
+    def assignment(self) -> Partitions:
+        """``KafkaConsumer.assignment()``: the partitions this consumer reads now (empty
+        while it rejoins: the eager protocol revokes everything first)."""
+        return self._owned
+
+    def position(self, tp: tuple[str, int]) -> int | None:
+        """``KafkaConsumer.position(tp)``: the offset after the last record of ``tp`` a poll
+        handed to the application, or where reading starts (the committed offset,
+        ``auto.offset.reset``, a seek); None while the start is still being asked for."""
+        return self._positions.get(tp)
 
     def subscribe(self, topics: tuple[str, ...], now: int) -> None:
         """``KafkaConsumer.subscribe``: the group decides what it reads (the next poll
@@ -207,7 +258,7 @@ class GroupConsumer:
         if self._commit is None or self._commit.mode in NON_BLOCKING:
             for tp in sorted(self.fetchers):
                 fetcher = self.fetchers[tp]
-                if not fetcher.busy:
+                if not fetcher.busy and tp not in self.paused:
                     effects.extend(fetcher.poll(now))
         self._collect(now)
         return effects
@@ -265,6 +316,60 @@ class GroupConsumer:
         self._collect(now)
         return effects
 
+    def seek(self, tp: tuple[str, int], offset: int, now: int) -> None:
+        """``KafkaConsumer.seek(tp, offset)``: the next fetch of ``tp`` reads from
+        ``offset``. Records of ``tp`` fetched and not yet returned to the application are
+        discarded; a fetch in flight from the old position is discarded when it answers
+        (Kafka drops a fetched batch whose offset is not the position). Seeking a
+        partition whose start is still being asked for (OffsetFetch) sets it: the answer
+        no longer matters for it."""
+        self._assigned(tp, "seek")
+        if offset < 0:
+            raise ValueError(f"cannot seek {_key(tp)} to {offset}: offsets start at 0")
+        self._op("invoke", "seek", {_key(tp): offset}, now, key=_key(tp))
+        self._polled = [(t, rs) for t, rs in self._polled if t != tp]
+        self._resetting.discard(tp)
+        self._positions[tp] = offset
+        fetcher = self.fetchers.get(tp)
+        if fetcher is None:
+            if tp in self._need_offsets:
+                self._need_offsets.remove(tp)
+            self._start_fetcher(tp, offset)
+        elif fetcher.fetching:
+            self._seek_pending[tp] = offset
+        else:
+            self._seek_pending.pop(tp, None)
+            fetcher.position = offset  # the polls queued (no leader yet) start there
+        self._op("ok", "seek", {_key(tp): offset}, now, key=_key(tp))
+        self._bump("seeks")
+
+    def pause(self, tps: Partitions, now: int) -> None:
+        """``KafkaConsumer.pause``: stop fetching ``tps`` (the member stays in the group:
+        ``poll`` goes on heartbeating and rejoining); records already fetched wait."""
+        for tp in tps:
+            self._assigned(tp, "pause")
+        self.paused.update(tps)
+        self._op("ok", "pause", [_key(tp) for tp in sorted(tps)], now)
+
+    def resume(self, tps: Partitions, now: int) -> None:
+        """``KafkaConsumer.resume``: fetch ``tps`` again from their positions."""
+        for tp in tps:
+            self._assigned(tp, "resume")
+        self.paused.difference_update(tps)
+        self._op("ok", "resume", [_key(tp) for tp in sorted(tps)], now)
+
+    def fail_processing(self, on: bool) -> None:
+        """The record handler throws on one batch in ``fail_every`` while ``on`` (a flaky
+        downstream system): see the module docstring."""
+        self._failing = on
+
+    def _assigned(self, tp: tuple[str, int], what: str) -> None:
+        if tp not in self._owned:
+            raise NoCurrentAssignmentError(
+                f"{self.name}: No current assignment for partition {_key(tp)}: {what} only "
+                f"a partition this consumer is assigned (it owns {sorted(map(_key, self._owned))})"
+            )
+
     def close(self, now: int) -> Effects:
         """``KafkaConsumer.close``: the rebalance listener's ``onPartitionsRevoked`` (commit
         what was processed of the owned partitions, as on any revocation), then LeaveGroup;
@@ -273,6 +378,7 @@ class GroupConsumer:
         effects = Effects()
         self._processing = []
         self._polled = []
+        self.paused.clear()
         if self._owned:
             self._on_revoked(list(self._owned), now, effects)
             self._owned = ()
@@ -340,6 +446,7 @@ class GroupConsumer:
         partition the consumer no longer owns is never processed by it."""
         self._polled = [(tp, rs) for tp, rs in self._polled if tp not in revoked]
         self._processing = [b for b in self._processing if b[1] not in revoked]
+        self.paused.difference_update(revoked)  # a revoked partition's pause is dropped
         if (
             self.app.commit != "before-process"
             and self._commit is None
@@ -372,6 +479,8 @@ class GroupConsumer:
             )
         self._seen.pop(tp, None)
         self._fetcher_names.pop(tp, None)
+        self._seek_pending.pop(tp, None)
+        self._positions.pop(tp, None)
 
     def _on_offsets(self, msg: OffsetFetchResponse, now: int) -> None:
         if self._fetching_offsets is None:
@@ -396,15 +505,21 @@ class GroupConsumer:
                 error = {"from": None, "error": "OFFSET_OUT_OF_RANGE"}
                 self._op("fail", "poll", error, now, key=_key(tp))
                 continue
-            fetcher = Consumer(self.name, tp[0], tp[1], self.app.fetch, process=self.process)
-            fetcher.position = committed if committed != NO_OFFSET else 0
+            self._start_fetcher(tp, committed if committed != NO_OFFSET else 0)
             if committed == NO_OFFSET and reset == "latest":
                 self._resetting.add(tp)
-            self.fetchers[tp] = fetcher
-            self._fetcher_names[tp] = f"{self.process}/{_key(tp)}"
-            self._seen[tp] = 0
-            self.processed[tp] = fetcher.position
-            self.committed[tp] = fetcher.position
+
+    def _start_fetcher(self, tp: tuple[str, int], position: int) -> None:
+        """Partition ``tp``'s start is known: its fetcher reads from ``position``."""
+        fetcher = Consumer(self.name, tp[0], tp[1], self.app.fetch, process=self.process)
+        fetcher.position = position
+        self.paused.discard(tp)  # a partition assigned anew is not paused
+        self.fetchers[tp] = fetcher
+        self._positions[tp] = position
+        self._fetcher_names[tp] = f"{self.process}/{_key(tp)}"
+        self._seen[tp] = 0
+        self.processed[tp] = fetcher.position
+        self.committed[tp] = fetcher.position
 
     # ------------------------------------------------------------------ processing
 
@@ -414,12 +529,19 @@ class GroupConsumer:
         commit is in flight: the listener runs on the poll thread, which ``commitSync``
         blocks, and the history process does one operation at a time."""
         if self._commit is None:
+            if self.member.history and self._fetching_offsets is not None:
+                # The member moves on (a rebalance) while its OffsetFetch is unanswered:
+                # that fetch is given up (its answer, if any, is dropped; the partitions
+                # the new assignment keeps are asked for again), so that the history
+                # process does one operation at a time.
+                keys = [_key(tp) for tp in self._fetching_offsets[0]]
+                self._op("fail", "fetch-offsets", keys, now, error="rebalance")
+                self._fetching_offsets = None
             for op in self.member.history:
                 self.history.append({**op, "process": self.process})
             self.member.history.clear()
         for tp in sorted(self.fetchers):
             self._collect_fetcher(tp, self.fetchers[tp])
-        _ = now
 
     def _fetcher_process(self, tp: tuple[str, int]) -> str:
         """Each partition's fetcher is a history process of its own (``"200/t-4"``, named
@@ -441,11 +563,18 @@ class GroupConsumer:
                 records = op["value"].get("records")
                 if records:
                     op["value"] = {**op["value"], "records": [[o, _int(v)] for o, v in records]}
-            if tp in self._resetting and op["type"] == "ok":
+            if tp in self._seek_pending and op["type"] in ("ok", "fail") and not fetcher.fetching:
+                # the fetch sent before a seek answered: its records are discarded, and
+                # the next fetch starts where the seek said.
+                fetcher.position = self._seek_pending.pop(tp)
+                if op["type"] == "ok":
+                    op["value"] = {**op["value"], "records": []}
+            elif tp in self._resetting and op["type"] == "ok":
                 # latest: this fetch only found the HW; its records are not handed on.
                 self._resetting.discard(tp)
                 fetcher.seek(op["value"]["hw"])
                 self.processed[tp] = self.committed[tp] = fetcher.position
+                self._positions[tp] = fetcher.position
                 op["value"] = {"records": [], "hw": op["value"]["hw"]}
             elif op["type"] == "ok" and op["value"]["records"]:
                 self._polled.append((tp, [(o, v) for o, v in op["value"]["records"]]))
@@ -455,7 +584,12 @@ class GroupConsumer:
     def _handle_polled(self, now: int, effects: Effects) -> None:
         if not self._polled or (self._commit is not None and self._commit.mode == "sync"):
             return
-        batches, self._polled = self._polled, []
+        batches = [(tp, rs) for tp, rs in self._polled if tp not in self.paused]
+        self._polled = [(tp, rs) for tp, rs in self._polled if tp in self.paused]
+        if not batches:
+            return
+        for tp, records in batches:
+            self._positions[tp] = records[-1][0] + 1
         if self.app.commit == "before-process":
             offsets = {_key(tp): rs[-1][0] + 1 for tp, rs in batches}
             self._start_commit(offsets, "sync", now, effects, then_process=batches)
@@ -473,7 +607,15 @@ class GroupConsumer:
         if any(done_at > now for done_at, _, _ in self._processing):
             return False
         batches, self._processing = self._processing, []
+        rewound: set[tuple[str, int]] = set()
         for _, tp, records in batches:
+            if tp in rewound:
+                continue  # after the seek back: read again from the committed offset
+            self._batches += 1
+            if self._failing and self._batches % self.app.fail_every == 0:
+                self._fail_batch(tp, records, now)
+                rewound.add(tp)
+                continue
             self._processed(tp, records, now)
         if self.app.commit == "after-process":
             self._start_commit(self._ahead(self._owned), "sync", now, effects)
@@ -481,6 +623,19 @@ class GroupConsumer:
             # commitAsync: one in flight at a time here; a later one covers what it skipped
             self._start_commit(self._ahead(self._owned), "async", now, effects)
         return True
+
+    def _fail_batch(self, tp: tuple[str, int], records: list[tuple[int, str]], now: int) -> None:
+        """The handler threw after the first half of ``records`` (their side effect is
+        done, logged as a ``process`` op; the position the application commits does not
+        move: the batch did not complete); the application seeks ``tp`` back to its last
+        acknowledged commit."""
+        done = records[: (len(records) + 1) // 2]
+        if done:
+            self._op("ok", "process", [[o, _int(v)] for o, v in done], now, key=_key(tp))
+            self.stats["processed"] = self.stats.get("processed", 0) + len(done)
+        self._bump("processing_failures")
+        if tp in self._owned:  # (before-process may finish a batch of a partition revoked since)
+            self.seek(tp, self.committed.get(tp, 0), now)
 
     def _processed(self, tp: tuple[str, int], records: list[tuple[int, str]], now: int) -> None:
         self._op("ok", "process", [[o, _int(v)] for o, v in records], now, key=_key(tp))

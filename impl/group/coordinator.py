@@ -98,14 +98,19 @@ __all__ = [
     "StoredGroup",
 ]
 
-GROUP_BUGS = frozenset({"no_generation_check"})
-"""The group fences ``kmodel test --bug`` can turn off (``spec/group``'s names)."""
+GROUP_BUGS = frozenset({"no_generation_check", "fetch_before_load"})
+"""The group fences ``kmodel test --bug`` can turn off (the names of ``spec/group``'s and
+``spec/offsets``' broken variants)."""
 
 
 @attrs.frozen
 class CoordinatorConfig:
     check_generation: bool = True
     """False: the ``no_generation_check`` bug."""
+    fetch_before_load: bool = False
+    """True: the ``fetch_before_load`` bug (``spec/offsets``'): while the group's partition
+    of ``__consumer_offsets`` is still being read, OffsetFetch is answered from the cache
+    (empty: "no committed offset") instead of ``COORDINATOR_LOAD_IN_PROGRESS``."""
     durable: bool = False
     """True: accepted commits wait for their append to ``__consumer_offsets``
     (``to_store``, ``commit_done``); False: answered at once (``impl.group.run``'s harness,
@@ -246,6 +251,11 @@ class Coordinator:
         group = getattr(msg, "group", "")
         g = self.groups.get(group) if group in self.hosted else None
         if g is not None and group in self.loading:
+            if isinstance(msg, OffsetFetch) and self.config.fetch_before_load:
+                cache = self.offsets.get(group, {})  # the bug: not loaded yet
+                answer = tuple((tp, cache.get(tp, NO_OFFSET)) for tp in msg.partitions)
+                effects.send(src, OffsetFetchResponse(group, NONE, answer))
+                return effects
             self._refuse(src, msg, COORDINATOR_LOAD_IN_PROGRESS, effects)
             return effects
         if isinstance(msg, JoinGroup):

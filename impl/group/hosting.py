@@ -121,6 +121,7 @@ class GroupHost:
         topics: Mapping[str, int],
         leader_of: Callable[[int], int | None],
         check_generation: bool = True,
+        fetch_before_load: bool = False,
         member_config: MemberConfig | None = None,
         load_delay_ns: int = ms(300),
         app: ConsumerApp | None = None,
@@ -129,7 +130,9 @@ class GroupHost:
         self.partition = coordinator_partition(group, offsets_partitions)
         self.brokers = dict(brokers)
         self._leader_of = leader_of
-        self._config = CoordinatorConfig(check_generation=check_generation, durable=True)
+        self._config = CoordinatorConfig(
+            check_generation=check_generation, fetch_before_load=fetch_before_load, durable=True
+        )
         self.coordinators = {b: Coordinator(name, self._config) for b, name in brokers.items()}
         self.load_delay_ns = load_delay_ns
         """How long reading the partition takes a new coordinator (the load is scheduled on

@@ -20,6 +20,7 @@ no real I/O, no clock, no randomness.
 
 from impl.log.batch import Record, RecordBatch, decode, encode, iter_batches
 from impl.log.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -53,6 +54,7 @@ from impl.log.log import Log, LogAppendInfo
 from impl.log.recovery import RecoveryReport
 
 __all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
     "LEADER_EPOCH_CHECKPOINT",
     "LOG_START_OFFSET_CHECKPOINT",
     "RECOVERY_POINT_CHECKPOINT",

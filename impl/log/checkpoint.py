@@ -10,8 +10,9 @@ format (``CheckpointFile``)::
 
 - ``replication-offset-checkpoint``: the high watermark of every partition on the broker;
   entries are ``topic partition offset``;
-- ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``: the same shape,
-  for the offset below which a log is known flushed and for the log start offset;
+- ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint`` and
+  ``cleaner-offset-checkpoint``: the same shape, for the offset below which a log is known
+  flushed, for the log start offset, and for where a compacted log's dirty part begins;
 - ``leader-epoch-checkpoint`` (one per partition directory, KIP-101): entries are
   ``epoch start_offset``, see ``impl.log.leader_epoch``.
 
@@ -48,6 +49,7 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
 _INT = re.compile(r"-?[0-9]+\Z")
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}\Z")

@@ -146,6 +146,7 @@ DELIVERY_CLASSES: dict[str, dict[str, str]] = {
         "lost": VIOLATION,
         "duplicated-rebalance": INFORMATIONAL,
         "duplicated-crash": INFORMATIONAL,
+        "duplicated-seek": INFORMATIONAL,
         "duplicated-unexplained": VIOLATION,
         "commit-regression": VIOLATION,
     },
@@ -153,6 +154,7 @@ DELIVERY_CLASSES: dict[str, dict[str, str]] = {
         "lost": INFORMATIONAL,
         "duplicated-rebalance": VIOLATION,
         "duplicated-crash": VIOLATION,
+        "duplicated-seek": VIOLATION,
         "duplicated-unexplained": VIOLATION,
         "commit-regression": VIOLATION,
     },
@@ -171,8 +173,10 @@ DESCRIPTIONS.update(
         "which started before a commit covering it was acknowledged",
         "duplicated-crash": "a record processed again after its processor was killed "
         "before a commit covering it was acknowledged",
-        "duplicated-unexplained": "a record processed twice with neither a rebalance nor "
-        "a crash to explain it",
+        "duplicated-seek": "a record processed again after its consumer sought back to it "
+        "(KafkaConsumer.seek: a deliberate rewind)",
+        "duplicated-unexplained": "a record processed twice with neither a rebalance, "
+        "a crash nor a seek back to explain it",
         "commit-regression": "an OffsetFetch returned less than a commit already "
         "acknowledged (the committed offset went backwards)",
     }

@@ -23,6 +23,10 @@ What is found, per (run, key) -- a partition as the group consumes it:
     process) after it processed ``o`` and before the second processing, and no
     acknowledged commit covering ``o`` (value above ``o``) had completed before the kill:
     committing after processing, a crash re-delivers (at least once);
+  - ``duplicated-seek``: the second processor sought the key back (a ``seek`` invoked
+    by its process between the two processings, to ``o`` or below): a consumer that
+    rewinds on purpose (``KafkaConsumer.seek``, e.g. back to its committed offset after
+    a processing failure) reads those records again;
   - ``duplicated-rebalance``: the partition changed owner between the two processings (an
     ``assign`` that took it from the first processor, or gave it to another process) and
     no acknowledged commit covering ``o`` had completed before the second processor's
@@ -32,10 +36,13 @@ What is found, per (run, key) -- a partition as the group consumes it:
     before the second owner asked where to start: it should have started past ``o``);
 - ``commit-regression``: an ``ok`` fetch-offsets returned ``c`` (or null: no committed
   offset) for the key although a commit of the key with a value above ``c`` had completed
-  ``ok`` before the fetch was invoked. Commits of this workload never go backwards (no
-  ``seek``), so this is the offsets topic losing a commit (an unclean election of its
-  partition, a coordinator that answered before loading it). A ``seek`` on the key
-  anywhere in the run makes the key's regression undecidable: a `Problem` says so.
+  ``ok`` before the fetch was invoked. A consumer commits where it has read to, so
+  without a seek back its commits never go backwards, and this is the offsets topic
+  losing a commit (an unclean election of its partition, a coordinator that answered
+  before loading it). A ``seek`` of the key before the fetch, to ``c`` or below (or to
+  an unknown offset), could explain ``c``: that regression is then undecidable, and a
+  `Problem` says so; a seek to above ``c`` (a rewind to an offset at or above what the
+  fetch returned) leaves it judged.
 
 Which of these is a violation is ``--delivery``'s (`anomalies.DELIVERY_CLASSES`): at least
 once forbids ``lost`` and unexplained duplicates, at most once every duplicate;
@@ -191,9 +198,14 @@ def split_op(pos: int, op: Op) -> Split:
         return Split(events=tuple((k, (pos, FETCHED, op.process, v)) for k, v in value.items()))
     if f == "seek" and type_ == "invoke":
         keys = [op.key] if op.key is not None else []
-        if isinstance(value, dict):
-            keys += [k for k in value if _key_name(k) and k != op.key]
-        return Split(events=tuple((k, (pos, SEEK, op.process, None)) for k in keys))
+        targets = value if isinstance(value, dict) else {}
+        keys += [k for k in targets if _key_name(k) and k != op.key]
+        return Split(
+            events=tuple(
+                (k, (pos, SEEK, op.process, targets[k] if _offset(targets.get(k)) else None))
+                for k in keys
+            )
+        )
     return _NOTHING
 
 
@@ -271,8 +283,8 @@ def check_key(
     commits, fetched = _Commits(), _Commits()
     pending: dict[Any, tuple[int, tuple[int, int] | None]] = {}  # process -> fetch invoked
     fetches: dict[Any, list[int]] = {}  # process -> its fetch invocations
-    regressions: list[Witness] = []
-    seek: int | None = None
+    regressions: list[tuple[Witness, int | None, int]] = []  # (witness, fetched, where)
+    seeks: list[tuple[int, Any, int | None]] = []  # (position, process, target)
     for pos, kind, process, data in events:
         if kind == ACK:
             if data[0] is None:
@@ -295,19 +307,23 @@ def check_key(
                 fetched.add(pos, data)
             best = invoked[1]
             if best is not None and (data is None or best[0] > data):
-                regressions.append(tuple(sorted((best[1], invoked[0], pos))))
-        elif kind == SEEK and seek is None:
-            seek = pos
-    if seek is not None:
-        problems.append(
-            Problem(
-                f"a seek on key {key!r}: commits may then go backwards on purpose, so "
-                "commit-regression cannot be judged for this key",
-                (seek,),
+                regressions.append((tuple(sorted((best[1], invoked[0], pos))), data, pos))
+        elif kind == SEEK:
+            seeks.append((pos, process, data))
+    for witness, returned, where in regressions:
+        seek = _seek_to(seeks, where, returned)
+        if seek is None:
+            found["commit-regression"].append(witness)
+        else:
+            problems.append(
+                Problem(
+                    f"a seek on key {key!r} to {_show(seek[2])} before an OffsetFetch that "
+                    f"returned {_show(returned)}, below a commit already acknowledged: a "
+                    "consumer that sought back may commit less on purpose, so this "
+                    "commit-regression cannot be judged",
+                    (*witness, seek[0]),
+                )
             )
-        )
-    else:
-        found["commit-regression"] = regressions
     for pos, value in unplaced:
         problems.append(
             Problem(
@@ -325,7 +341,7 @@ def check_key(
             found["lost"].append(tuple(sorted((ack, seen))))
     for offset, runs in processed.items():
         for (p1, first), (p2, second) in pairwise(runs):
-            _explain(found, key, offset, p1, first, p2, second, facts, commits, fetches)
+            _explain(found, key, offset, p1, first, p2, second, facts, commits, fetches, seeks)
     cap = max_witnesses
     witnesses = {
         name: tuple(sorted(ws)[:cap] if cap is not None else sorted(ws))
@@ -347,11 +363,23 @@ def _explain(
     facts: RunFacts,
     commits: _Commits,
     fetches: dict[Any, list[int]],
+    seeks: Sequence[tuple[int, Any, int | None]],
 ) -> None:
-    """Class one repeat of ``offset``'s processing: crash, rebalance or unexplained."""
+    """Class one repeat of ``offset``'s processing: crash, seek, rebalance or unexplained."""
     kill = facts.killed(first, p1, p2)
     if kill is not None and commits.first_above(offset, before=kill) is None:
         found["duplicated-crash"].append((p1, kill, p2))
+        return
+    back = next(
+        (
+            pos
+            for pos, process, target in seeks
+            if p1 < pos < p2 and process == second and target is not None and target <= offset
+        ),
+        None,
+    )
+    if back is not None:
+        found["duplicated-seek"].append((p1, back, p2))
         return
     change = facts.owner_changed(key, first, p1, p2)
     if change is None:
@@ -365,6 +393,23 @@ def _explain(
         found["duplicated-rebalance"].append(tuple(sorted({p1, change, started, p2})))
     else:
         found["duplicated-unexplained"].append(tuple(sorted({p1, change, covered, started, p2})))
+
+
+def _seek_to(
+    seeks: Sequence[tuple[int, Any, int | None]], before: int, returned: int | None
+) -> tuple[int, Any, int | None] | None:
+    """The first seek before ``before`` that can explain a committed offset of
+    ``returned``: one to ``returned`` or below (or to an unknown offset; any, when the
+    fetch found no committed offset). A consumer commits only where it has read to, and
+    after a seek to ``T`` it reads from ``T``: without such a seek nobody could have
+    committed ``returned`` after a higher commit."""
+    for seek in seeks:
+        pos, _, target = seek
+        if pos >= before:
+            return None
+        if target is None or returned is None or target <= returned:
+            return seek
+    return None
 
 
 @attrs.frozen

@@ -333,7 +333,10 @@ def _duration(flag: str, text: str) -> int:
     "in the spec: "
     + "; ".join(f"{name}: {text}" for name, text in sorted(FENCE_BUGS.items()))
     + "; with --workload group, no_generation_check: the group coordinator checks no "
-    "generation id (`kmodel check group --bug no_generation_check`). Default: every fence on.",
+    "generation id (`kmodel check group --bug no_generation_check`); fetch_before_load: a new "
+    "coordinator answers OffsetFetch before it has loaded __consumer_offsets (`kmodel check "
+    "offsets --bug fetch_before_load`; random runs rarely reach it, docs/offsets.md has the "
+    "scenario that does). Default: every fence on.",
 )
 @click.option(
     "--workload",
@@ -343,7 +346,8 @@ def _duration(flag: str, text: str) -> int:
     help="kafka: producers and consumers on the cluster's partitions; group: a consumer "
     "group on the cluster reads, processes and commits what a producer writes "
     "(docs/groups.md, docs/offsets.md); its faults (--nemesis all) are pause-consumer, "
-    "kill-consumer, kill-coordinator, pause-coordinator, partition, kill.",
+    "kill-consumer, leave-consumer, kill-coordinator, pause-coordinator, partition, kill, "
+    "late-commit, pause-partition, fail-processing.",
 )
 @click.option(
     "--commit",

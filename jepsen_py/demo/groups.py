@@ -39,7 +39,7 @@ CASES = (
     GroupCase(
         "group-before-process",
         "the same, committing before processing",
-        1,
+        2,
         (),
         True,
         commit="before-process",

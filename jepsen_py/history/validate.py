@@ -118,6 +118,11 @@ EVENT_FS: frozenset[str] = frozenset({"process"})
 """Client ops logged once, ``ok``, when they happened, with no invocation: a consumer's
 ``process`` (the application finished processing records, docs/history-format.md). They
 neither start nor complete an operation, so they pass whatever the process has pending."""
+LOCAL_FS: frozenset[str] = frozenset({"seek", "pause", "resume"})
+"""A consumer's calls that take effect at once, in the client, without a request
+(``KafkaConsumer.seek``, ``pause``, ``resume``): an ``invoke`` and its ``ok`` (or the ``ok``
+alone) logged when the application made the call, which may be while the process has an
+op in flight (an asynchronous commit). They neither start nor complete an operation."""
 
 
 def _place(where: int) -> str:
@@ -144,6 +149,18 @@ def validate(ops: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
                     f"{op.f!r} is logged once, as ok, when the application finished "
                     f"processing; a {op.type!r} line of it means nothing: log ok, or leave it "
                     "out (a consumer killed before it finished logs no process line)",
+                    key=op.key,
+                    run=op.run,
+                )
+                continue
+            yield op
+            continue
+        if op.f in LOCAL_FS:
+            if op.type not in ("invoke", "ok"):
+                rejections.reject(
+                    op.line,
+                    f"{op.f!r} takes effect at once in the client: log an invoke and its ok "
+                    f"(or the ok alone); a {op.type!r} line of it means nothing",
                     key=op.key,
                     run=op.run,
                 )

@@ -15,8 +15,11 @@ The job, over JSON Lines histories (``*.jsonl``, ``.gz`` too):
 4. the driver fetches the ops the witnesses name and settles every file's results.
 
 Positions are ``file << 40 | line``, increasing in history order within a file, as in the
-Kafka-log job (`keycheck`). Parquet and the importers' formats are left to the local engine
-(the input says so).
+Kafka-log job (`keycheck`). A local file in another format (EDN, Porcupine, Parquet) is read
+on the driver by the local engine's reader (`history.FORMATS`, the importers'
+conventions), as the Kafka-log job reads EDN: its ops and the lines the reader rejected
+join the job at step 2 (they are small test formats). Such a file on a remote file system
+is left to the local engine (the input says so).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 import orjson
 
@@ -31,9 +35,9 @@ from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import RunFacts, check_key, judge, key_order, split_op
 from jepsen_py.checker.delivery_engine import DELIVERY_MODEL, KEYED_FS, delivery_result
 from jepsen_py.checker.records import InputResult
-from jepsen_py.checker.spark.inputs import list_inputs
+from jepsen_py.checker.spark.inputs import InputFile, list_inputs
 from jepsen_py.checker.spark.session import SessionOptions, start
-from jepsen_py.history import Rejections
+from jepsen_py.history import FORMATS, HistoryError, Rejections
 from jepsen_py.history.jsonl import RecordError, op_from_record
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import validate
@@ -65,6 +69,28 @@ def _parse(item: tuple[int, int, str]) -> list[tuple[Any, Any]]:
         key = record.get("key") if isinstance(record, dict) else None
         return [(REJECTED, (fid, line, str(exc), key if isinstance(key, str) else None, None))]
     return [((fid, op.run, op.process), op)]
+
+
+def _imported(fid: int, file: InputFile) -> tuple[list[tuple[Any, Any]], str | None]:
+    """A local file in another format than JSON Lines, read on the driver by the local
+    engine's reader: the items `_parse` would give for its lines (ops keyed for step 2,
+    and the lines the reader rejected), or why it cannot be read."""
+    parsed = urlparse(file.uri)
+    if parsed.scheme != "file" or file.format not in FORMATS:
+        return [], (
+            f"{file.display}: the Spark delivery check reads {file.format} histories from a "
+            "local file only: copy it here, or check it with --engine local"
+        )
+    sink = Rejections(file.display)
+    try:
+        ops = list(FORMATS[file.format].read(unquote(parsed.path), sink))
+    except HistoryError as exc:
+        return [], str(exc)
+    except OSError as exc:
+        return [], f"{file.display}: cannot read: {exc.strerror or exc}"
+    items: list[tuple[Any, Any]] = [((fid, op.run, op.process), op) for op in ops]
+    items += [(REJECTED, (fid, r.line, r.reason, r.key, r.run)) for r in sink]
+    return items, None
 
 
 def _validate(group: tuple[Any, Iterable[Op]]) -> list[tuple[str, Any]]:
@@ -187,26 +213,24 @@ def _job(
     files = list_inputs(paths, fmt, spark)
     out: dict[Any, InputResult] = {}  # file -> unchecked, (mode, file) -> checked
     readable = []
+    jsonl = []
+    imported: list[tuple[Any, Any]] = []
     for i, file in enumerate(files):
-        if file.error is not None:
+        error = file.error
+        if error is None and file.format != "jsonl":
+            items, error = _imported(i, file)
+            imported += items
+        elif error is None:
+            jsonl.append(i)
+        if error is not None:
             out[i] = InputResult.unchecked(
-                file.display, file.error, format=file.format, model=DELIVERY_MODEL
-            )
-        elif file.format != "jsonl":
-            out[i] = InputResult.unchecked(
-                file.display,
-                f"{file.display}: the Spark delivery check reads JSON Lines histories, not "
-                f"{file.format}: check it with --engine local",
-                format=file.format,
-                model=DELIVERY_MODEL,
+                file.display, error, format=file.format, model=DELIVERY_MODEL
             )
         else:
             readable.append(i)
     if readable:
-        lines = sc.union(
-            [sc.textFile(files[i].uri).zipWithIndex().map(_numbered(i)) for i in readable]
-        )
-        parsed = lines.flatMap(_parse).cache()
+        texts = [sc.textFile(files[i].uri).zipWithIndex().map(_numbered(i)) for i in jsonl]
+        parsed = sc.union([*(t.flatMap(_parse) for t in texts), sc.parallelize(imported)]).cache()
         checked = (
             parsed.filter(lambda t: t[0] != REJECTED)
             .groupByKey()
@@ -265,7 +289,7 @@ def _job(
                 keys = [judge(f, n, delivery, _line) for n, f in mine]
                 out[(delivery, i)] = delivery_result(
                     files[i].display,
-                    "jsonl",
+                    files[i].format,
                     delivery,
                     keys,
                     ops_at.__getitem__,
