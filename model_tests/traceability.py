@@ -35,7 +35,8 @@ REFINEMENT = {
     "rebalance": "property-level for metadata, step by step for the data plane "
     "(`impl/rebalance_abstraction.py`)",
     "group": "property-level (`impl/group/abstraction.py`)",
-    "offsets": "by the delivery checker on every run (`jepsen_py/checker/delivery.py`)",
+    "offsets": "property-level (`impl/group/offsets_refinement.py`), and the delivery checker "
+    "on every run (`jepsen_py/checker/delivery.py`)",
 }
 """How the implementation is checked against each spec (see each spec's page)."""
 
@@ -346,6 +347,17 @@ MECHANISMS: tuple[Mechanism, ...] = (
         ("offsets:AtLeastOnce", "offsets:CommittedNeverRegresses"),
         ("jepsen_py.checker.delivery:check_key", "impl.group.consumer:GroupConsumer.poll"),
         ("--commit",),
+    ),
+    Mechanism(
+        "Seek, pause and resume",
+        "`KafkaConsumer.seek`, `pause`, `resume` (Javadoc)",
+        ("offsets:CommittedWithinOwnerProgress",),
+        (
+            "impl.group.consumer:GroupConsumer.seek",
+            "impl.group.consumer:GroupConsumer.pause",
+            "impl.group.consumer:GroupConsumer.resume",
+        ),
+        ("pause-partition", "fail-processing"),
     ),
 )
 
