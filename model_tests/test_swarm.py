@@ -24,6 +24,7 @@ from jepsen_py.runner.coverage import (
     Coverage,
     coverage_of,
     coverage_table,
+    possible,
 )
 from jepsen_py.runner.swarm import (
     P_MAX,
@@ -138,6 +139,17 @@ def test_a_real_run_with_kills_reaches_crashes_and_the_table_counts_runs() -> No
     assert len(table) == len(SITUATIONS) + len(ACTION_EVENTS)
 
 
+def test_the_table_leaves_out_what_the_configuration_cannot_reach_unless_reached() -> None:
+    safe = possible(TestConfig(brokers=3))
+    assert "isr=3" in safe and "isr=4" not in safe and "unclean-election" not in safe
+    assert "unclean-election" in possible(TestConfig(unclean=True))
+    assert len(possible()) == len(SITUATIONS) + len(ACTION_EVENTS)
+    odd = Coverage(("unclean-election",), ("unclean_elect",))
+    table = dict(coverage_table([odd], TestConfig()))
+    assert table["unclean-election"] == 1 and table["action:unclean_elect"] == 1
+    assert "isr=5" not in table
+
+
 def test_steering_keeps_the_swarm_draw_but_for_the_faults_and_learns_from_novelty() -> None:
     base = TestConfig(nemesis=("partition", "kill", "pause", "loss"))
     flat = Steering.start(base)
@@ -174,7 +186,7 @@ def test_kmodel_test_swarm_writes_the_parquet_table_and_the_coverage_table(
     assert json.loads(rows[0]["config_json"])["time_limit_ns"] == 3 * SECOND
     code, out = cli(*args, "--json")
     payload = json.loads(out.strip().splitlines()[-1])
-    assert payload["coverage"]["possible"] == len(SITUATIONS) + len(ACTION_EVENTS)
+    assert payload["coverage"]["possible"] == len(possible(TestConfig()))
     assert [r["history_hash"] for r in payload["runs"]] == [r["history_hash"] for r in rows]
 
 

@@ -93,6 +93,7 @@ def run_swarm(base: TestConfig, options: SwarmOptions) -> None:
     started = time.perf_counter()
     rows: list[SwarmRow] = []
     spark = None
+    startup = 0.0
 
     def show(batch: Sequence[SwarmRow]) -> None:
         for row in batch:
@@ -124,6 +125,8 @@ def run_swarm(base: TestConfig, options: SwarmOptions) -> None:
             break
     else:
         spark = _start_spark(options, settings)
+        startup = time.perf_counter() - started
+        started += startup
         from jepsen_py.runner.swarm_spark import run_swarm_spark
 
         run_swarm_spark(spark, plan, seeds, steer=options.steer, on_round=show)
@@ -141,15 +144,18 @@ def run_swarm(base: TestConfig, options: SwarmOptions) -> None:
                 "runs": [row.record() for row in rows],
                 "invalid": sum(row.outcome is Verdict.ILLEGAL for row in rows),
                 "unknown": sum(row.outcome is Verdict.UNKNOWN for row in rows),
-                "coverage": coverage_json(coverage),
+                "coverage": coverage_json(coverage, base),
                 "parquet": table,
                 "seconds": round(seconds, 3),
+                "startup_seconds": round(startup, 3),
+                "runs_per_minute": round(60 * len(rows) / seconds, 2) if seconds > 0 else None,
             }
         )
     else:
-        print_coverage(rows)
+        print_coverage(rows, base)
         print_summary(rows, options.runs)
-        click.echo(f"results: {table} ({len(rows)} rows, {seconds:.1f} s on {options.engine})")
+        up = f" after {startup:.1f} s to start Spark" if spark is not None else ""
+        click.echo(f"results: {table} ({len(rows)} rows, {seconds:.1f} s on {options.engine}{up})")
     raise SystemExit(code)
 
 
@@ -191,9 +197,10 @@ def _print_row(i: int, row: SwarmRow) -> None:
     )
 
 
-def print_coverage(rows: Sequence[SwarmRow]) -> None:
-    """Situation (and spec action) -> runs that reached it; unreached ones marked."""
-    table = coverage_table(row.coverage for row in rows)
+def print_coverage(rows: Sequence[SwarmRow], base: TestConfig | None = None) -> None:
+    """Situation (and spec action) -> runs that reached it; unreached ones marked (those
+    ``base`` can reach: `jepsen_py.runner.coverage.possible`)."""
+    table = coverage_table((row.coverage for row in rows), base)
     reached = sum(1 for _, n in table if n)
     click.echo(f"coverage: {reached} of {len(table)} situations and spec actions reached")
     width = max(len(name) for name, _ in table)

@@ -236,18 +236,36 @@ def _isr_size(found: set[str], members: tuple[int, ...]) -> None:
         found.add(f"isr={len(members)}")
 
 
-def coverage_table(reached: Iterable[Coverage]) -> list[tuple[str, int]]:
-    """Per situation and per action (``action:NAME``), in table order, how many of the
-    runs reached it (zeros included: what no run reached is the point of the table)."""
-    runs = list(reached)
-    rows = [(name, sum(name in c.situations for c in runs)) for name in SITUATIONS]
-    rows += [(f"action:{name}", sum(name in c.actions for c in runs)) for name in ACTION_EVENTS]
-    return rows
+def possible(config: TestConfig | None = None) -> tuple[str, ...]:
+    """The situations and actions (``action:NAME``) a run of ``config`` can reach, in table
+    order: no ISR larger than the brokers, no unclean election with it off, no zombie
+    request applied with every fence on (None: all of them)."""
+    names = [*SITUATIONS, *(f"action:{name}" for name in ACTION_EVENTS)]
+    if config is None:
+        return tuple(names)
+    ruled_out = {f"isr={n}" for n in range(config.brokers + 1, MAX_ISR + 1)}
+    if not config.unclean:
+        ruled_out |= {"unclean-election", "action:unclean_elect"}
+    if not config.bugs:
+        ruled_out.add("stale-controller-applied")
+    return tuple(name for name in names if name not in ruled_out)
 
 
-def coverage_json(reached: Iterable[Coverage]) -> dict[str, Any]:
+def coverage_table(
+    reached: Iterable[Coverage], config: TestConfig | None = None
+) -> list[tuple[str, int]]:
+    """Per situation and per action (``action:NAME``) ``config`` can reach (`possible`), in
+    table order, how many of the runs reached it (zeros included: what no run reached is
+    the point of the table; anything reached is listed, possible or not)."""
+    runs = [c.reached for c in reached]
+    counts = {name: sum(name in r for r in runs) for name in possible()}
+    allowed = set(possible(config))
+    return [(name, n) for name, n in counts.items() if name in allowed or n]
+
+
+def coverage_json(reached: Iterable[Coverage], config: TestConfig | None = None) -> dict[str, Any]:
     """`coverage_table` as JSON: ``{"situation": runs, ...}`` plus how many were reached."""
-    table = coverage_table(reached)
+    table = coverage_table(reached, config)
     return {
         "runs_per_situation": dict(table),
         "reached": sum(1 for _, n in table if n),
@@ -264,4 +282,5 @@ __all__ = [
     "coverage_json",
     "coverage_of",
     "coverage_table",
+    "possible",
 ]
