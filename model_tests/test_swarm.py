@@ -154,10 +154,16 @@ def test_steering_keeps_the_swarm_draw_but_for_the_faults_and_learns_from_novelt
     base = TestConfig(nemesis=("partition", "kill", "pause", "loss"))
     flat = Steering.start(base)
     for seed in range(6):
-        plain, steered = swarm_config(base, seed), flat.draw(base, seed)
+        assert flat.draw(base, seed) == swarm_config(base, seed), "equal weights: plain"
+        tilted = Steering({"partition": 9.0, "kill": 0.1, "pause": 0.1, "loss": 0.1})
+        plain, steered = swarm_config(base, seed), tilted.draw(base, seed)
         assert attrs.evolve(steered, nemesis=plain.nemesis) == plain
         assert steered.nemesis and set(steered.nemesis) <= set(base.nemesis)
-        assert steered == flat.draw(base, seed), "the draw is the seed's"
+        # partition at 0.9: kept whenever the plain draw kept it; the rest at 0.1: only
+        # ever kept among what the plain draw kept
+        assert "partition" in steered.nemesis or "partition" not in plain.nemesis
+        assert set(steered.nemesis) - {"partition"} <= set(plain.nemesis)
+        assert steered == tilted.draw(base, seed), "the draw is the seed's"
     assert all(flat.probability(k) == 0.5 for k in base.nemesis)
     plan = SwarmPlan(attrs.evolve(SHORT, nemesis=("kill", "loss")), None, reports=False)
     rows = [run_member(plan, seed)[1] for seed in (1, 2)]

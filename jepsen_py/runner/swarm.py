@@ -15,8 +15,9 @@ situations and spec actions the run reached (`jepsen_py.runner.coverage`), of
 ``1 / (1 + runs that reached it before)`` -- 1 for something no earlier run reached, less
 for what is common -- shared among the kinds the run injected. A kind's weight decays by
 `DECAY` a round and gains its credits; the next round includes each kind with probability
-``0.5 * weight / mean weight``, kept within [`P_MIN`, `P_MAX`] (plain swarm: 0.5 each).
-The draw comes from the seed's ``steer`` stream and the weights from the rounds before, so
+``0.5 * weight / mean weight``, kept within [`P_MIN`, `P_MAX`] (plain swarm: 0.5 each;
+with equal weights the steered draw is the plain one, `Steering.draw`). The draw comes
+from the plain draw and the seed's ``steer`` stream and the weights from the rounds before, so
 a steered swarm is as reproducible as a plain one; each run's reproduce command names its
 faults, so it reruns alone.
 
@@ -244,11 +245,20 @@ class Steering:
         return min(P_MAX, max(P_MIN, 0.5 * self.weights.get(kind, 0.0) / mean))
 
     def draw(self, base: TestConfig, seed: int) -> TestConfig:
-        """``swarm_config(base, seed)`` with its faults drawn by these weights."""
+        """``swarm_config(base, seed)`` with its faults drawn by these weights. Common
+        random numbers: a kind the plain draw kept gets a uniform number in [0, 0.5), one
+        it left out a number in [0.5, 1) (from the seed's ``steer`` stream), and is kept
+        when that number is below its probability; so at probability 1/2 (equal weights)
+        the steered draw is the plain one, and steering changes only what it must."""
         plain = swarm_config(base, seed)
         rng = SimRandom(seed).split("steer")
+        kept = set(plain.nemesis)
         kinds = list(base.nemesis)
-        faults = [k for k in kinds if rng.random() < self.probability(k)]
+        faults = []
+        for kind in kinds:
+            u = 0.5 * rng.random() + (0.0 if kind in kept else 0.5)
+            if u < self.probability(kind):
+                faults.append(kind)
         if kinds and not faults:
             total = sum(self.weights.get(k, 0.0) for k in kinds)
             point = rng.random() * total
