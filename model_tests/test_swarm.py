@@ -207,6 +207,8 @@ def test_swarm_flags_that_cannot_run_are_refused() -> None:
     assert code == 2 and "--stop-on-failure" in out
     code, out = cli("test", "--runs", "2", "--store", "hdfs://nn/x")
     assert code == 2 and "Hadoop URI" in out
+    code, out = cli("test", "--runs", "2", "--store", "/proc/not-a-store")
+    assert code == 2 and "--store /proc/not-a-store" in out
 
 
 @pytest.mark.spark

@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import attrs
 import click
@@ -103,9 +104,18 @@ def run_swarm(base: TestConfig, options: SwarmOptions) -> None:
 
     from jepsen_py.runner.swarm_spark import is_hadoop_uri, write_swarm_table
 
+    if options.engine == "local" and is_hadoop_uri(options.store_root):
+        fail_input(f"--store {options.store_root}: a Hadoop URI needs --engine spark")
+    if not is_hadoop_uri(options.store_root):
+        # the driver writes swarm.parquet there: a bad path fails now, before any run
+        try:
+            (Path(options.store_root) / base.name).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail_input(
+                f"--store {options.store_root}: cannot create {base.name}/ in it "
+                f"({exc.strerror}); pass a writable directory"
+            )
     if options.engine == "local":
-        if is_hadoop_uri(options.store_root):
-            fail_input(f"--store {options.store_root}: a Hadoop URI needs --engine spark")
         steering = Steering.start(base) if options.steer else None
         for number, batch in enumerate(seeds):
             done: list[SwarmRow] = []
@@ -127,9 +137,23 @@ def run_swarm(base: TestConfig, options: SwarmOptions) -> None:
         spark = _start_spark(options, settings)
         startup = time.perf_counter() - started
         started += startup
+        from jepsen_py.checker.spark.session import is_local, spark_reason
         from jepsen_py.runner.swarm_spark import run_swarm_spark
 
-        run_swarm_spark(spark, plan, seeds, steer=options.steer, on_round=show)
+        master = options.master or "local[*]"
+        if not is_local(master) and not is_hadoop_uri(options.store_root):
+            click.echo(
+                f"note: --store {options.store_root} is a plain path: on {master} each "
+                "executor writes its runs to its own disk unless the path is shared; a "
+                "Hadoop URI (hdfs://, s3a://...) brings them to one place",
+                err=True,
+            )
+        try:
+            run_swarm_spark(spark, plan, seeds, steer=options.steer, on_round=show)
+        except StoreError as exc:
+            fail_input(f"--store: {exc}")
+        except Exception as exc:  # the job's failure, through py4j: Spark's reason, one line
+            fail_input(f"the Spark job failed: {spark_reason(exc)}")
     seconds = time.perf_counter() - started
     table = write_swarm_table(spark, rows, options.store_root, base.name)
     worst = Verdict.combine([row.outcome for row in rows])
