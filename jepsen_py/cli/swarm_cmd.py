@@ -135,6 +135,10 @@ def run_swarm(base: TestConfig, options: SwarmOptions) -> None:
             break
     else:
         spark = _start_spark(options, settings)
+        from jepsen_py.runner.swarm_spark import ship_packages, warm_up
+
+        ship_packages(spark)
+        warm_up(spark)  # Spark's start-up, the workers' imports: apart from the runs
         startup = time.perf_counter() - started
         started += startup
         from jepsen_py.checker.spark.session import is_local, spark_reason

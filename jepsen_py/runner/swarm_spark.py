@@ -64,6 +64,9 @@ def ship_packages(spark: Any) -> str | None:
     master = spark.sparkContext.master or "local"
     if master == "local" or master.startswith("local["):
         return None
+    shipped: str | None = getattr(spark.sparkContext, "kmodel_swarm_zip", None)
+    if shipped is not None:  # once per SparkContext
+        return shipped
     folder = Path(tempfile.mkdtemp(prefix="kmodel-swarm-"))
     target = folder / "kmodel.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -74,6 +77,7 @@ def ship_packages(spark: Any) -> str | None:
             for path in sorted(root.rglob("*.py")):
                 archive.write(path, Path(package) / path.relative_to(root))
     spark.sparkContext.addPyFile(str(target))
+    spark.sparkContext.kmodel_swarm_zip = str(target)
     return str(target)
 
 
@@ -83,6 +87,22 @@ def _collect_files(run_dir: Path, relative: str) -> Files:
         for path in sorted(run_dir.rglob("*"))
         if path.is_file()
     )
+
+
+def _import_member(_: Iterable[int]) -> Iterator[int]:
+    from jepsen_py.runner import swarm  # noqa: F401 - the import is the point
+
+    yield os.getpid()
+
+
+def warm_up(spark: Any) -> int:
+    """One small job that makes every Python worker import the runner (a second or more
+    each: the simulator, the checkers, matplotlib for the reports), so that the swarm's
+    own jobs time the runs; returns how many worker processes answered."""
+    sc = spark.sparkContext
+    slots = max(1, int(sc.defaultParallelism))
+    pids = sc.parallelize(range(slots), slots).mapPartitions(_import_member).collect()
+    return len(set(pids))
 
 
 def run_seeds(
@@ -195,5 +215,6 @@ __all__ = [
     "run_seeds",
     "run_swarm_spark",
     "ship_packages",
+    "warm_up",
     "write_swarm_table",
 ]
