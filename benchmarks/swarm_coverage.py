@@ -57,6 +57,7 @@ def main() -> None:
     parser.add_argument("--starts", default="1,1001,2001", help="first seeds, comma-separated")
     parser.add_argument("--time-limit", type=float, default=20.0, help="logical seconds")
     parser.add_argument("--unsafe", action="store_true")
+    parser.add_argument("--modes", default="plain,steer", help="plain, steer or both")
     args = parser.parse_args()
     base = TestConfig(nemesis=parse_faults("all"), time_limit_ns=round(args.time_limit * SECOND))
     if args.unsafe:
@@ -64,7 +65,7 @@ def main() -> None:
     plan = SwarmPlan(base, None, reports=False)
     started = time.perf_counter()
     result: dict[str, Any] = {}
-    for mode in ("plain", "steer"):
+    for mode in args.modes.split(","):
         per_start = {}
         for start in (int(s) for s in args.starts.split(",")):
             batches = swarm(plan, start, args.runs, mode == "steer")

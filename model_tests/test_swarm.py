@@ -32,6 +32,7 @@ from jepsen_py.runner.swarm import (
     PARQUET_FIELDS,
     Steering,
     SwarmPlan,
+    pace_intervals,
     rounds,
     run_member,
 )
@@ -157,7 +158,7 @@ def test_steering_keeps_the_swarm_draw_but_for_the_faults_and_learns_from_novelt
         assert flat.draw(base, seed) == swarm_config(base, seed), "equal weights: plain"
         tilted = Steering({"partition": 9.0, "kill": 0.1, "pause": 0.1, "loss": 0.1})
         plain, steered = swarm_config(base, seed), tilted.draw(base, seed)
-        assert attrs.evolve(steered, nemesis=plain.nemesis) == plain
+        assert attrs.evolve(steered, nemesis=plain.nemesis) == plain, "equal pace weights"
         assert steered.nemesis and set(steered.nemesis) <= set(base.nemesis)
         # partition at 0.9: kept whenever the plain draw kept it; the rest at 0.1: only
         # ever kept among what the plain draw kept
@@ -165,12 +166,21 @@ def test_steering_keeps_the_swarm_draw_but_for_the_faults_and_learns_from_novelt
         assert set(steered.nemesis) - {"partition"} <= set(plain.nemesis)
         assert steered == tilted.draw(base, seed), "the draw is the seed's"
     assert all(flat.probability(k) == 0.5 for k in base.nemesis)
+    slow = Steering(flat.weights, paces=(0.0, 0.0, 0.0, 0.0, 1.0))
+    assert slow.pace_probabilities()[-1] == pytest.approx(0.6)
+    paces = [slow.draw(base, seed).interval_ns for seed in range(40)]
+    assert paces.count(max(pace_intervals(base))) > 40 * 0.4
+    for seed in range(40):
+        plain = swarm_config(base, seed)
+        if plain.interval_ns == max(pace_intervals(base)):
+            assert slow.draw(base, seed).interval_ns == plain.interval_ns, "kept: weight up"
     plan = SwarmPlan(attrs.evolve(SHORT, nemesis=("kill", "loss")), None, reports=False)
     rows = [run_member(plan, seed)[1] for seed in (1, 2)]
     learnt = Steering.start(plan.base).learn(rows)
     assert sum(learnt.reached.values()) == sum(len(r.coverage.reached) for r in rows)
     credited = {k for r in rows for k, n in r.faults.items() if n}
     assert credited and all(learnt.weights[k] > 0.8 for k in credited)
+    assert sum(learnt.paces) > 0.8 * len(learnt.paces), "the runs' paces are credited"
     assert all(P_MIN <= learnt.probability(k) <= P_MAX for k in learnt.weights)
     assert rounds(1, 25, True) == [list(range(1, 11)), list(range(11, 21)), list(range(21, 26))]
     assert rounds(1, 3, False) == [[1, 2, 3]]

@@ -39,8 +39,9 @@ from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.explain import explanation_lines
+from jepsen_py.generator import MILLISECOND
 from jepsen_py.history.op import Op
-from jepsen_py.runner.config import TestConfig, format_duration, swarm_config
+from jepsen_py.runner.config import SWARM_PACE, TestConfig, format_duration, swarm_config
 from jepsen_py.runner.coverage import Coverage, coverage_of
 from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, verdict_name
 from jepsen_py.runner.run import run_test
@@ -225,6 +226,13 @@ def write_parquet(rows: Sequence[SwarmRow], path: str | Path) -> Path:
     return target
 
 
+def pace_intervals(config: TestConfig) -> list[int]:
+    """The fault intervals of `SWARM_PACE` for ``config``'s timers (as `swarm_config`
+    draws them)."""
+    timer = min(config.session_timeout_ns, config.replica_lag_time_max_ns)
+    return [max(MILLISECOND, timer * n // d) for n, d in SWARM_PACE]
+
+
 @attrs.frozen
 class Steering:
     """The fault kinds' weights and how many runs reached each situation so far (module
@@ -232,10 +240,19 @@ class Steering:
 
     weights: Mapping[str, float]
     reached: Mapping[str, int] = attrs.field(factory=dict)
+    paces: tuple[float, ...] = (1.0,) * len(SWARM_PACE)
+    """A weight per `SWARM_PACE` choice: the pace is steered too."""
 
     @classmethod
     def start(cls, base: TestConfig) -> Steering:
         return cls({kind: 1.0 for kind in base.nemesis})
+
+    def pace_probabilities(self) -> list[float]:
+        """How likely the next round's runs take each `SWARM_PACE` choice: half uniform
+        (every pace stays in play), half by weight."""
+        total = sum(self.paces)
+        m = len(self.paces)
+        return [0.5 / m + (0.5 * w / total if total > 0 else 0.5 / m) for w in self.paces]
 
     def probability(self, kind: str) -> float:
         """How likely the next round's runs include ``kind``."""
@@ -252,6 +269,7 @@ class Steering:
         the steered draw is the plain one, and steering changes only what it must."""
         plain = swarm_config(base, seed)
         rng = SimRandom(seed).split("steer")
+        pace_u = rng.random()
         kept = set(plain.nemesis)
         kinds = list(base.nemesis)
         faults = []
@@ -269,12 +287,26 @@ class Steering:
                     break
             else:
                 faults = [kinds[-1]]
-        return attrs.evolve(plain, nemesis=tuple(faults))
+        steered = attrs.evolve(plain, nemesis=tuple(faults))
+        intervals = pace_intervals(base)
+        if plain.interval_ns not in intervals:
+            return steered  # a draw that is not SWARM_PACE's: its pace stays
+        # common random numbers again: the plain choice i of m is the uniform number
+        # (i + u) / m, read through these weights' distribution
+        point = (intervals.index(plain.interval_ns) + pace_u) / len(intervals)
+        choice = len(intervals) - 1
+        for j, p in enumerate(self.pace_probabilities()):
+            point -= p
+            if point < 0:
+                choice = j
+                break
+        return attrs.evolve(steered, interval_ns=intervals[choice])
 
     def learn(self, rows: Iterable[SwarmRow]) -> Steering:
         """The weights after a round (its rows are taken in seed order)."""
         reached = dict(self.reached)
         credit = dict.fromkeys(self.weights, 0.0)
+        pace_credit = [0.0] * len(self.paces)
         for row in sorted(rows, key=lambda r: r.seed):
             items = sorted(row.coverage.reached)
             novelty = sum(1.0 / (1 + reached.get(item, 0)) for item in items)
@@ -284,8 +316,12 @@ class Steering:
             kinds = kinds or [k for k in row.config.nemesis if k in credit]
             for kind in kinds:
                 credit[kind] += novelty / len(kinds)
+            intervals = pace_intervals(row.config)
+            if row.config.interval_ns in intervals:
+                pace_credit[intervals.index(row.config.interval_ns)] += novelty
         weights = {k: DECAY * w + credit[k] for k, w in self.weights.items()}
-        return Steering(weights, reached)
+        paces = tuple(DECAY * w + c for w, c in zip(self.paces, pace_credit, strict=True))
+        return Steering(weights, reached, paces)
 
 
 class _LastCluster:
