@@ -62,10 +62,11 @@ SITUATIONS: dict[str, str] = {
     "(unclean.leader.election.enable)",
     "isr-shrink": "a leader shrank its ISR (replica.lag.time.max.ms, AlterPartition)",
     "isr-expand": "a leader took a caught-up follower back into its ISR",
-    "ack-at-min-isr": "a write was acknowledged while its partition's ISR had exactly "
-    "min.insync.replicas members",
-    "ack-below-min-isr": "a write was acknowledged while its partition's ISR had fewer than "
-    "min.insync.replicas members (acks=0/1, or a broken fence)",
+    "ack-at-min-isr": "a write was acknowledged while its partition's ISR, as last recorded, "
+    "had exactly min.insync.replicas members",
+    "ack-below-min-isr": "a write was acknowledged while its partition's ISR, as last "
+    "recorded, had fewer than min.insync.replicas members (acks=0/1; with acks=all, a "
+    "leader acking on the ISR it holds before it learns that a shrink was committed)",
     "ack-isr=1": "a write was acknowledged while its partition's ISR was the leader alone",
     "truncation": "a follower truncated its log (leader epoch / high watermark truncation)",
     "acked-truncated": "a follower truncated records at offsets a leader had acknowledged",

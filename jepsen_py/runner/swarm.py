@@ -16,7 +16,9 @@ situations and spec actions the run reached (`jepsen_py.runner.coverage`), of
 for what is common -- shared among the kinds the run injected. A kind's weight decays by
 `DECAY` a round and gains its credits; the next round includes each kind with probability
 ``0.5 * weight / mean weight``, kept within [`P_MIN`, `P_MAX`] (plain swarm: 0.5 each;
-with equal weights the steered draw is the plain one, `Steering.draw`). The draw comes
+with equal weights the steered draw is the plain one, `Steering.draw`). The pace is
+steered the same way: each `SWARM_PACE` choice has a weight, credited with the novelty of
+the runs that took it, and is drawn with probability half uniform, half by weight. The draw comes
 from the plain draw and the seed's ``steer`` stream and the weights from the rounds before, so
 a steered swarm is as reproducible as a plain one; each run's reproduce command names its
 faults, so it reruns alone.
