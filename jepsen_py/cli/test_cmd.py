@@ -325,8 +325,8 @@ def _duration(flag: str, text: str) -> int:
 @click.option(
     "--steer",
     is_flag=True,
-    help="Swarm: draw each round's faults toward the kinds whose runs reached situations "
-    "few runs had reached (coverage feedback; docs/spark-swarm.md).",
+    help="Swarm: draw each round's faults and pace toward those whose runs reached "
+    "situations few runs had reached (coverage feedback; docs/spark-swarm.md).",
 )
 @click.option("--store", "store_root", default="store", show_default=True)
 @click.option("--name", default="kafka", show_default=True, help="The test's name in the store.")
