@@ -27,10 +27,10 @@ import click
 
 from impl.fetcher import TRUNCATIONS
 from impl.world import FENCE_BUGS
-from jepsen_py.checker.anomalies import DESCRIPTIONS
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import EXIT_OK, emit_json, fail_input, verdict_exit_code
+from jepsen_py.cli.swarm_cmd import SwarmOptions, check_swarm_flags, run_swarm
 from jepsen_py.explain import explanation_lines
 from jepsen_py.group_cluster import GroupClusterConfig
 from jepsen_py.group_workload import GROUP_BUGS, GroupTestError, parse_group_faults, run_group_test
@@ -40,10 +40,10 @@ from jepsen_py.runner.config import (
     TestConfig,
     format_duration,
     parse_duration,
-    swarm_config,
 )
 from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, verdict_name
 from jepsen_py.runner.run import run_test
+from jepsen_py.runner.swarm import violation_lines as _violation_lines
 from jepsen_py.store import StoreError
 
 
@@ -146,15 +146,8 @@ def print_outcome(outcome: RunOutcome) -> None:
 
 
 def violation_lines(check: HistoryCheck) -> list[str]:
-    """One line per violation that made a run invalid: its name, what it means, and the
-    ``history.jsonl`` lines of its first witnesses."""
-    out = []
-    for name in check.violations:
-        groups = check.violation_lines.get(name) or []
-        where = "; ".join("lines " + " ".join(map(str, group)) for group in groups[:3])
-        what = DESCRIPTIONS.get(name, "no linearization of the partition log")
-        out.append(f"{name}: {what}" + (f" ({where})" if where else ""))
-    return out
+    """One line per violation that made a run invalid (`jepsen_py.runner.swarm`)."""
+    return _violation_lines(check)
 
 
 def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
@@ -313,6 +306,28 @@ def _duration(flag: str, text: str) -> int:
 @click.option("--seed", type=int, default=None, help="The run's seed (default: a random one).")
 @click.option("--runs", type=int, default=1, show_default=True, help=">1: swarm mode.")
 @click.option("--stop-on-failure", is_flag=True, help="Swarm: stop at the first invalid run.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Swarm (--runs N): run the seeds here, one after another, or as Spark tasks, one "
+    "per seed (local[*] by default; --master for a cluster). docs/spark-swarm.md.",
+)
+@click.option("--master", default=None, help="Spark master URL for --engine spark.")
+@click.option(
+    "--spark-conf",
+    "spark_conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark setting for --engine spark (repeatable), e.g. spark.executor.memory=4g.",
+)
+@click.option(
+    "--steer",
+    is_flag=True,
+    help="Swarm: draw each round's faults and pace toward those whose runs reached "
+    "situations few runs had reached (coverage feedback; docs/spark-swarm.md).",
+)
 @click.option("--store", "store_root", default="store", show_default=True)
 @click.option("--name", default="kafka", show_default=True, help="The test's name in the store.")
 @click.option("--no-reports", is_flag=True, help="Skip timeline.html and the PNG plots.")
@@ -403,6 +418,10 @@ def test_cmd(
     seed: int | None,
     runs: int,
     stop_on_failure: bool,
+    engine: str,
+    master: str | None,
+    spark_conf: tuple[str, ...],
+    steer: bool,
     store_root: str,
     name: str,
     no_reports: bool,
@@ -425,6 +444,8 @@ def test_cmd(
     if workload == "group" and any(v is not None for v in log_flags.values()):
         given = ", ".join(f for f, v in log_flags.items() if v is not None)
         fail_input(f"{given}: the workload topic's log settings apply to --workload kafka")
+    if workload == "group" and (engine != "local" or steer or runs > 1):
+        fail_input("--runs, --engine and --steer are for --workload kafka")
     if workload == "group":
         _group_test(
             nemesis,
@@ -490,48 +511,39 @@ def test_cmd(
     except ConfigError as exc:
         fail_input(str(exc))
     first_seed = seed if seed is not None else secrets.randbelow(2**31)
-    outcomes: list[RunOutcome] = []
-    for i in range(runs):
-        run_seed = first_seed + i
-        config = base if runs == 1 else swarm_config(base, run_seed)
-        show = print_outcome if runs == 1 and not json_mode else None
-        try:
-            outcome = run_test(
-                config,
-                run_seed,
-                store_root=store_root,
-                reports=not no_reports,
-                on_checked=show,
-                consistency=consistency,
-            )
-        except StoreError as exc:
-            fail_input(f"--store: {exc}")
-        outcomes.append(outcome)
-        took = outcome.seconds.reports
-        if not json_mode and runs == 1 and took is not None:
-            click.echo(f"  reports: timeline.html, latency.png, rate.png ({took:.1f} s)")
-        elif not json_mode and runs > 1:
-            _print_swarm_row(i, outcome)
-        if stop_on_failure and outcome.verdict is Verdict.ILLEGAL:
-            break
-    worst = Verdict.combine([o.verdict for o in outcomes])
-    code = verdict_exit_code(worst)
-    if runs > 1 and not json_mode:
-        _print_swarm_summary(outcomes, runs)
+    swarm = SwarmOptions(
+        first_seed=first_seed,
+        runs=runs,
+        store_root=store_root,
+        reports=not no_reports,
+        consistency=consistency,
+        stop_on_failure=stop_on_failure,
+        engine=engine,
+        master=master,
+        spark_conf=spark_conf,
+        steer=steer,
+        json_mode=json_mode,
+    )
+    check_swarm_flags(swarm)
+    if runs > 1:
+        run_swarm(base, swarm)
+    try:
+        outcome = run_test(
+            base,
+            first_seed,
+            store_root=store_root,
+            reports=not no_reports,
+            on_checked=None if json_mode else print_outcome,
+            consistency=consistency,
+        )
+    except StoreError as exc:
+        fail_input(f"--store: {exc}")
+    took = outcome.seconds.reports
+    if not json_mode and took is not None:
+        click.echo(f"  reports: timeline.html, latency.png, rate.png ({took:.1f} s)")
     if json_mode:
-        if runs == 1:
-            emit_json(outcome_json(outcomes[0]))
-        else:
-            emit_json(
-                {
-                    "verdict": verdict_name(worst),
-                    "exit_code": code,
-                    "runs": [outcome_json(o) for o in outcomes],
-                    "invalid": sum(o.verdict is Verdict.ILLEGAL for o in outcomes),
-                    "unknown": sum(o.verdict is Verdict.UNKNOWN for o in outcomes),
-                }
-            )
-    raise SystemExit(code)
+        emit_json(outcome_json(outcome))
+    raise SystemExit(verdict_exit_code(outcome.verdict))
 
 
 def _group_test(
@@ -647,46 +659,3 @@ def _group_test(
         command = " ".join(["kmodel test --workload group --seed", str(run_seed), *flags])
         click.echo(f"  reproduce: {command}")
     raise SystemExit(verdict_exit_code(verdict))
-
-
-def _print_swarm_row(i: int, outcome: RunOutcome) -> None:
-    check = outcome.check
-    c = outcome.config
-    if i == 0:
-        click.echo(
-            f"{'run':>4} {'seed':>10} {'faults':<34} {'int':>4} {'rate':>5} {'cli':>3} "
-            f"{'ops':>6} {'lost':>5} {'verdict':<8} violations"
-        )
-    faults = ",".join(c.nemesis) or "none"
-    if len(faults) > 34:
-        faults = faults[:33] + "…"
-    verdict = click.style(f"{outcome.verdict_name:<8}", fg=_STYLES[outcome.verdict])
-    named = [
-        name + "@" + ",".join(map(str, (check.violation_lines.get(name) or [[]])[0]))
-        for name in check.violations
-    ]
-    informational = ",".join(f"{n}({c})" for n, c in check.informational.items())
-    note = f" [informational: {informational}]" if informational and not named else ""
-    click.echo(
-        f"{i:>4} {outcome.seed:>10} {faults:<34} {format_duration(c.interval_ns):>4} "
-        f"{c.rate:>5g} {c.concurrency:>3} {len(outcome.history):>6} "
-        f"{check.lost_acknowledged_writes:>5} {verdict} {' '.join(named) or '-'}{note}"
-    )
-
-
-def _print_swarm_summary(outcomes: list[RunOutcome], planned: int) -> None:
-    counts = {v: sum(o.verdict is v for o in outcomes) for v in Verdict}
-    click.echo(
-        f"{len(outcomes)} of {planned} runs: {counts[Verdict.OK]} valid, "
-        f"{counts[Verdict.ILLEGAL]} invalid, {counts[Verdict.UNKNOWN]} unknown"
-    )
-    for outcome in outcomes:
-        if outcome.verdict is not Verdict.OK:
-            click.echo(
-                f"  seed {outcome.seed} ({outcome.verdict_name}): {outcome.command}"
-                f"   [{outcome.run_dir}]"
-            )
-            for line in violation_lines(outcome.check):
-                click.echo(f"      {line}")
-            for line in explanation_lines(outcome.check.loss_explanations, False):
-                click.echo(f"  {line}")
