@@ -28,7 +28,7 @@ from jepsen_py.cli import main
 from jepsen_py.cli.common import verdict_exit_code
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
-from jepsen_py.nemesis import ALL, ScheduleStep
+from jepsen_py.nemesis import ALL, TARGETED, ScheduleStep
 from jepsen_py.runner import (
     RunOutcome,
     TestConfig,
@@ -389,7 +389,10 @@ def test_swarm_configurations_are_drawn_from_the_seed() -> None:
     drawn = [swarm_config(base, s) for s in range(8)]
     assert drawn[0] == swarm_config(base, 0)
     assert len({c.nemesis for c in drawn}) > 1
-    assert all(c.nemesis and set(c.nemesis) <= set(ALL) for c in drawn)
+    assert all(c.nemesis and set(c.nemesis) <= set(ALL) | set(TARGETED) for c in drawn)
+    assert any(set(c.nemesis) & set(TARGETED) for c in drawn), "targeted faults are drawn"
+    kills = [swarm_config(TestConfig(nemesis=("kill",)), s).nemesis for s in range(8)]
+    assert set().union(*kills) <= {"kill", "kill-last-isr", "kill-lagging", "kill-isolated"}
     assert all((c.acks, c.min_isr, c.truncation) == ("all", 2, "kip320") for c in drawn)
 
 

@@ -23,6 +23,7 @@ from impl.world import FENCE_BUGS
 from jepsen_py.generator import MILLISECOND, SECOND
 from jepsen_py.nemesis import (
     CATALOGUE,
+    TARGETED,
     NemesisError,
     ScheduleStep,
     fault_of_op,
@@ -385,9 +386,13 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
     replication factor 3 with min.insync.replicas=2, which is built to survive one."""
     rng = SimRandom(seed).split("config")
-    faults = [f for f in base.nemesis if rng.random() < 0.5]
-    if base.nemesis and not faults:
-        faults = [base.nemesis[rng.randrange(len(base.nemesis))]]
+    # The targeted faults (``jepsen_py.nemesis.TARGETED``) aim the generic faults asked
+    # for: a run may draw each one whose generic fault it may draw.
+    offered = (*base.nemesis, *(t for t, g in TARGETED.items() if g in base.nemesis))
+    offered = tuple(dict.fromkeys(offered))
+    faults = [f for f in offered if rng.random() < 0.5]
+    if offered and not faults:
+        faults = [offered[rng.randrange(len(offered))]]
     timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
     numerator, denominator = rng.choice(SWARM_PACE)
     return attrs.evolve(
