@@ -45,7 +45,7 @@ simulated (main phase, recovery and final reads). Progress, and each found run's
 and reproduce command, go to stderr.
 
     .venv/bin/python benchmarks/bug_hunt.py [--runs 10] [--time-limit 60] [--seed 1]
-        [--workers 2] [--safe-runs N] [--only NAME,...] [--max-faults 1]
+        [--workers 2] [--safe-runs N] [--only NAME,...] [--max-faults 1] [--buggify]
 """
 
 from __future__ import annotations
@@ -124,7 +124,12 @@ def entries() -> dict[str, tuple[dict[str, Any], str]]:
 
 
 def run_one(
-    name: str, fields: dict[str, Any], seed: int, time_limit_s: int, max_faults: int = 1
+    name: str,
+    fields: dict[str, Any],
+    seed: int,
+    time_limit_s: int,
+    max_faults: int = 1,
+    buggify: bool = False,
 ) -> dict[str, Any]:
     """One generic-fault run of an entry: whether it is invalid, and its logical seconds."""
     if fields.get("workload") == "group":
@@ -154,6 +159,7 @@ def run_one(
         nemesis=ALL,
         time_limit_ns=time_limit_s * SECOND,
         max_faults=max_faults,
+        buggify=buggify,
         **fields,
     )
     outcome = run_test(swarm_config(base, seed), seed, reports=False)
@@ -191,10 +197,10 @@ def run_one(
     }
 
 
-def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int]) -> dict[str, Any]:
+def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int, bool]) -> dict[str, Any]:
     """Run an entry's seeds in order until one is invalid (or, ``exhaustive``, all of them,
     counting the invalid ones: the safe configuration's false alarms)."""
-    name, fields, seeds, time_limit_s, exhaustive, max_faults = job
+    name, fields, seeds, time_limit_s, exhaustive, max_faults, buggify = job
     sim_s = 0.0
     invalid: list[int] = []
     explained: list[int] = []
@@ -202,7 +208,7 @@ def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int]) -> dict[str
     started = time.perf_counter()
     for i, seed in enumerate(seeds, start=1):
         took = time.perf_counter()
-        result = run_one(name, fields, seed, time_limit_s, max_faults)
+        result = run_one(name, fields, seed, time_limit_s, max_faults, buggify)
         print(
             f"    {name} seed {seed}: {result['sim_s']:.0f} s simulated in "
             f"{time.perf_counter() - took:.1f} s",
@@ -258,6 +264,9 @@ def main() -> None:
     parser.add_argument(
         "--max-faults", type=int, default=1, help="kmodel test --max-faults: swarm overlap bound"
     )
+    parser.add_argument(
+        "--buggify", action="store_true", help="kmodel test --buggify: randomized broker timing"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--safe-runs", type=int, default=None, help="safe configuration runs (default --runs)"
@@ -271,14 +280,17 @@ def main() -> None:
         parser.error(f"--only: unknown {unknown_names}; entries: {', '.join([*table, SAFE])}")
     seeds = list(range(args.seed, args.seed + args.runs))
     safe_runs = args.runs if args.safe_runs is None else args.safe_runs
-    jobs: list[tuple[str, dict[str, Any], list[int], int, bool, int]] = []
+    jobs: list[tuple[str, dict[str, Any], list[int], int, bool, int, bool]] = []
     if args.only is None or SAFE in chosen:
         # In chunks, so that the safe runs spread over the workers too.
         for start in range(args.seed, args.seed + safe_runs, SAFE_CHUNK):
             chunk = list(range(start, min(start + SAFE_CHUNK, args.seed + safe_runs)))
-            jobs.append((SAFE, {}, chunk, args.time_limit, True, args.max_faults))
+            jobs.append((SAFE, {}, chunk, args.time_limit, True, args.max_faults, args.buggify))
     hunted = [n for n in chosen if n != SAFE]
-    jobs += [(n, table[n][0], seeds, args.time_limit, False, args.max_faults) for n in hunted]
+    jobs += [
+        (n, table[n][0], seeds, args.time_limit, False, args.max_faults, args.buggify)
+        for n in hunted
+    ]
     started = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -304,6 +316,8 @@ def main() -> None:
     flags = f"--nemesis all --runs {args.runs} --seed {args.seed} --time-limit {args.time_limit}s"
     if args.max_faults != 1:
         flags += f" --max-faults {args.max_faults}"
+    if args.buggify:
+        flags += " --buggify"
     bugs = {
         name: {
             "runs_to_bug": results[name]["runs_to_bug"],

@@ -10,9 +10,11 @@ network config says which). Each node ticks every ``tick_interval_ns`` (brokers 
 controller: heartbeats, session expiry, ISR changes, fetchers, purgatory expiry) or
 ``client_tick_interval_ns`` (clients: request and delivery timeouts), its first tick spread
 over the interval from its own stream; a crashed node's ticks stop, a paused node's are held
-until it resumes, a restarted node's start again. Each broker *machine*'s flusher thread
-wakes every ``dirty_writeback_ns`` (``vm.dirty_writeback_centisecs``) and writes back pages
-dirty for longer than ``dirty_expire_ns``, whatever the Kafka process is doing.
+until it resumes, a restarted node's start again. With ``ClusterConfig.buggify`` a broker's
+next tick may start late (``impl.buggify``, FoundationDB's BUGGIFY). Each broker
+*machine*'s flusher thread wakes every ``dirty_writeback_ns``
+(``vm.dirty_writeback_centisecs``) and writes back pages dirty for longer than
+``dirty_expire_ns``, whatever the Kafka process is doing.
 
 Faults and client ops are the world's (``crash``, ``restart``, ``pause``, ``resume``,
 ``partition``, ``heal``, ``skew_clock``; ``client_send``, ``client_poll``): the nemesis
@@ -28,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from impl.buggify import Buggify
 from impl.sim.clock import TimerQueue
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
@@ -56,6 +59,12 @@ class Cluster(World):
                 "or drop refinement=True to run by time"
             )
         super().__init__(config, seed)
+        self.buggify = (
+            Buggify(seed, [f"tick/{node}" for node in self.broker_names.values()])
+            if config.buggify
+            else None
+        )
+        """BUGGIFY's sites (``impl.buggify``): a broker's tick may start late."""
         self.timers: TimerQueue[Any] = TimerQueue()
         """Node ticks (payload: the node's name, owned by it), write-backs, the caller's."""
         for name in self.node_names:
@@ -134,7 +143,10 @@ class Cluster(World):
             if timer.owner is not None and payload == timer.owner:
                 if self.running(payload):
                     self._tick(payload)
-                    timers.schedule(clock.now + self._interval(payload), payload, owner=payload)
+                    at = clock.now + self._interval(payload)
+                    if self.buggify is not None and payload in self._broker_of_node:
+                        at += self.buggify.delay(f"tick/{payload}")
+                    timers.schedule(at, payload, owner=payload)
             elif isinstance(payload, Writeback):
                 self.writeback(payload.broker)
                 assert self.config.dirty_writeback_ns

@@ -206,6 +206,10 @@ class ClusterConfig:
     """A crash ends the broker's registration at once; default: in refinement mode."""
     track_ghosts: bool | None = None
     """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
+    buggify: bool = False
+    """Randomized timing of the brokers' periodic work, from the seed (``impl.buggify``,
+    FoundationDB's BUGGIFY; ``kmodel test --buggify``). Only the simulation by time
+    (``impl.cluster``) has the sites; off, nothing is drawn."""
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     """Testing knobs, off by default: the controller fences turned off (``FENCE_BUGS``)."""
     offsets_partitions: int = 0

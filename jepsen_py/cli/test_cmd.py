@@ -336,6 +336,13 @@ def _duration(flag: str, text: str) -> int:
     "generation id (`kmodel check group --bug no_generation_check`). Default: every fence on.",
 )
 @click.option(
+    "--buggify",
+    is_flag=True,
+    help="Randomized timing inside the brokers (FoundationDB's BUGGIFY, impl.buggify): a "
+    "broker's periodic work (fetchers, ISR changes, heartbeats, controller duties) now and "
+    "then starts late, by delays drawn from the seed. Default: off.",
+)
+@click.option(
     "--workload",
     type=click.Choice(["kafka", "group"]),
     default="kafka",
@@ -404,6 +411,7 @@ def test_cmd(
     no_reports: bool,
     consistency: str,
     bugs: tuple[str, ...],
+    buggify: bool,
     workload: str,
     commit: str,
     offset_reset: str,
@@ -479,6 +487,7 @@ def test_cmd(
             rate=rate,
             concurrency=concurrency,
             bugs=tuple(sorted(set(bugs))),
+            buggify=buggify,
             retention_ms=retention_ms,
             retention_bytes=retention_bytes,
             segment_bytes=segment_bytes,

@@ -93,6 +93,9 @@ class TestConfig:
     """``vm.dirty_expire_centisecs`` of every broker machine (Linux's default, 30 s)."""
     dirty_writeback_ns: int | None = 5 * SECOND
     """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
+    buggify: bool = False
+    """Randomized timing of the brokers' periodic work (``impl.buggify``, FoundationDB's
+    BUGGIFY; ``kmodel test --buggify``): off, the run draws nothing for it."""
     bugs: tuple[str, ...] = ()
     """Controller fences turned off (``impl.world.FENCE_BUGS``; ``kmodel test --bug``)."""
     retention_ms: int | None = None
@@ -210,6 +213,7 @@ class TestConfig:
             dirty_expire_ns=self.dirty_expire_ns,
             dirty_writeback_ns=self.dirty_writeback_ns,
             bugs=frozenset(self.bugs),
+            buggify=self.buggify,
             **self._log_settings(),
         )
 
@@ -284,6 +288,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         dirty_expire_ns=config.dirty_expire_ns,
         dirty_writeback_ns=config.dirty_writeback_ns,
         bugs=config.bugs,
+        buggify=config.buggify,
         retention_ms=config.retention_ms,
         retention_bytes=config.retention_bytes,
         segment_bytes=config.segment_bytes,
@@ -330,6 +335,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     if config.leader_imbalance_check_ns != default.leader_imbalance_check_ns:
         args.append(f"--leader-imbalance-check {format_duration(config.leader_imbalance_check_ns)}")
     args += [f"--bug {bug}" for bug in config.bugs]
+    if config.buggify:
+        args.append("--buggify")
     if config.retention_ms is not None:
         args.append(f"--retention-ms {config.retention_ms}")
     if config.retention_bytes is not None:
