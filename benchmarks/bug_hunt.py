@@ -27,7 +27,8 @@ invariant). A loss must be explained by the entry's own mechanism (``jepsen_py.e
 loss no mechanism explains counts only if the same swarm run with every fence on loses
 nothing. A loss that only mechanisms Kafka's safe configuration is exposed to explain
 (``jepsen_py.explain``: the last replica standing and the leader elected after an unclean
-shutdown, both closed by KIP-966, and every replica of a write losing power) does not count:
+shutdown or with a damaged disk, closed by KIP-966, and every replica of a write losing
+power) does not count:
 overlapping faults reach those in any configuration. The safe configuration (acks=all,
 min.insync.replicas=2, clean election, KIP-320, idempotence, every fence on) runs the same
 seeds; an invalid run of it not explained so is a false alarm (the explained ones are
@@ -86,7 +87,14 @@ SAFE_EXPOSURES = frozenset(name for name, m in MECHANISMS.items() if m.safe)
 """Loss mechanisms Kafka's safe configuration is exposed to (``jepsen_py.explain``): the last
 replica standing and the leader elected after an unclean shutdown (KIP-966), and the power
 loss of every replica holding a write. Overlapping faults reach them."""
-KIP_966_CLOSES = frozenset({"last-replica-standing", "unclean-shutdown-leader"})
+KIP_966_CLOSES = frozenset(
+    {
+        "last-replica-standing",
+        "unclean-shutdown-leader",
+        "last-replica-disk-damage",
+        "disk-damage-leader",
+    }
+)
 """The exposures Eligible Leader Replicas (KIP-966, ``--elr``) closes."""
 UNEXPLAINED = "unexplained"
 """The explanation of a loss no known mechanism explains (``jepsen_py.explain``)."""
