@@ -34,9 +34,16 @@ min.insync.replicas=2, clean election, KIP-320, idempotence, every fence on) run
 seeds; an invalid run of it not explained so is a false alarm (the explained ones are
 listed on stderr).
 
-Prints ONE JSON line (the shape issue 21 asks for)::
+Three controller fences cannot show in any history (``docs/controller.md``: with the
+store's conditional writes the brokers order what they apply by leader epoch); each is
+found when a run breaks the ``spec.controller`` invariant it guards, counted on the run's
+cluster (`FENCE_INVARIANTS`; ``found_by`` says ``invariant ...`` instead of ``history``),
+and the safe configuration breaking one would be a false alarm.
+
+Prints ONE JSON line (the shape issue 21 asks for, plus ``found_by``)::
 
     {"bugs": {"<name>": {"runs_to_bug": <int|null>, "sim_s_to_bug": <float|null>,
+                         "found_by": "history" | "invariant <name>" | null,
                          "args": "<kmodel test args>"}},
      "safe_runs": <int>, "false_alarms": <int>}
 
@@ -105,6 +112,17 @@ EXPECTED: dict[str, str] = {"no_idempotence": DUPLICATE, SAFE: ANY}
 """What each entry's anomaly is (default: `LOSS`; the fences: `ANY`). acks=1 turns
 idempotence off too (Kafka's default), so its duplicates are not what it is hunted for;
 the safe configuration's false alarm is any violation."""
+
+FENCE_INVARIANTS: dict[str, tuple[str, str]] = {
+    "accept_stale_controller_epoch": ("NoStaleControllerEpochApplied", "stale_controller_applied"),
+    "epoch_not_persisted": ("OneControllerWritesPerEpoch", "shared_epoch_writes"),
+    "unconditional_write": ("OneControllerWritesPerEpoch", "zombie_writes"),
+}
+"""The controller fences whose absence no history can show (docs/controller.md: with the
+store's conditional writes, brokers order what they apply by leader epoch): each -> the
+``spec.controller`` invariant it guards and the figure of the run's cluster that counts its
+breaches (``impl.world.World.controller_figures``). Such a fence is found when a run breaks
+its invariant; the safe configuration breaking any of them would be a false alarm."""
 
 UNSAFE_FLAGS: dict[str, tuple[dict[str, Any], str]] = {
     "unclean_min_isr_1": ({"unclean": True, "min_isr": 1}, "--unclean --min-isr 1"),
@@ -184,6 +202,12 @@ def run_one(
     explained = lossy and exposed and set(check.violations) <= LOSS_VIOLATIONS
     # The entry's own mechanisms: anything but those exposures and "unexplained".
     own = set(check.loss_mechanisms) - exposures - {UNEXPLAINED}
+    figures = outcome.figures.controller
+    broken = sorted(
+        {inv for bug, (inv, figure) in FENCE_INVARIANTS.items() if figures.get(figure, 0) > 0}
+    )
+    guarded = {FENCE_INVARIANTS[b][0] for b in base.bugs if b in FENCE_INVARIANTS}
+    found_by = "history"
     if expected == LOSS:
         shows = lossy and bool(own)
     elif expected == DUPLICATE:
@@ -195,12 +219,18 @@ def run_one(
             # fence on (same seed, same swarm draw) does not lose writes too.
             twin = attrs.evolve(swarm_config(base, seed), bugs=(), elr=elr)
             shows = run_test(twin, seed, reports=False).verdict is not Verdict.ILLEGAL
+        if not shows and (set(broken) & guarded or (name == SAFE and broken)):
+            # The fence's own invariant broken in the run (for the safe configuration, any).
+            shows, found_by = True, "invariant " + ",".join(broken)
     return {
         "invalid": shows,
+        "found_by": found_by,
         "explained": outcome.verdict is Verdict.ILLEGAL and explained,
         "unknown": outcome.verdict is Verdict.UNKNOWN,
         "sim_s": outcome.figures.logical_end_ns / 1e9,
-        "violations": list(check.violations) + [f"lost:{m}" for m in check.loss_mechanisms],
+        "violations": list(check.violations)
+        + [f"lost:{m}" for m in check.loss_mechanisms]
+        + [f"invariant:{i}" for i in broken],
         "command": outcome.command,
     }
 
@@ -246,6 +276,7 @@ def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int, bool]) -> di
                     "name": name,
                     "runs": i,
                     "runs_to_bug": i,
+                    "found_by": result.get("found_by", "history"),
                     "sim_s_to_bug": round(sim_s, 1),
                     "invalid": invalid,
                     "explained": explained,
@@ -330,6 +361,7 @@ def main() -> None:
         name: {
             "runs_to_bug": results[name]["runs_to_bug"],
             "sim_s_to_bug": results[name]["sim_s_to_bug"],
+            "found_by": results[name].get("found_by"),
             "args": (
                 f"{table[name][1]} --nemesis all --seed {args.seed} --time-limit {args.time_limit}s"
                 if table[name][0].get("workload") == "group"

@@ -37,6 +37,10 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
 - ``partition-followers``: a partition's leader cut off from the other brokers but not
   from the store: its followers stop fetching, and after ``replica.lag.time.max.ms`` the
   leader shrinks the ISR to itself (with ``min.insync.replicas=1`` it goes on acknowledging);
+- ``partition-one-follower``: one follower cut off from its partition's leader only (it
+  still reaches the store and the other brokers): it leaves the ISR after
+  ``replica.lag.time.max.ms`` while the leader goes on acknowledging with the others, so it
+  misses acknowledged writes -- the replica a faulty election must not pick;
 - ``kill-last-isr``: power loss of the last member of a partition's ISR (the partition
   with the smallest ISR: its leader): KIP-966's "last replica standing";
 - ``kill-lagging``: power loss of a replica outside a partition's ISR (a lagging or cut-off
@@ -199,6 +203,11 @@ CATALOGUE: dict[str, Fault] = {
             "partition",
             "a partition's leader cut off from the other brokers, not from the store",
         ),
+        Fault(
+            "partition-one-follower",
+            "partition",
+            "one follower cut off from its partition's leader only: it leaves the ISR",
+        ),
         Fault("partition-asymmetric", "partition", "one server deaf, or mute, to the others"),
         Fault(
             "partition-controller",
@@ -249,6 +258,7 @@ CONSUMER_FAULTS = ("pause-consumer", "kill-consumer", "leave-consumer")
 
 TARGETED: dict[str, str] = {
     "partition-followers": "partition",
+    "partition-one-follower": "partition",
     "kill-last-isr": "kill",
     "kill-lagging": "kill",
     "kill-isolated": "kill",
@@ -286,7 +296,7 @@ CLOCK_RATES = ((1, 4), (1, 2), (1, 1), (1, 1), (2, 1), (4, 1))
 
 _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
 """The shapes ``partition`` draws from (``partition-controller`` and the targeted
-``partition-followers`` are named on their own)."""
+``partition-followers`` and ``partition-one-follower`` are named on their own)."""
 
 _CRC_FIELD = 17
 """Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
@@ -475,6 +485,14 @@ class Nemesis:
             others = [b for b in self.brokers if b != node]
             links = frozenset((node, o) for o in others) | frozenset((o, node) for o in others)
             return links, {"node": node, "partition": partition}
+        if shape == "one-follower":
+            partition, leader = self.leader()
+            followers = [b for b in self.brokers if b != leader]
+            node = followers[self.rng.randrange(len(followers))]
+            if leader is None:
+                return isolate_links(servers, node), {"node": node, "partition": partition}
+            links = frozenset({(node, leader), (leader, node)})
+            return links, {"node": node, "leader": leader, "partition": partition}
         if shape == "controller":
             node = self.controller() or self.brokers[self.rng.randrange(len(self.brokers))]
             if self.rng.random() < 0.5:

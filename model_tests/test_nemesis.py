@@ -97,6 +97,21 @@ def test_targeted_faults_aim_at_the_last_isr_member_the_lagging_and_the_isolated
     assert last["isr_size"] == 1 and last["node"] == leader, last
 
 
+def test_one_follower_cut_from_its_leader_leaves_the_isr_while_the_others_go_on() -> None:
+    cluster = busy_cluster(("partition-one-follower",))
+    nemesis = Nemesis(cluster, random.Random(5))
+    cut = nemesis.perform("start-partition-one-follower", None)
+    node, leader, partition = cut["node"], cut["leader"], cut["partition"]
+    assert cut["grudge"] == {leader: [node], node: [leader]}, cut
+    for i in range(30):
+        cluster.client_send("p1", b"k0" if i % 2 else b"k3", f"x{i}".encode())
+        cluster.run_until(cluster.clock.now + SECOND // 2)
+    state = cluster.store.partitions[(cluster.config.topic, partition)]
+    assert f"b{state.leader}" == leader and len(state.isr) == 2, state
+    assert int(node[1:]) not in state.isr
+    assert nemesis.perform("start-kill-lagging", None)["node"] == node
+
+
 def test_unknown_faults_are_refused_with_the_catalogue() -> None:
     with pytest.raises(NemesisError, match=r"unknown fault 'partiton'.*clock"):
         parse_faults("partiton")

@@ -384,11 +384,20 @@ replication does not protect against (4 of the safe configuration's first 50 swa
 lost writes with ``correlated-power-loss`` among the mechanisms: docs/fault-injection.md)."""
 
 
+SWARM_DENSITY = (0.1, 0.25, 0.5)
+"""The chance each fault offered is in a swarm run's subset, drawn per run. Groce et al.
+include each feature with probability 1/2; with 30-odd faults that is 15 per run, and a
+sequence of two given faults (a follower cut off, then a controlled shutdown of its
+leader) is then rare. Sparser subsets (3 or 8 faults on average) make such pairs frequent,
+while the dense ones keep the mixes."""
+
+
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     """A configuration drawn from ``seed`` (swarm testing, Groce et al. 2012: each run gets
-    a random subset of the faults, its own pace, and how many faults may overlap, from 1 to
-    ``base.max_faults``): the protocol settings (brokers, partitions, acks,
-    min.insync.replicas, election, truncation) and the time limit stay as given. The pace
+    a random subset of the faults, of a density drawn from `SWARM_DENSITY`, its own pace,
+    and how many faults may overlap, from 1 to ``base.max_faults``): the protocol settings
+    (brokers, partitions, acks, min.insync.replicas, election, truncation) and the time
+    limit stay as given. The pace
     is scaled to the protocol's timers (`SWARM_PACE`). Overlap is opt-in: two faults at
     once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
     replication factor 3 with min.insync.replicas=2, which is built to survive one."""
@@ -397,7 +406,8 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     # for: a run may draw each one whose generic fault it may draw.
     offered = (*base.nemesis, *(t for t, g in TARGETED.items() if g in base.nemesis))
     offered = tuple(dict.fromkeys(offered))
-    faults = [f for f in offered if rng.random() < 0.5]
+    density = rng.choice(SWARM_DENSITY)
+    faults = [f for f in offered if rng.random() < density]
     if offered and not faults:
         faults = [offered[rng.randrange(len(offered))]]
     timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
@@ -413,6 +423,7 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
 
 
 __all__ = [
+    "SWARM_DENSITY",
     "SWARM_PACE",
     "ConfigError",
     "TestConfig",
