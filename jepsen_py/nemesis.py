@@ -41,6 +41,9 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   still reaches the store and the other brokers): it leaves the ISR after
   ``replica.lag.time.max.ms`` while the leader goes on acknowledging with the others, so it
   misses acknowledged writes -- the replica a faulty election must not pick;
+- ``partition-stale-follower``: a follower (neither the leader nor the controller) cut off
+  from the controller only: it goes on fetching but misses LeaderAndIsr requests, so when
+  leadership moves it acts on a stale leader and epoch (what KIP-320's fencing is for);
 - ``kill-last-isr``: power loss of the last member of a partition's ISR (the partition
   with the smallest ISR: its leader): KIP-966's "last replica standing";
 - ``kill-lagging``: power loss of a replica outside a partition's ISR (a lagging or cut-off
@@ -208,6 +211,11 @@ CATALOGUE: dict[str, Fault] = {
             "partition",
             "one follower cut off from its partition's leader only: it leaves the ISR",
         ),
+        Fault(
+            "partition-stale-follower",
+            "partition",
+            "a follower cut off from the controller only: it acts on stale leadership",
+        ),
         Fault("partition-asymmetric", "partition", "one server deaf, or mute, to the others"),
         Fault(
             "partition-controller",
@@ -259,6 +267,7 @@ CONSUMER_FAULTS = ("pause-consumer", "kill-consumer", "leave-consumer")
 TARGETED: dict[str, str] = {
     "partition-followers": "partition",
     "partition-one-follower": "partition",
+    "partition-stale-follower": "partition",
     "kill-last-isr": "kill",
     "kill-lagging": "kill",
     "kill-isolated": "kill",
@@ -296,7 +305,8 @@ CLOCK_RATES = ((1, 4), (1, 2), (1, 1), (1, 1), (2, 1), (4, 1))
 
 _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
 """The shapes ``partition`` draws from (``partition-controller`` and the targeted
-``partition-followers`` and ``partition-one-follower`` are named on their own)."""
+``partition-followers``, ``partition-one-follower`` and ``partition-stale-follower`` are
+named on their own)."""
 
 _CRC_FIELD = 17
 """Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
@@ -493,6 +503,15 @@ class Nemesis:
                 return isolate_links(servers, node), {"node": node, "partition": partition}
             links = frozenset({(node, leader), (leader, node)})
             return links, {"node": node, "leader": leader, "partition": partition}
+        if shape == "stale-follower":
+            controller = self.controller()
+            partition, leader = self.leader()
+            followers = [b for b in self.brokers if b not in (leader, controller)]
+            if controller is None or not followers:
+                return isolate_links(servers, order[0]), {"node": order[0]}
+            node = followers[self.rng.randrange(len(followers))]
+            links = frozenset({(node, controller), (controller, node)})
+            return links, {"node": node, "controller": controller, "partition": partition}
         if shape == "controller":
             node = self.controller() or self.brokers[self.rng.randrange(len(self.brokers))]
             if self.rng.random() < 0.5:
