@@ -140,6 +140,13 @@ def entries() -> dict[str, tuple[dict[str, Any], str]]:
     out = dict(UNSAFE_FLAGS)
     for bug in sorted(FENCE_BUGS):
         out[bug] = ({"bugs": (bug,)}, f"--bug {bug}")
+    # With min.insync.replicas=2 of 3 brokers every reassignment target keeps an ISR
+    # member, so dropping the removed replicas early only leaves an ISR below
+    # min.insync.replicas, never a loss (docs/leadership.md): the fence matters with 1.
+    out["drop_before_isr_join"] = (
+        {"bugs": ("drop_before_isr_join",), "min_isr": 1},
+        "--bug drop_before_isr_join --min-isr 1",
+    )
     # Issue 16's brain split with both controller fences off: the zombie's stale writes land
     # in the store and the brokers apply its requests.
     both = ("accept_stale_controller_epoch", "unconditional_write")
