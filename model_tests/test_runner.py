@@ -404,6 +404,10 @@ def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_ask
     assert {c.max_faults for c in drawn} == {1}
     overlapping = [swarm_config(attrs.evolve(base, max_faults=3), s) for s in range(40)]
     assert {c.max_faults for c in overlapping} == {1, 2, 3}
+    assert not any(c.compound for c in drawn), "nesting needs overlap"
+    assert {c.compound for c in overlapping if c.max_faults > 1} == {True, False}
+    nested = next(c for c in overlapping if c.compound)
+    assert "--compound" in reproduce_command(nested, 1)
     assert "--max-faults" in reproduce_command(next(c for c in overlapping if c.max_faults > 1), 1)
 
 

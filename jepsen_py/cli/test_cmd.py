@@ -336,6 +336,12 @@ def _duration(flag: str, text: str) -> int:
     "generation id (`kmodel check group --bug no_generation_check`). Default: every fence on.",
 )
 @click.option(
+    "--compound",
+    is_flag=True,
+    help="With --max-faults > 1, faults nest: a partition opens, faults start inside it (a "
+    "kill of the isolated leader), they stop innermost first and the partition heals last.",
+)
+@click.option(
     "--buggify",
     is_flag=True,
     help="Randomized timing inside the brokers (FoundationDB's BUGGIFY, impl.buggify): a "
@@ -412,6 +418,7 @@ def test_cmd(
     consistency: str,
     bugs: tuple[str, ...],
     buggify: bool,
+    compound: bool,
     workload: str,
     commit: str,
     offset_reset: str,
@@ -488,6 +495,7 @@ def test_cmd(
             concurrency=concurrency,
             bugs=tuple(sorted(set(bugs))),
             buggify=buggify,
+            compound=compound,
             retention_ms=retention_ms,
             retention_bytes=retention_bytes,
             segment_bytes=segment_bytes,

@@ -66,6 +66,11 @@ class TestConfig:
     max_faults: int = 1
     """At most this many faults at once (``--max-faults``): 1 alternates start and stop;
     more lets faults compound (a partition, then a kill inside it, then the heal)."""
+    compound: bool = False
+    """With ``max_faults`` > 1, faults nest (``--compound``): a partition opens and holds
+    for ``replica.lag.time.max.ms`` (the ISR shrinks), faults start inside it (a kill of
+    the isolated leader), they stop innermost first, the partition heals last
+    (``jepsen_py.generator.nemesis_schedule(outer=..., hold=...)``)."""
     time_limit_ns: int = 60 * SECOND
     rate: float = 100.0
     """Client ops per second of logical time, over all threads."""
@@ -278,6 +283,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         nemesis=config.nemesis,
         interval_ns=config.interval_ns,
         max_faults=config.max_faults,
+        compound=config.compound,
         time_limit_ns=config.time_limit_ns,
         recovery_ns=config.recovery_ns,
         rate=config.rate,
@@ -313,6 +319,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     ]
     if config.max_faults != default.max_faults:
         args.append(f"--max-faults {config.max_faults}")
+    if config.compound:
+        args.append("--compound")
     if config.recovery_ns != default.recovery_ns:
         args.append(f"--recovery {format_duration(config.recovery_ns)}")
     if config.idempotence is not None:
@@ -400,7 +408,8 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     limit stay as given. The pace
     is scaled to the protocol's timers (`SWARM_PACE`). Overlap is opt-in: two faults at
     once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
-    replication factor 3 with min.insync.replicas=2, which is built to survive one."""
+    replication factor 3 with min.insync.replicas=2, which is built to survive one. Half
+    of the runs that may overlap nest their faults (``TestConfig.compound``)."""
     rng = SimRandom(seed).split("config")
     # The targeted faults (``jepsen_py.nemesis.TARGETED``) aim the generic faults asked
     # for: a run may draw each one whose generic fault it may draw.
@@ -412,13 +421,18 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
         faults = [offered[rng.randrange(len(offered))]]
     timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
     numerator, denominator = rng.choice(SWARM_PACE)
+    rate = float(rng.choice((25, 50, 100, 200)))
+    concurrency = rng.randint(2, 8)
+    max_faults = rng.randint(1, base.max_faults)
     return attrs.evolve(
         base,
         nemesis=tuple(faults),
         interval_ns=max(MILLISECOND, timer * numerator // denominator),
-        rate=float(rng.choice((25, 50, 100, 200))),
-        concurrency=rng.randint(2, 8),
-        max_faults=rng.randint(1, base.max_faults),
+        rate=rate,
+        concurrency=concurrency,
+        max_faults=max_faults,
+        # Half of the overlapping runs nest their faults (a partition, faults inside it).
+        compound=base.compound or (max_faults > 1 and rng.random() < 0.5),
     )
 
 
