@@ -205,10 +205,12 @@ def run_one(
     # no exposure: a loss by them there is the entry's.
     elr = base.elr or "stale_elr" in base.bugs
     exposures = SAFE_EXPOSURES - KIP_966_CLOSES if elr else SAFE_EXPOSURES
-    exposed = bool(check.loss_mechanisms) and set(check.loss_mechanisms) <= exposures
+    # Acknowledged writes lost, and records read (the HW covered them) then lost.
+    mechanisms = set(check.loss_mechanisms) | set(check.read_loss_mechanisms)
+    exposed = bool(mechanisms) and mechanisms <= exposures
     explained = lossy and exposed and set(check.violations) <= LOSS_VIOLATIONS
     # The entry's own mechanisms: anything but those exposures and "unexplained".
-    own = set(check.loss_mechanisms) - exposures - {UNEXPLAINED}
+    own = mechanisms - exposures - {UNEXPLAINED}
     figures = outcome.figures.controller
     broken = sorted(
         {inv for bug, (inv, figure) in FENCE_INVARIANTS.items() if figures.get(figure, 0) > 0}
@@ -237,6 +239,7 @@ def run_one(
         "sim_s": outcome.figures.logical_end_ns / 1e9,
         "violations": list(check.violations)
         + [f"lost:{m}" for m in check.loss_mechanisms]
+        + [f"read-lost:{m}" for m in check.read_loss_mechanisms]
         + [f"invariant:{i}" for i in broken],
         "command": outcome.command,
     }

@@ -59,6 +59,27 @@ def test_the_last_replica_standing_losing_the_write_to_its_disk_is_named() -> No
     assert "process dies (page cache kept" in "\n".join(explanation.story)
 
 
+def test_a_record_read_but_never_acknowledged_then_lost_is_explained() -> None:
+    # Overlapping swarm faults (seed 10): the ISR of t-1 shrinks to b2, whose HW still
+    # advances (no KIP-966): a consumer reads offset 59, whose send was refused
+    # (min.insync.replicas); b2 then loses power, recovers without it, and is elected
+    # again. No acknowledged write is lost, but the read record is gone: explained.
+    config = attrs.evolve(
+        KAFKA_TODAY,
+        nemesis=("partition-bridge", "kill-controller", "sigkill-leader"),
+        interval_ns=8 * SECOND,
+        rate=50.0,
+        concurrency=2,
+        max_faults=2,
+    )
+    check = run_test(config, 10).check
+    assert check.lost_acknowledged_writes == 0 and "inconsistent-offsets" in check.violations
+    (explanation,) = check.read_loss_explanations
+    assert (explanation.key, explanation.first_offset) == ("t-1", 59)
+    assert check.read_loss_mechanisms == ["unclean-shutdown-leader"]
+    assert MECHANISMS["unclean-shutdown-leader"].safe
+
+
 def test_an_unclean_election_is_explained_as_such() -> None:
     assert mechanisms(run_test(jepsen_2013(unclean=True), 1)) == {"unclean-leader-election"}
 
