@@ -12,7 +12,11 @@ the controller's duties): a broker whose site is active now and then starts its 
 late, by a delay drawn log-uniformly between `MIN_DELAY_NS` and `MAX_DELAY_NS` -- a slow
 thread, a long GC pause of one thread, a stalled disk -- while its network handlers keep
 answering. Fetches then lag, ISRs shrink, controllers react late and leader changes
-bunch up, in orders the message timings alone rarely produce.
+bunch up, in orders the message timings alone rarely produce. The second kind of site is
+the send thread of the controller on a broker (``ControllerChannelManager``'s one thread
+and connection per broker): when it fires, the LeaderAndIsr and StopReplica requests to
+one broker wait, in order, for as long -- a broker learns of a leader change late, and a
+zombie controller's requests arrive after its successor's.
 
 Off unless asked for (``ClusterConfig.buggify``; ``kmodel test --buggify``): a run without
 it draws nothing from this stream, so its history is byte-identical to one before BUGGIFY
@@ -23,17 +27,28 @@ same seed gives the same delays.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 
 from impl.sim.rng import SimRandom
 
-__all__ = ["ACTIVE_PROBABILITY", "FIRE_PROBABILITY", "MAX_DELAY_NS", "MIN_DELAY_NS", "Buggify"]
+__all__ = [
+    "ACTIVE_PROBABILITY",
+    "FIRE_PROBABILITY",
+    "MAX_DELAY_NS",
+    "MIN_DELAY_NS",
+    "RARE_FIRE_PROBABILITY",
+    "Buggify",
+]
 
 ACTIVE_PROBABILITY = 0.25
 """The chance that a site is active for a run (FoundationDB's ``P_BUGGIFIED_SECTION_ACTIVATED``)."""
 FIRE_PROBABILITY = 0.05
-"""The chance that an active site fires each time it is reached (FoundationDB's default
-``P_BUGGIFIED_SECTION_FIRES`` is 0.25 for code paths; a tick is reached ten times a second)."""
+"""The chance that an active tick site fires each time it is reached (a tick is reached
+ten times a second)."""
+RARE_FIRE_PROBABILITY = 0.25
+"""The chance for a site reached rarely (a controller's request): FoundationDB's
+``P_BUGGIFIED_SECTION_FIRES``."""
 MIN_DELAY_NS = 10_000_000
 """The shortest delay a firing site adds (10 ms)."""
 MAX_DELAY_NS = 8_000_000_000
@@ -50,14 +65,18 @@ class Buggify:
         """The sites switched on for this run (drawn once, in sorted order)."""
         self.fired = 0
         self.delayed_ns = 0
+        self.fired_at: Counter[str] = Counter()
+        """How many times each site fired."""
 
-    def delay(self, site: str) -> int:
+    def delay(self, site: str, fire: float = FIRE_PROBABILITY) -> int:
         """Nanoseconds to delay the action at ``site`` now: 0 unless it is active and
-        fires, else log-uniform in [`MIN_DELAY_NS`, `MAX_DELAY_NS`]."""
-        if site not in self.active or self.rng.random() >= FIRE_PROBABILITY:
+        fires (with probability ``fire``), else log-uniform in [`MIN_DELAY_NS`,
+        `MAX_DELAY_NS`]."""
+        if site not in self.active or self.rng.random() >= fire:
             return 0
         low, high = math.log(MIN_DELAY_NS), math.log(MAX_DELAY_NS)
         delay = round(math.exp(self.rng.uniform(low, high)))
         self.fired += 1
+        self.fired_at[site] += 1
         self.delayed_ns += delay
         return delay

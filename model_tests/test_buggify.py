@@ -53,3 +53,19 @@ def test_kmodel_test_buggify_is_off_by_default_and_reproducible() -> None:
     seed = next(s for s in range(100) if Buggify(s, SITES).active)
     first, again = run_test(on, seed, reports=False), run_test(on, seed, reports=False)
     assert first.history == again.history and first.history
+
+
+def test_a_stalled_controller_send_thread_delivers_late_and_the_cluster_converges() -> None:
+    sites = [f"{kind}/b{i}" for kind in ("controller-send", "tick") for i in (1, 2, 3)]
+    seed = next(s for s in range(100) if "controller-send/b1" in Buggify(s, sites).active)
+    cluster = Cluster(ClusterConfig(brokers=3, buggify=True), seed)
+    cluster.crash("b2")  # the controller (b1) moves b2's leaderships: LeaderAndIsr to b3
+    cluster.run_until(40 * SECOND)
+    assert cluster.buggify is not None and cluster.buggify.fired_at["controller-send/b1"] > 0
+    state = cluster.store.partitions[("t", 0)]
+    leader = cluster.brokers[state.leader]
+    assert leader is not None and leader.replicas[("t", 0)].leader_epoch == state.leader_epoch
+    again = Cluster(ClusterConfig(brokers=3, buggify=True), seed)
+    again.crash("b2")
+    again.run_until(40 * SECOND)
+    assert again.digest() == cluster.digest()
