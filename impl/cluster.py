@@ -38,7 +38,15 @@ from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
 from impl.world import ClusterConfig, Ghost, IllegalEvent, World
 
-__all__ = ["Cluster", "ClusterConfig", "Ghost", "IllegalEvent", "Writeback"]
+__all__ = [
+    "CHANNEL_REQUESTS",
+    "ChannelRelease",
+    "Cluster",
+    "ClusterConfig",
+    "Ghost",
+    "IllegalEvent",
+    "Writeback",
+]
 # ClusterConfig, Ghost and IllegalEvent belong to impl.world; they are named here too because
 # a cluster is built, and its events refused, through this module.
 
