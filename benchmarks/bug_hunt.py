@@ -29,15 +29,23 @@ invariant). A loss must be explained by the entry's own mechanism (``jepsen_py.e
 loss no mechanism explains counts only if the same swarm run with every fence on loses
 nothing. A loss that only mechanisms Kafka's safe configuration is exposed to explain
 (``jepsen_py.explain``: the last replica standing and the leader elected after an unclean
-shutdown, both closed by KIP-966, and every replica of a write losing power) does not count:
+shutdown or with a damaged disk, closed by KIP-966, and every replica of a write losing
+power) does not count:
 overlapping faults reach those in any configuration. The safe configuration (acks=all,
 min.insync.replicas=2, clean election, KIP-320, idempotence, every fence on) runs the same
 seeds; an invalid run of it not explained so is a false alarm (the explained ones are
 listed on stderr).
 
-Prints ONE JSON line (the shape issue 21 asks for)::
+Three controller fences cannot show in any history (``docs/controller.md``: with the
+store's conditional writes the brokers order what they apply by leader epoch); each is
+found when a run breaks the ``spec.controller`` invariant it guards, counted on the run's
+cluster (`FENCE_INVARIANTS`; ``found_by`` says ``invariant ...`` instead of ``history``),
+and the safe configuration breaking one would be a false alarm.
+
+Prints ONE JSON line (the shape issue 21 asks for, plus ``found_by``)::
 
     {"bugs": {"<name>": {"runs_to_bug": <int|null>, "sim_s_to_bug": <float|null>,
+                         "found_by": "history" | "invariant <name>" | null,
                          "args": "<kmodel test args>"}},
      "safe_runs": <int>, "false_alarms": <int>}
 
@@ -47,7 +55,7 @@ simulated (main phase, recovery and final reads). Progress, and each found run's
 and reproduce command, go to stderr.
 
     .venv/bin/python benchmarks/bug_hunt.py [--runs 10] [--time-limit 60] [--seed 1]
-        [--workers 2] [--safe-runs N] [--only NAME,...] [--max-faults 1]
+        [--workers 2] [--safe-runs N] [--only NAME,...] [--max-faults 1] [--buggify]
 """
 
 from __future__ import annotations
@@ -91,7 +99,14 @@ SAFE_EXPOSURES = frozenset(name for name, m in MECHANISMS.items() if m.safe)
 """Loss mechanisms Kafka's safe configuration is exposed to (``jepsen_py.explain``): the last
 replica standing and the leader elected after an unclean shutdown (KIP-966), and the power
 loss of every replica holding a write. Overlapping faults reach them."""
-KIP_966_CLOSES = frozenset({"last-replica-standing", "unclean-shutdown-leader"})
+KIP_966_CLOSES = frozenset(
+    {
+        "last-replica-standing",
+        "unclean-shutdown-leader",
+        "last-replica-disk-damage",
+        "disk-damage-leader",
+    }
+)
 """The exposures Eligible Leader Replicas (KIP-966, ``--elr``) closes."""
 UNEXPLAINED = "unexplained"
 """The explanation of a loss no known mechanism explains (``jepsen_py.explain``)."""
@@ -102,6 +117,17 @@ EXPECTED: dict[str, str] = {"no_idempotence": DUPLICATE, SAFE: ANY}
 """What each entry's anomaly is (default: `LOSS`; the fences: `ANY`). acks=1 turns
 idempotence off too (Kafka's default), so its duplicates are not what it is hunted for;
 the safe configuration's false alarm is any violation."""
+
+FENCE_INVARIANTS: dict[str, tuple[str, str]] = {
+    "accept_stale_controller_epoch": ("NoStaleControllerEpochApplied", "stale_controller_applied"),
+    "epoch_not_persisted": ("OneControllerWritesPerEpoch", "shared_epoch_writes"),
+    "unconditional_write": ("OneControllerWritesPerEpoch", "zombie_writes"),
+}
+"""The controller fences whose absence no history can show (docs/controller.md: with the
+store's conditional writes, brokers order what they apply by leader epoch): each -> the
+``spec.controller`` invariant it guards and the figure of the run's cluster that counts its
+breaches (``impl.world.World.controller_figures``). Such a fence is found when a run breaks
+its invariant; the safe configuration breaking any of them would be a false alarm."""
 
 UNSAFE_FLAGS: dict[str, tuple[dict[str, Any], str]] = {
     "unclean_min_isr_1": ({"unclean": True, "min_isr": 1}, "--unclean --min-isr 1"),
@@ -119,6 +145,13 @@ def entries() -> dict[str, tuple[dict[str, Any], str]]:
     out = dict(UNSAFE_FLAGS)
     for bug in sorted(FENCE_BUGS):
         out[bug] = ({"bugs": (bug,)}, f"--bug {bug}")
+    # With min.insync.replicas=2 of 3 brokers every reassignment target keeps an ISR
+    # member, so dropping the removed replicas early only leaves an ISR below
+    # min.insync.replicas, never a loss (docs/leadership.md): the fence matters with 1.
+    out["drop_before_isr_join"] = (
+        {"bugs": ("drop_before_isr_join",), "min_isr": 1},
+        "--bug drop_before_isr_join --min-isr 1",
+    )
     # Issue 16's brain split with both controller fences off: the zombie's stale writes land
     # in the store and the brokers apply its requests.
     both = ("accept_stale_controller_epoch", "unconditional_write")
@@ -132,7 +165,12 @@ def entries() -> dict[str, tuple[dict[str, Any], str]]:
 
 
 def run_one(
-    name: str, fields: dict[str, Any], seed: int, time_limit_s: int, max_faults: int = 1
+    name: str,
+    fields: dict[str, Any],
+    seed: int,
+    time_limit_s: int,
+    max_faults: int = 1,
+    buggify: bool = False,
 ) -> dict[str, Any]:
     """One generic-fault run of an entry: whether it is invalid, and its logical seconds."""
     if fields.get("workload") == "group":
@@ -162,6 +200,7 @@ def run_one(
         nemesis=ALL,
         time_limit_ns=time_limit_s * SECOND,
         max_faults=max_faults,
+        buggify=buggify,
         **fields,
     )
     outcome = run_test(swarm_config(base, seed), seed, reports=False)
@@ -174,10 +213,18 @@ def run_one(
     # no exposure: a loss by them there is the entry's.
     elr = base.elr or "stale_elr" in base.bugs
     exposures = SAFE_EXPOSURES - KIP_966_CLOSES if elr else SAFE_EXPOSURES
-    exposed = bool(check.loss_mechanisms) and set(check.loss_mechanisms) <= exposures
+    # Acknowledged writes lost, and records read (the HW covered them) then lost.
+    mechanisms = set(check.loss_mechanisms) | set(check.read_loss_mechanisms)
+    exposed = bool(mechanisms) and mechanisms <= exposures
     explained = lossy and exposed and set(check.violations) <= LOSS_VIOLATIONS
     # The entry's own mechanisms: anything but those exposures and "unexplained".
-    own = set(check.loss_mechanisms) - exposures - {UNEXPLAINED}
+    own = mechanisms - exposures - {UNEXPLAINED}
+    figures = outcome.figures.controller
+    broken = sorted(
+        {inv for bug, (inv, figure) in FENCE_INVARIANTS.items() if figures.get(figure, 0) > 0}
+    )
+    guarded = {FENCE_INVARIANTS[b][0] for b in base.bugs if b in FENCE_INVARIANTS}
+    found_by = "history"
     if expected == LOSS:
         shows = lossy and bool(own)
     elif expected == DUPLICATE:
@@ -189,20 +236,27 @@ def run_one(
             # fence on (same seed, same swarm draw) does not lose writes too.
             twin = attrs.evolve(swarm_config(base, seed), bugs=(), elr=elr)
             shows = run_test(twin, seed, reports=False).verdict is not Verdict.ILLEGAL
+        if not shows and (set(broken) & guarded or (name == SAFE and broken)):
+            # The fence's own invariant broken in the run (for the safe configuration, any).
+            shows, found_by = True, "invariant " + ",".join(broken)
     return {
         "invalid": shows,
+        "found_by": found_by,
         "explained": outcome.verdict is Verdict.ILLEGAL and explained,
         "unknown": outcome.verdict is Verdict.UNKNOWN,
         "sim_s": outcome.figures.logical_end_ns / 1e9,
-        "violations": list(check.violations) + [f"lost:{m}" for m in check.loss_mechanisms],
+        "violations": list(check.violations)
+        + [f"lost:{m}" for m in check.loss_mechanisms]
+        + [f"read-lost:{m}" for m in check.read_loss_mechanisms]
+        + [f"invariant:{i}" for i in broken],
         "command": outcome.command,
     }
 
 
-def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int]) -> dict[str, Any]:
+def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int, bool]) -> dict[str, Any]:
     """Run an entry's seeds in order until one is invalid (or, ``exhaustive``, all of them,
     counting the invalid ones: the safe configuration's false alarms)."""
-    name, fields, seeds, time_limit_s, exhaustive, max_faults = job
+    name, fields, seeds, time_limit_s, exhaustive, max_faults, buggify = job
     sim_s = 0.0
     invalid: list[int] = []
     explained: list[int] = []
@@ -210,7 +264,7 @@ def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int]) -> dict[str
     started = time.perf_counter()
     for i, seed in enumerate(seeds, start=1):
         took = time.perf_counter()
-        result = run_one(name, fields, seed, time_limit_s, max_faults)
+        result = run_one(name, fields, seed, time_limit_s, max_faults, buggify)
         print(
             f"    {name} seed {seed}: {result['sim_s']:.0f} s simulated in "
             f"{time.perf_counter() - took:.1f} s",
@@ -240,6 +294,7 @@ def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int]) -> dict[str
                     "name": name,
                     "runs": i,
                     "runs_to_bug": i,
+                    "found_by": result.get("found_by", "history"),
                     "sim_s_to_bug": round(sim_s, 1),
                     "invalid": invalid,
                     "explained": explained,
@@ -266,6 +321,9 @@ def main() -> None:
     parser.add_argument(
         "--max-faults", type=int, default=1, help="kmodel test --max-faults: swarm overlap bound"
     )
+    parser.add_argument(
+        "--buggify", action="store_true", help="kmodel test --buggify: randomized broker timing"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--safe-runs", type=int, default=None, help="safe configuration runs (default --runs)"
@@ -279,14 +337,17 @@ def main() -> None:
         parser.error(f"--only: unknown {unknown_names}; entries: {', '.join([*table, SAFE])}")
     seeds = list(range(args.seed, args.seed + args.runs))
     safe_runs = args.runs if args.safe_runs is None else args.safe_runs
-    jobs: list[tuple[str, dict[str, Any], list[int], int, bool, int]] = []
+    jobs: list[tuple[str, dict[str, Any], list[int], int, bool, int, bool]] = []
     if args.only is None or SAFE in chosen:
         # In chunks, so that the safe runs spread over the workers too.
         for start in range(args.seed, args.seed + safe_runs, SAFE_CHUNK):
             chunk = list(range(start, min(start + SAFE_CHUNK, args.seed + safe_runs)))
-            jobs.append((SAFE, {}, chunk, args.time_limit, True, args.max_faults))
+            jobs.append((SAFE, {}, chunk, args.time_limit, True, args.max_faults, args.buggify))
     hunted = [n for n in chosen if n != SAFE]
-    jobs += [(n, table[n][0], seeds, args.time_limit, False, args.max_faults) for n in hunted]
+    jobs += [
+        (n, table[n][0], seeds, args.time_limit, False, args.max_faults, args.buggify)
+        for n in hunted
+    ]
     started = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -312,10 +373,13 @@ def main() -> None:
     flags = f"--nemesis all --runs {args.runs} --seed {args.seed} --time-limit {args.time_limit}s"
     if args.max_faults != 1:
         flags += f" --max-faults {args.max_faults}"
+    if args.buggify:
+        flags += " --buggify"
     bugs = {
         name: {
             "runs_to_bug": results[name]["runs_to_bug"],
             "sim_s_to_bug": results[name]["sim_s_to_bug"],
+            "found_by": results[name].get("found_by"),
             "args": (
                 f"{table[name][1]} --interval 4s --seed {args.seed} --time-limit {args.time_limit}s"
                 if table[name][0].get("workload") == "group"

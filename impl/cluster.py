@@ -10,9 +10,11 @@ network config says which). Each node ticks every ``tick_interval_ns`` (brokers 
 controller: heartbeats, session expiry, ISR changes, fetchers, purgatory expiry) or
 ``client_tick_interval_ns`` (clients: request and delivery timeouts), its first tick spread
 over the interval from its own stream; a crashed node's ticks stop, a paused node's are held
-until it resumes, a restarted node's start again. Each broker *machine*'s flusher thread
-wakes every ``dirty_writeback_ns`` (``vm.dirty_writeback_centisecs``) and writes back pages
-dirty for longer than ``dirty_expire_ns``, whatever the Kafka process is doing.
+until it resumes, a restarted node's start again. With ``ClusterConfig.buggify`` a broker's
+next tick may start late (``impl.buggify``, FoundationDB's BUGGIFY). Each broker
+*machine*'s flusher thread wakes every ``dirty_writeback_ns``
+(``vm.dirty_writeback_centisecs``) and writes back pages dirty for longer than
+``dirty_expire_ns``, whatever the Kafka process is doing.
 
 Faults and client ops are the world's (``crash``, ``restart``, ``pause``, ``resume``,
 ``partition``, ``heal``, ``skew_clock``; ``client_send``, ``client_poll``): the nemesis
@@ -28,14 +30,38 @@ from typing import Any
 
 import attrs
 
+from impl.buggify import RARE_FIRE_PROBABILITY, Buggify
+from impl.messages import Message
+from impl.protocol import Effects, LeaderAndIsr, StopReplica
 from impl.sim.clock import TimerQueue
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
 from impl.world import ClusterConfig, Ghost, IllegalEvent, World
 
-__all__ = ["Cluster", "ClusterConfig", "Ghost", "IllegalEvent", "Writeback"]
+__all__ = [
+    "CHANNEL_REQUESTS",
+    "ChannelRelease",
+    "Cluster",
+    "ClusterConfig",
+    "Ghost",
+    "IllegalEvent",
+    "Writeback",
+]
 # ClusterConfig, Ghost and IllegalEvent belong to impl.world; they are named here too because
 # a cluster is built, and its events refused, through this module.
+
+
+CHANNEL_REQUESTS = (LeaderAndIsr, StopReplica)
+"""What a controller's per-broker send thread carries (``ControllerChannelManager``)."""
+
+
+@attrs.frozen
+class ChannelRelease:
+    """The timer payload of BUGGIFY's controller send site: the send thread of the
+    controller on ``src`` to broker ``dst`` resumes."""
+
+    src: str
+    dst: str
 
 
 @attrs.frozen
@@ -55,7 +81,17 @@ class Cluster(World):
                 "synchronous round trips can run: build an impl.refinement.RefinementCluster, "
                 "or drop refinement=True to run by time"
             )
+        self.buggify: Buggify | None = None  # the world's start-up is not buggified
+        self._held: dict[tuple[str, str], list[Message]] = {}
+        """BUGGIFY: (controller's broker, broker) -> the requests its stalled send thread
+        holds, in order."""
         super().__init__(config, seed)
+        nodes = list(self.broker_names.values())
+        sites = [f"tick/{n}" for n in nodes] + [f"controller-send/{n}" for n in nodes]
+        self.buggify = Buggify(seed, sites) if config.buggify else None
+        """BUGGIFY's sites (``impl.buggify``): a broker's tick may start late; the send
+        thread of the controller on a broker may stall, holding its requests to one broker
+        (in order) for a while."""
         self.timers: TimerQueue[Any] = TimerQueue()
         """Node ticks (payload: the node's name, owned by it), write-backs, the caller's."""
         for name in self.node_names:
@@ -82,6 +118,38 @@ class Cluster(World):
 
     def _node_stopped(self, name: str) -> None:
         self.timers.cancel_owner(name)
+        for key in [k for k in self._held if k[0] == name]:
+            del self._held[key]  # the send threads die with the process
+
+    def _dispatch(self, src: str, effects: Effects) -> None:
+        """As the world's; with BUGGIFY, a controller's requests to a broker may wait in
+        its stalled send thread (per broker, in order: one connection each)."""
+        buggify = self.buggify
+        if buggify is None or src not in self._broker_of_node:
+            super()._dispatch(src, effects)
+            return
+        passed = Effects(notes=effects.notes)
+        for dst, msg in effects.sends:
+            if isinstance(msg, CHANNEL_REQUESTS):
+                queue = self._held.get((src, dst))
+                if queue is not None:
+                    queue.append(msg)
+                    continue
+                delay = buggify.delay(f"controller-send/{src}", RARE_FIRE_PROBABILITY)
+                if delay:
+                    self._held[(src, dst)] = [msg]
+                    self.timers.schedule(self.clock.now + delay, ChannelRelease(src, dst), src)
+                    continue
+            passed.send(dst, msg)
+        super()._dispatch(src, passed)
+
+    def _release(self, release: ChannelRelease) -> None:
+        """BUGGIFY: a stalled send thread resumes and sends what it held, in order."""
+        held = self._held.pop((release.src, release.dst), [])
+        # A controller that resigned shut its channels down; a zombie's still send.
+        if self.running(release.src) and self._broker_of_node[release.src] in self.controllers:
+            for msg in held:
+                self.network.send(release.src, release.dst, msg)
 
     def _node_resumed(self, name: str) -> None:
         self.timers.release(name)
@@ -143,9 +211,14 @@ class Cluster(World):
             if timer.owner is not None and payload == timer.owner:
                 if self.running(payload):
                     self._tick(payload)
-                    timers.schedule(clock.now + self._interval(payload), payload, owner=payload)
+                    at = clock.now + self._interval(payload)
+                    if self.buggify is not None and payload in self._broker_of_node:
+                        at += self.buggify.delay(f"tick/{payload}")
+                    timers.schedule(at, payload, owner=payload)
                     if on_event is not None:
                         on_event()
+            elif isinstance(payload, ChannelRelease):
+                self._release(payload)
             elif isinstance(payload, Writeback):
                 self.writeback(payload.broker)
                 assert self.config.dirty_writeback_ns

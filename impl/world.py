@@ -206,6 +206,10 @@ class ClusterConfig:
     """A crash ends the broker's registration at once; default: in refinement mode."""
     track_ghosts: bool | None = None
     """Keep the ghost state (record ids, recovery previews); default: in refinement mode."""
+    buggify: bool = False
+    """Randomized timing of the brokers' periodic work, from the seed (``impl.buggify``,
+    FoundationDB's BUGGIFY; ``kmodel test --buggify``). Only the simulation by time
+    (``impl.cluster``) has the sites; off, nothing is drawn."""
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     """Testing knobs, off by default: the controller fences turned off (``FENCE_BUGS``)."""
     offsets_partitions: int = 0
@@ -408,6 +412,11 @@ class World:
         """Broker -> the controller role it holds (believes it holds: a zombie too)."""
         self.brokers: dict[int, Broker | None] = {}
         self.stats: collections.Counter[str] = collections.Counter()
+        self._role_serial: dict[int, int] = {}
+        """Broker -> the number of the election that made its controller role."""
+        self._epoch_writers: dict[int, set[int]] = {}
+        """Controller epoch -> the elections whose controllers wrote to the store in it
+        (``spec.controller``'s ``OneControllerWritesPerEpoch``: one at most)."""
         acks = acks_value(config.acks)
         self.producers = {
             name: Producer(
@@ -551,6 +560,7 @@ class World:
             return False
         self.controllers[b] = role
         self.stats["controller_elections"] += 1
+        self._role_serial[b] = self.stats["controller_elections"]
         if len(self.controllers) > 1:
             # The old controller has not learnt yet that it no longer is one: 脑裂.
             self.stats["brain_splits"] += 1
@@ -566,13 +576,15 @@ class World:
     def controller_figures(self) -> dict[str, int]:
         """What the controllers did in this run: elections, brain splits (an election while
         a zombie still acted), resignations, writes the store took from a zombie (only with
-        its fence off), and zombie LeaderAndIsr requests the brokers rejected
-        (STALE_CONTROLLER_EPOCH) or, with that fence off, applied."""
+        its fence off), controller epochs two controllers wrote in (only with the epoch not
+        persisted: ``OneControllerWritesPerEpoch`` broken), and zombie LeaderAndIsr requests
+        the brokers rejected (STALE_CONTROLLER_EPOCH) or, with that fence off, applied."""
         keys = (
             "controller_elections",
             "brain_splits",
             "controller_resignations",
             "zombie_writes",
+            "shared_epoch_writes",
             "stale_controller_rejected",
             "stale_controller_applied",
         )
@@ -691,6 +703,12 @@ class World:
                 writer = self.controllers.get(b)
                 if writer is not None and writer.epoch_version != self.store.epoch_version:
                     self.stats["zombie_writes"] += 1
+                if writer is not None:
+                    writers = self._epoch_writers.setdefault(writer.epoch, set())
+                    writers.add(self._role_serial.get(b, 0))
+                    if len(writers) == 2:
+                        # A second controller writes in an epoch another wrote in.
+                        self.stats["shared_epoch_writes"] += 1
                 if self.config.ghosts:
                     self.ghost.controller_writes.add((self.store.controller_epoch, b))
             elif isinstance(note, ControllerElected) and self.config.ghosts:

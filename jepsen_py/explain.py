@@ -22,6 +22,11 @@ names a mechanism (`MECHANISMS`):
     The same power loss, but the ISR still named other replicas when the one that lost the
     write was elected (it was first in the assignment order). KIP-966 removes a broker that
     restarts from an unclean shutdown from the ISR and ELR for the same reason.
+``last-replica-disk-damage``, ``disk-damage-leader``
+    The same two, with a damaged disk instead of a power loss: the process died with its
+    page cache kept, and recovery found the active segment cut short or a batch corrupt
+    (its CRC) and truncated the log there. KIP-966 closes both the same way (a broker
+    restarting from an unclean shutdown leaves the ISR and the ELR).
 ``correlated-power-loss``
     Every replica that held the write lost it in power losses before the kernel wrote it
     back: Kafka acknowledges acks=all writes from page caches, so losing power on all of
@@ -103,6 +108,19 @@ MECHANISMS: dict[str, Mechanism] = {
         Mechanism(
             "unclean-shutdown-leader",
             "a replica that lost the write in a power loss was elected from the ISR",
+            "KIP-966 (a broker restarting from an unclean shutdown leaves the ISR and ELR)",
+            True,
+        ),
+        Mechanism(
+            "last-replica-disk-damage",
+            "the last ISR member lost the write to a damaged disk and was elected again",
+            "KIP-966 (a broker restarting from an unclean shutdown leaves the ISR and ELR); "
+            "Kafka's log recovery truncates at the first corrupt batch",
+            True,
+        ),
+        Mechanism(
+            "disk-damage-leader",
+            "a replica whose damaged disk lost the write was elected from the ISR",
             "KIP-966 (a broker restarting from an unclean shutdown leaves the ISR and ELR)",
             True,
         ),
@@ -324,13 +342,22 @@ def _explain_one(
     if election is not None and not election.clean:
         return "unclean-leader-election", root, story
     between = [e for e in events if start <= e.time <= root.time]
-    lost_power = any(
+    recovered_short = any(
         isinstance(e, Recovery)
         and e.broker == root.broker
         and (end := e.log_end(topic, partition)) is not None
         and end <= o
         for e in between
-    ) and any(isinstance(e, Crash) and e.broker == root.broker and e.power_loss for e in between)
+    )
+    crashes = [e for e in between if isinstance(e, Crash) and e.broker == root.broker]
+    lost_power = recovered_short and any(e.power_loss for e in crashes)
+    if recovered_short and crashes and not lost_power:
+        # The process died with its page cache kept, yet recovery found the log shorter:
+        # its disk was damaged (a cut segment, a corrupt batch recovery truncated at).
+        isr = election.previous_isr if election is not None else ()
+        if tuple(isr) == (root.broker,):
+            return "last-replica-disk-damage", root, story
+        return "disk-damage-leader", root, story
     if lost_power:
         holders = _holders_at(write, ack, events, root)
         if len(holders) > 1 and all(

@@ -29,6 +29,30 @@ node -> the nodes whose messages it drops. Stopping any partition heals the netw
   it keeps sending to the brokers as a zombie -- or, half of the time, the reverse: cut off
   from every broker but not from the store (it stays controller, and nobody hears it).
 
+Targeted faults (``TARGETED``; not in ``all``, drawn by swarm runs, ``--nemesis targeted``):
+aimed by the cluster's live state, as Jepsen's nemeses aim at ``:primaries`` or a
+``:minority``; each is a generic fault (a partition, a power loss) at a chosen target, so
+with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, the heal.
+
+- ``partition-followers``: a partition's leader cut off from the other brokers but not
+  from the store: its followers stop fetching, and after ``replica.lag.time.max.ms`` the
+  leader shrinks the ISR to itself (with ``min.insync.replicas=1`` it goes on acknowledging);
+- ``partition-one-follower``: one follower cut off from its partition's leader only (it
+  still reaches the store and the other brokers): it leaves the ISR after
+  ``replica.lag.time.max.ms`` while the leader goes on acknowledging with the others, so it
+  misses acknowledged writes -- the replica a faulty election must not pick;
+- ``partition-stale-follower``: a follower (neither the leader nor the controller) cut off
+  from the controller only: it goes on fetching but misses LeaderAndIsr requests, so when
+  leadership moves it acts on a stale leader and epoch (what KIP-320's fencing is for);
+- ``kill-last-isr``: power loss of the last member of a partition's ISR (the partition
+  with the smallest ISR: its leader): KIP-966's "last replica standing";
+- ``kill-lagging``: power loss of a replica outside a partition's ISR (a lagging or cut-off
+  follower, a KIP-966 ELR member);
+- ``kill-isolated``: power loss of the broker the running partition cuts off from the most
+  servers (the leader first among equals): the isolated leader killed inside its partition.
+
+Each falls back to a partition's leader when its target does not exist now.
+
 Processes:
 
 - ``kill`` / ``restart``: a broker loses power (the store is never killed: it stands for a
@@ -177,6 +201,21 @@ CATALOGUE: dict[str, Fault] = {
         Fault("partition-leader", "partition", "a partition's leader cut off"),
         Fault("partition-bridge", "partition", "two halves joined by one server"),
         Fault("partition-ring", "partition", "majorities ring"),
+        Fault(
+            "partition-followers",
+            "partition",
+            "a partition's leader cut off from the other brokers, not from the store",
+        ),
+        Fault(
+            "partition-one-follower",
+            "partition",
+            "one follower cut off from its partition's leader only: it leaves the ISR",
+        ),
+        Fault(
+            "partition-stale-follower",
+            "partition",
+            "a follower cut off from the controller only: it acts on stale leadership",
+        ),
         Fault("partition-asymmetric", "partition", "one server deaf, or mute, to the others"),
         Fault(
             "partition-controller",
@@ -186,6 +225,9 @@ CATALOGUE: dict[str, Fault] = {
         Fault("kill", "process", "crash a server (unflushed data lost), restart it"),
         Fault("kill-leader", "process", "crash a partition's leader, restart it"),
         Fault("kill-controller", "process", "crash the controller's broker, restart it"),
+        Fault("kill-last-isr", "process", "crash the last member of a partition's ISR"),
+        Fault("kill-lagging", "process", "crash a replica outside a partition's ISR"),
+        Fault("kill-isolated", "process", "crash the broker a partition cut off"),
         Fault("kill-all", "process", "crash every broker at once: whole-cluster data loss"),
         Fault("sigkill", "process", "SIGKILL a server process (page cache kept), restart it"),
         Fault("sigkill-leader", "process", "SIGKILL a partition's leader, restart it"),
@@ -222,9 +264,26 @@ CONSUMER_FAULTS = ("pause-consumer", "kill-consumer", "leave-consumer")
 """Faults of the consumers: not in ``all``, which would change the default workload's runs
 (``kmodel test --workload group`` has them, with ``kill-consumer``)."""
 
-ALL = tuple(name for name in CATALOGUE if name != "kill-all" and name not in CONSUMER_FAULTS)
-"""``--nemesis all``: every fault except whole-cluster loss of unflushed data and the
-consumers' faults."""
+TARGETED: dict[str, str] = {
+    "partition-followers": "partition",
+    "partition-one-follower": "partition",
+    "partition-stale-follower": "partition",
+    "kill-last-isr": "kill",
+    "kill-lagging": "kill",
+    "kill-isolated": "kill",
+}
+"""Faults aimed by the cluster's live state (Jepsen's nemesis targets ``:primaries``,
+``:minority``), each -> the generic fault it aims: not in ``all``, whose runs keep their
+histories; a swarm run (``jepsen_py.runner.config.swarm_config``) draws each one whose
+generic fault it may draw, and ``--nemesis targeted`` names them."""
+
+ALL = tuple(
+    name
+    for name in CATALOGUE
+    if name != "kill-all" and name not in CONSUMER_FAULTS and name not in TARGETED
+)
+"""``--nemesis all``: every fault except whole-cluster loss of unflushed data, the
+consumers' faults and the targeted ones (``TARGETED``)."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "all": ALL,
@@ -233,6 +292,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "disk": ("disk-lose-unflushed", "disk-truncate", "disk-bitflip"),
     "clock-skew": ("clock",),
     "leadership": ("controlled-shutdown", "preferred-election", "add-partitions", "reassign"),
+    "targeted": tuple(TARGETED),
 }
 
 UNSUPPORTED: dict[str, str] = {}
@@ -244,7 +304,9 @@ CLOCK_RATES = ((1, 4), (1, 2), (1, 1), (1, 1), (2, 1), (4, 1))
 """Clock rates a skewed node may run at (numerator, denominator of global time)."""
 
 _SHAPES = ("halves", "isolate", "leader", "bridge", "ring", "asymmetric")
-"""The shapes ``partition`` draws from (``partition-controller`` is named on its own)."""
+"""The shapes ``partition`` draws from (``partition-controller`` and the targeted
+``partition-followers``, ``partition-one-follower`` and ``partition-stale-follower`` are
+named on their own)."""
 
 _CRC_FIELD = 17
 """Where a batch's CRC-32C field starts (``impl.log.batch``); the CRC covers what follows."""
@@ -427,6 +489,29 @@ class Nemesis:
             return bridge_links(order), {"bridge": order[len(order) // 2]}
         if shape == "ring":
             return majorities_ring_links(order), {"ring": order}
+        if shape == "followers":
+            partition, leader = self.leader()
+            node = leader if leader is not None else order[0]
+            others = [b for b in self.brokers if b != node]
+            links = frozenset((node, o) for o in others) | frozenset((o, node) for o in others)
+            return links, {"node": node, "partition": partition}
+        if shape == "one-follower":
+            partition, leader = self.leader()
+            followers = [b for b in self.brokers if b != leader]
+            node = followers[self.rng.randrange(len(followers))]
+            if leader is None:
+                return isolate_links(servers, node), {"node": node, "partition": partition}
+            links = frozenset({(node, leader), (leader, node)})
+            return links, {"node": node, "leader": leader, "partition": partition}
+        if shape == "stale-follower":
+            controller = self.controller()
+            partition, leader = self.leader()
+            followers = [b for b in self.brokers if b not in (leader, controller)]
+            if controller is None or not followers:
+                return isolate_links(servers, order[0]), {"node": order[0]}
+            node = followers[self.rng.randrange(len(followers))]
+            links = frozenset({(node, controller), (controller, node)})
+            return links, {"node": node, "controller": controller, "partition": partition}
         if shape == "controller":
             node = self.controller() or self.brokers[self.rng.randrange(len(self.brokers))]
             if self.rng.random() < 0.5:
@@ -502,6 +587,8 @@ class Nemesis:
         return {"node": node, **out}
 
     def _process_target(self, fault: str) -> tuple[str | None, dict[str, Any]]:
+        if fault in TARGETED:
+            return self._targeted(fault)
         if fault.endswith("-consumer"):
             return self._pick(self.cluster.consumer_names), {"consumer": True}
         if fault.endswith("-controller"):
@@ -522,6 +609,67 @@ class Nemesis:
         ):
             return controller, {"controller": True}
         return self._pick(self.brokers), {}
+
+    def _targeted(self, fault: str) -> tuple[str | None, dict[str, Any]]:
+        """The broker a targeted process fault (``TARGETED``) aims at, from the cluster's
+        live state (the store's ISRs, the network's cut links); a fault whose target does
+        not exist now falls back to the leader of a partition drawn at random."""
+        running = NodeState.RUNNING
+        if fault == "kill-last-isr":
+            # The partition with the smallest ISR (ties drawn): its leader, which is in
+            # the ISR, or else a running member. An ISR of one is Kafka's "last replica
+            # standing" (KIP-966): its power loss is what unclean election and ELR decide.
+            found: list[tuple[int, int, str]] = []
+            for p, state in self._partition_states():
+                members = [broker_node(b) for b in sorted(state.isr)]
+                members = [n for n in members if self._state(n) is running]
+                if members:
+                    leader = None if state.leader == NO_LEADER else broker_node(state.leader)
+                    found.append((len(state.isr), p, leader if leader in members else members[0]))
+            if found:
+                least = min(size for size, _, _ in found)
+                size, p, node = self._draw([f for f in found if f[0] == least])
+                return node, {"last_isr_of": p, "isr_size": size}
+        elif fault == "kill-lagging":
+            # A replica outside the ISR (lagging, cut off, or in KIP-966's ELR): the one
+            # a clean election must not pick and an unclean one may.
+            outside = [
+                (p, broker_node(b))
+                for p, state in self._partition_states()
+                for b in state.replicas
+                if b not in state.isr and self._state(broker_node(b)) is running
+            ]
+            if outside:
+                p, node = self._draw(outside)
+                return node, {"outside_isr_of": p}
+        elif fault == "kill-isolated":
+            # The broker the running partition cuts off from the most servers (the
+            # minority side; the leader first among equals): Jepsen's partition, then
+            # kill inside it.
+            cut: dict[str, set[str]] = {}
+            for src, dst in self.cluster.network.blocked_links():
+                cut.setdefault(src, set()).add(dst)
+                cut.setdefault(dst, set()).add(src)
+            alive = {b: len(cut.get(b, ())) for b in self.brokers if self._state(b) is running}
+            most = max(alive.values(), default=0)
+            if most > 0:
+                isolated = sorted(b for b, n in alive.items() if n == most)
+                leaders = {self.leader(p)[1] for p, _ in self._partition_states()}
+                node = next((b for b in isolated if b in leaders), None) or self._draw(isolated)
+                return node, {"isolated_from": sorted(cut[node])}
+        partition, leader = self.leader()
+        if leader is not None and self._state(leader) is running:
+            return leader, {"leader_of": partition}
+        return self._pick(self.brokers), {}
+
+    def _partition_states(self) -> list[tuple[int, Any]]:
+        """(partition, its state in the store) for the workload topic's partitions."""
+        topic = self.cluster.config.topic
+        states = self.cluster.store.partitions
+        return [(p, states[(t, p)]) for t, p in sorted(states) if t == topic]
+
+    def _draw(self, items: Sequence[Any]) -> Any:
+        return items[self.rng.randrange(len(items))]
 
     def _unflushed(self, node: str) -> list[tuple[str, int]]:
         return self.cluster.unflushed_files(self.cluster.broker_id(node))
@@ -896,6 +1044,7 @@ __all__ = [
     "ALIASES",
     "ALL",
     "CATALOGUE",
+    "TARGETED",
     "Fault",
     "Nemesis",
     "NemesisError",

@@ -129,6 +129,8 @@ def test_an_unpersisted_epoch_gives_the_zombie_the_same_epoch_as_its_successor()
     assert cluster.stats["controller_elections"] == 2
     figures = cluster.controller_figures()
     assert figures["stale_controller_rejected"] == 0, "the brokers cannot tell them apart"
+    assert figures["shared_epoch_writes"] > 0, "two controllers wrote in epoch 1"
+    assert paused_right_after_a_write().controller_figures()["shared_epoch_writes"] == 0
 
 
 def test_unknown_fence_bugs_are_refused_with_the_known_ones() -> None:

@@ -15,6 +15,7 @@ from jepsen_py.cli import main
 from jepsen_py.explain import MECHANISMS, explain_losses
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
+from jepsen_py.nemesis import ScheduleStep
 from jepsen_py.runner import RunOutcome, run_test
 from jepsen_py.scenarios import (
     ACKS_1_LEADER_KILLS,
@@ -42,6 +43,41 @@ def test_the_last_replica_standing_is_explained_as_kip_966() -> None:
     story = "\n".join(explanation.story)
     assert "changes the ISR to [1]" in story, "the shrink that made b1 the last ISR member"
     assert "b1 loses power" in story and "truncates its log" in story
+
+
+def test_the_last_replica_standing_losing_the_write_to_its_disk_is_named() -> None:
+    # LAST_REPLICA_STANDING with a damaged disk instead of a power loss: the process dies
+    # (page cache kept) and its active segment is found cut short; once the only ISR
+    # member, it is elected again and the followers truncate to it.
+    steps = list(LAST_REPLICA_STANDING.schedule or ())
+    steps[1] = ScheduleStep(14 * SECOND, "start-disk-truncate", {"node": "b1", "bytes": 10**6})
+    steps[3] = ScheduleStep(17 * SECOND, "stop-disk-truncate")
+    outcome = run_test(attrs.evolve(LAST_REPLICA_STANDING, schedule=tuple(steps)), 1)
+    assert mechanisms(outcome) == {"last-replica-disk-damage"}
+    assert MECHANISMS["last-replica-disk-damage"].safe
+    (explanation,) = outcome.check.loss_explanations
+    assert "process dies (page cache kept" in "\n".join(explanation.story)
+
+
+def test_a_record_read_but_never_acknowledged_then_lost_is_explained() -> None:
+    # Overlapping swarm faults (seed 10): the ISR of t-1 shrinks to b2, whose HW still
+    # advances (no KIP-966): a consumer reads offset 59, whose send was refused
+    # (min.insync.replicas); b2 then loses power, recovers without it, and is elected
+    # again. No acknowledged write is lost, but the read record is gone: explained.
+    config = attrs.evolve(
+        KAFKA_TODAY,
+        nemesis=("partition-bridge", "kill-controller", "sigkill-leader"),
+        interval_ns=8 * SECOND,
+        rate=50.0,
+        concurrency=2,
+        max_faults=2,
+    )
+    check = run_test(config, 10).check
+    assert check.lost_acknowledged_writes == 0 and "inconsistent-offsets" in check.violations
+    (explanation,) = check.read_loss_explanations
+    assert (explanation.key, explanation.first_offset) == ("t-1", 59)
+    assert check.read_loss_mechanisms == ["unclean-shutdown-leader"]
+    assert MECHANISMS["unclean-shutdown-leader"].safe
 
 
 def test_an_unclean_election_is_explained_as_such() -> None:

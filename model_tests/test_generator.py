@@ -360,6 +360,30 @@ def test_an_overlapping_schedule_holds_up_to_max_active_faults_and_stops_only_ru
         g.nemesis_schedule(faults, SECOND, seed=3, max_active=0)
 
 
+def test_a_nested_schedule_opens_with_a_partition_acts_inside_it_and_heals_last() -> None:
+    faults = ["partition", "partition-leader", "kill", "pause", "clock"]
+    outer = ["partition", "partition-leader"]
+    hold = 10 * SECOND
+    sched = g.nemesis_schedule(faults, SECOND, seed=5, max_active=3, outer=outer, hold=hold)
+    ops = g.simulate(sched, 2, until=400 * SECOND).ops()
+    running: list[str] = []
+    inner_seen = 0
+    for before, inv in itertools.pairwise([None, *ops]):
+        fault = next(x for x in faults if inv.f in fault_ops(x))
+        if inv.f == fault_ops(fault)[0]:
+            # Nothing running: an outer fault opens; inside it, only inner ones start.
+            assert (fault in outer) == (not running), (inv, running)
+            if running:
+                inner_seen += 1
+            if before is not None and before.f in (fault_ops(o)[0] for o in outer):
+                assert inv.time - before.time >= hold, "the partition outlasts the hold"
+            running.append(fault)
+        else:
+            assert fault == running[-1], ("innermost first", inv, running)
+            running.pop()
+    assert inner_seen > 5
+
+
 def test_heal_stops_every_fault() -> None:
     sim = g.simulate(g.heal(["partition", "kill", "pause"]), 1)
     assert [(i.thread, i.f) for i in sim.ops()] == [

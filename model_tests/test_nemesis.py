@@ -17,6 +17,7 @@ from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import (
     ALL,
     CATALOGUE,
+    TARGETED,
     Nemesis,
     NemesisError,
     ScheduleStep,
@@ -68,6 +69,47 @@ def test_parse_faults_expands_aliases_in_catalogue_order() -> None:
     assert parse_faults("network") == ("loss", "duplicate", "delay", "reorder")
     assert parse_faults(["kill", "kill"]) == ("kill",)
     assert parse_faults("none") == ()
+
+
+def test_targeted_faults_aim_at_the_last_isr_member_the_lagging_and_the_isolated() -> None:
+    # The leader cut off from its followers (not from the store) shrinks the ISR to itself
+    # after replica.lag.time.max.ms; then the targeted kills find it, and its followers.
+    assert parse_faults("targeted") == tuple(TARGETED) and not set(TARGETED) & set(ALL)
+    cluster = busy_cluster(("partition-followers",))
+    nemesis = Nemesis(cluster, random.Random(3))
+    cut = nemesis.perform("start-partition-followers", None)
+    leader, partition = cut["node"], cut["partition"]
+    assert "zk" not in cut["grudge"].get(leader, []), "the leader still reaches the store"
+    for i in range(30):  # a follower at the leader's log end is never lagging: write on
+        cluster.client_send("p1", b"k0" if i % 2 else b"k3", f"x{i}".encode())
+        cluster.run_until(cluster.clock.now + SECOND // 2)
+    state = cluster.store.partitions[(cluster.config.topic, partition)]
+    assert [f"b{b}" for b in state.isr] == [leader], state
+    isolated = nemesis.perform("start-kill-isolated", None)
+    assert isolated["node"] == leader and states(cluster)[leader] is NodeState.CRASHED
+    nemesis.perform("restart", None)
+    nemesis.perform("stop-kill-isolated", None)
+    assert all_running(cluster)
+    lagging = nemesis.perform("start-kill-lagging", None)
+    assert lagging["node"] != leader and "outside_isr_of" in lagging, lagging
+    nemesis.perform("stop-kill-lagging", None)
+    last = nemesis.perform("start-kill-last-isr", None)
+    assert last["isr_size"] == 1 and last["node"] == leader, last
+
+
+def test_one_follower_cut_from_its_leader_leaves_the_isr_while_the_others_go_on() -> None:
+    cluster = busy_cluster(("partition-one-follower",))
+    nemesis = Nemesis(cluster, random.Random(5))
+    cut = nemesis.perform("start-partition-one-follower", None)
+    node, leader, partition = cut["node"], cut["leader"], cut["partition"]
+    assert cut["grudge"] == {leader: [node], node: [leader]}, cut
+    for i in range(30):
+        cluster.client_send("p1", b"k0" if i % 2 else b"k3", f"x{i}".encode())
+        cluster.run_until(cluster.clock.now + SECOND // 2)
+    state = cluster.store.partitions[(cluster.config.topic, partition)]
+    assert f"b{state.leader}" == leader and len(state.isr) == 2, state
+    assert int(node[1:]) not in state.isr
+    assert nemesis.perform("start-kill-lagging", None)["node"] == node
 
 
 def test_unknown_faults_are_refused_with_the_catalogue() -> None:

@@ -28,7 +28,7 @@ from jepsen_py.cli import main
 from jepsen_py.cli.common import verdict_exit_code
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
-from jepsen_py.nemesis import ALL, ScheduleStep
+from jepsen_py.nemesis import ALL, TARGETED, ScheduleStep
 from jepsen_py.runner import (
     RunOutcome,
     TestConfig,
@@ -392,7 +392,10 @@ def test_swarm_configurations_are_drawn_from_the_seed() -> None:
     drawn = [swarm_config(base, s) for s in range(8)]
     assert drawn[0] == swarm_config(base, 0)
     assert len({c.nemesis for c in drawn}) > 1
-    assert all(c.nemesis and set(c.nemesis) <= set(ALL) for c in drawn)
+    assert all(c.nemesis and set(c.nemesis) <= set(ALL) | set(TARGETED) for c in drawn)
+    assert any(set(c.nemesis) & set(TARGETED) for c in drawn), "targeted faults are drawn"
+    kills = [swarm_config(TestConfig(nemesis=("kill",)), s).nemesis for s in range(8)]
+    assert set().union(*kills) <= {"kill", "kill-last-isr", "kill-lagging", "kill-isolated"}
     assert all((c.acks, c.min_isr, c.truncation) == ("all", 2, "kip320") for c in drawn)
 
 
@@ -404,6 +407,10 @@ def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_ask
     assert {c.max_faults for c in drawn} == {1}
     overlapping = [swarm_config(attrs.evolve(base, max_faults=3), s) for s in range(40)]
     assert {c.max_faults for c in overlapping} == {1, 2, 3}
+    assert not any(c.compound for c in drawn), "nesting needs overlap"
+    assert {c.compound for c in overlapping if c.max_faults > 1} == {True, False}
+    nested = next(c for c in overlapping if c.compound)
+    assert "--compound" in reproduce_command(nested, 1)
     assert "--max-faults" in reproduce_command(next(c for c in overlapping if c.max_faults > 1), 1)
 
 

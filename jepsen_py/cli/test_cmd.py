@@ -354,6 +354,19 @@ def _duration(flag: str, text: str) -> int:
     "scenario that does). Default: every fence on.",
 )
 @click.option(
+    "--compound",
+    is_flag=True,
+    help="With --max-faults > 1, faults nest: a partition opens, faults start inside it (a "
+    "kill of the isolated leader), they stop innermost first and the partition heals last.",
+)
+@click.option(
+    "--buggify",
+    is_flag=True,
+    help="Randomized timing inside the brokers (FoundationDB's BUGGIFY, impl.buggify): a "
+    "broker's periodic work (fetchers, ISR changes, heartbeats, controller duties) now and "
+    "then starts late, by delays drawn from the seed. Default: off.",
+)
+@click.option(
     "--workload",
     type=click.Choice(["kafka", "group"]),
     default="kafka",
@@ -427,6 +440,8 @@ def test_cmd(
     no_reports: bool,
     consistency: str,
     bugs: tuple[str, ...],
+    buggify: bool,
+    compound: bool,
     workload: str,
     commit: str,
     offset_reset: str,
@@ -504,6 +519,8 @@ def test_cmd(
             rate=rate,
             concurrency=concurrency,
             bugs=tuple(sorted(set(bugs))),
+            buggify=buggify,
+            compound=compound,
             retention_ms=retention_ms,
             retention_bytes=retention_bytes,
             segment_bytes=segment_bytes,

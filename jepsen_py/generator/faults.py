@@ -83,6 +83,12 @@ class _Overlapping(Gen):
     step: int
     active: tuple[str, ...]
     next_time: int | None
+    outer: frozenset[str] = frozenset()
+    """Nested mode (non-empty): a compound opens with one of these faults (a partition),
+    the faults started inside it are the others, and faults stop innermost first."""
+    hold: int = 0
+    """Nested mode: the op after an outer fault starts waits this much longer (the
+    protocol's timer the partition must outlast, e.g. ``replica.lag.time.max.ms``)."""
 
     def op(self, ctx: Context) -> Step:
         waiting = _waiting(self, ctx)
@@ -95,15 +101,23 @@ class _Overlapping(Gen):
         start = idle and (
             not self.active or (len(self.active) < self.max_active and rng.random() < 0.5)
         )
+        if start and self.outer:
+            # Open a compound with an outer fault, then start inner ones inside it.
+            wanted = [f for f in idle if (f in self.outer) == (not self.active)]
+            idle = wanted or idle
         if start:
             fault = idle[rng.randrange(len(idle))]
             f, active = fault_ops(fault)[0], (*self.active, fault)
         else:
-            fault = self.active[rng.randrange(len(self.active))]
+            pick = len(self.active) - 1 if self.outer else rng.randrange(len(self.active))
+            fault = self.active[pick]
             f, active = fault_ops(fault)[1], tuple(a for a in self.active if a != fault)
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + _gap(self, step))
+        gap = _gap(self, step)
+        if start and fault in self.outer:
+            gap += self.hold
+        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
 
@@ -114,13 +128,19 @@ def nemesis_schedule(
     *,
     jitter: float = 0.5,
     max_active: int = 1,
+    outer: Sequence[str] = (),
+    hold: int = 0,
 ) -> Gen:
     """Forever: wait, start a fault chosen at random from ``faults``, wait, stop it, ...
     on the nemesis thread (with ``max_active`` > 1, up to that many faults overlap: each
     step starts another or stops one, at random; swarm testing draws it). Each wait is
     ``interval`` ns times a factor uniform in [1 - jitter, 1 + jitter]. Draws come from
     ``seed`` and the step number only, so the schedule does not move when the workload
-    changes. The ops name the fault only
+    changes. With ``outer`` (and ``max_active`` > 1) faults nest: nothing running, a fault
+    of ``outer`` starts (a partition); inside it, the others (a kill of the isolated
+    leader); stops go innermost first, the outer one last (the heal) -- Jepsen's compound
+    nemesis, drawn at random -- and the op after an outer start waits ``hold`` ns more
+    (long enough for the partition to shrink an ISR). The ops name the fault only
     (``value`` None): the nemesis's resolver picks the concrete targets (which nodes,
     which grudge) when it performs them, and records them in the completion."""
     if not faults:
@@ -134,7 +154,10 @@ def nemesis_schedule(
     if max_active < 1:
         raise GeneratorError(f"nemesis_schedule: max_active {max_active} must be >= 1")
     if max_active > 1:
-        return nemesis(_Overlapping(tuple(faults), interval, seed, jitter, max_active, 0, (), None))
+        overlapping = _Overlapping(
+            tuple(faults), interval, seed, jitter, max_active, 0, (), None, frozenset(outer), hold
+        )
+        return nemesis(overlapping)
     schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None)
     return nemesis(schedule)
 

@@ -23,6 +23,7 @@ from impl.world import FENCE_BUGS
 from jepsen_py.generator import MILLISECOND, SECOND
 from jepsen_py.nemesis import (
     CATALOGUE,
+    TARGETED,
     NemesisError,
     ScheduleStep,
     fault_of_op,
@@ -65,6 +66,11 @@ class TestConfig:
     max_faults: int = 1
     """At most this many faults at once (``--max-faults``): 1 alternates start and stop;
     more lets faults compound (a partition, then a kill inside it, then the heal)."""
+    compound: bool = False
+    """With ``max_faults`` > 1, faults nest (``--compound``): a partition opens and holds
+    for ``replica.lag.time.max.ms`` (the ISR shrinks), faults start inside it (a kill of
+    the isolated leader), they stop innermost first, the partition heals last
+    (``jepsen_py.generator.nemesis_schedule(outer=..., hold=...)``)."""
     time_limit_ns: int = 60 * SECOND
     rate: float = 100.0
     """Client ops per second of logical time, over all threads."""
@@ -92,6 +98,9 @@ class TestConfig:
     """``vm.dirty_expire_centisecs`` of every broker machine (Linux's default, 30 s)."""
     dirty_writeback_ns: int | None = 5 * SECOND
     """``vm.dirty_writeback_centisecs`` (Linux's default, 5 s); None: no write-back."""
+    buggify: bool = False
+    """Randomized timing of the brokers' periodic work (``impl.buggify``, FoundationDB's
+    BUGGIFY; ``kmodel test --buggify``): off, the run draws nothing for it."""
     bugs: tuple[str, ...] = ()
     """Controller fences turned off (``impl.world.FENCE_BUGS``; ``kmodel test --bug``)."""
     retention_ms: int | None = None
@@ -209,6 +218,7 @@ class TestConfig:
             dirty_expire_ns=self.dirty_expire_ns,
             dirty_writeback_ns=self.dirty_writeback_ns,
             bugs=frozenset(self.bugs),
+            buggify=self.buggify,
             **self._log_settings(),
         )
 
@@ -273,6 +283,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         nemesis=config.nemesis,
         interval_ns=config.interval_ns,
         max_faults=config.max_faults,
+        compound=config.compound,
         time_limit_ns=config.time_limit_ns,
         recovery_ns=config.recovery_ns,
         rate=config.rate,
@@ -283,6 +294,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         dirty_expire_ns=config.dirty_expire_ns,
         dirty_writeback_ns=config.dirty_writeback_ns,
         bugs=config.bugs,
+        buggify=config.buggify,
         retention_ms=config.retention_ms,
         retention_bytes=config.retention_bytes,
         segment_bytes=config.segment_bytes,
@@ -307,6 +319,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     ]
     if config.max_faults != default.max_faults:
         args.append(f"--max-faults {config.max_faults}")
+    if config.compound:
+        args.append("--compound")
     if config.recovery_ns != default.recovery_ns:
         args.append(f"--recovery {format_duration(config.recovery_ns)}")
     if config.idempotence is not None:
@@ -329,6 +343,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
     if config.leader_imbalance_check_ns != default.leader_imbalance_check_ns:
         args.append(f"--leader-imbalance-check {format_duration(config.leader_imbalance_check_ns)}")
     args += [f"--bug {bug}" for bug in config.bugs]
+    if config.buggify:
+        args.append("--buggify")
     if config.retention_ms is not None:
         args.append(f"--retention-ms {config.retention_ms}")
     if config.retention_bytes is not None:
@@ -380,31 +396,52 @@ replication does not protect against (4 of the safe configuration's first 50 swa
 lost writes with ``correlated-power-loss`` among the mechanisms: docs/fault-injection.md)."""
 
 
+SWARM_DENSITY = (0.1, 0.25, 0.5)
+"""The chance each fault offered is in a swarm run's subset, drawn per run. Groce et al.
+include each feature with probability 1/2; with 30-odd faults that is 15 per run, and a
+sequence of two given faults (a follower cut off, then a controlled shutdown of its
+leader) is then rare. Sparser subsets (3 or 8 faults on average) make such pairs frequent,
+while the dense ones keep the mixes."""
+
+
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     """A configuration drawn from ``seed`` (swarm testing, Groce et al. 2012: each run gets
-    a random subset of the faults, its own pace, and how many faults may overlap, from 1 to
-    ``base.max_faults``): the protocol settings (brokers, partitions, acks,
-    min.insync.replicas, election, truncation) and the time limit stay as given. The pace
+    a random subset of the faults, of a density drawn from `SWARM_DENSITY`, its own pace,
+    and how many faults may overlap, from 1 to ``base.max_faults``): the protocol settings
+    (brokers, partitions, acks, min.insync.replicas, election, truncation) and the time
+    limit stay as given. The pace
     is scaled to the protocol's timers (`SWARM_PACE`). Overlap is opt-in: two faults at
     once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
-    replication factor 3 with min.insync.replicas=2, which is built to survive one."""
+    replication factor 3 with min.insync.replicas=2, which is built to survive one. Half
+    of the runs that may overlap nest their faults (``TestConfig.compound``)."""
     rng = SimRandom(seed).split("config")
-    faults = [f for f in base.nemesis if rng.random() < 0.5]
-    if base.nemesis and not faults:
-        faults = [base.nemesis[rng.randrange(len(base.nemesis))]]
+    # The targeted faults (``jepsen_py.nemesis.TARGETED``) aim the generic faults asked
+    # for: a run may draw each one whose generic fault it may draw.
+    offered = (*base.nemesis, *(t for t, g in TARGETED.items() if g in base.nemesis))
+    offered = tuple(dict.fromkeys(offered))
+    density = rng.choice(SWARM_DENSITY)
+    faults = [f for f in offered if rng.random() < density]
+    if offered and not faults:
+        faults = [offered[rng.randrange(len(offered))]]
     timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
     numerator, denominator = rng.choice(SWARM_PACE)
+    rate = float(rng.choice((25, 50, 100, 200)))
+    concurrency = rng.randint(2, 8)
+    max_faults = rng.randint(1, base.max_faults)
     return attrs.evolve(
         base,
         nemesis=tuple(faults),
         interval_ns=max(MILLISECOND, timer * numerator // denominator),
-        rate=float(rng.choice((25, 50, 100, 200))),
-        concurrency=rng.randint(2, 8),
-        max_faults=rng.randint(1, base.max_faults),
+        rate=rate,
+        concurrency=concurrency,
+        max_faults=max_faults,
+        # Half of the overlapping runs nest their faults (a partition, faults inside it).
+        compound=base.compound or (max_faults > 1 and rng.random() < 0.5),
     )
 
 
 __all__ = [
+    "SWARM_DENSITY",
     "SWARM_PACE",
     "ConfigError",
     "TestConfig",

@@ -68,7 +68,7 @@ from jepsen_py.generator import (
 from jepsen_py.generator import nemesis as on_nemesis
 from jepsen_py.history.jsonl import op_to_record
 from jepsen_py.history.op import Op
-from jepsen_py.nemesis import Nemesis, NemesisError, canonical, scripted
+from jepsen_py.nemesis import CATALOGUE, Nemesis, NemesisError, canonical, scripted
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.workload import KafkaClients
 
@@ -92,6 +92,12 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
             config.interval_ns,
             derive_seed(seed, "jepsen/schedule"),
             max_active=config.max_faults,
+            outer=[f for f in faults if CATALOGUE[f].group == "partition"]
+            if config.compound
+            else (),
+            # A compound's partition outlasts replica.lag.time.max.ms before faults start
+            # inside it: the ISR has shrunk by then.
+            hold=config.replica_lag_time_max_ns if config.compound else 0,
         )
     else:
         schedule = on_nemesis(concat())

@@ -126,6 +126,10 @@ class HistoryCheck:
     checker_seconds: float
     loss_explanations: tuple[LossExplanation, ...] = ()
     """Why the lost writes were lost (`explain_run_losses`), when asked."""
+    read_loss_explanations: tuple[LossExplanation, ...] = ()
+    """Why records a consumer read but whose send was never acknowledged (the high
+    watermark covered them: with the ISR below ``min.insync.replicas`` it still advances,
+    before KIP-966) are missing from the complete final read (`read_then_lost`)."""
 
     @property
     def valid(self) -> bool | None:
@@ -178,6 +182,11 @@ class HistoryCheck:
         """The mechanisms that explain the lost writes, sorted (`jepsen_py.explain`)."""
         return sorted({e.mechanism for e in self.loss_explanations})
 
+    @property
+    def read_loss_mechanisms(self) -> list[str]:
+        """The mechanisms that explain the records read and then lost, sorted."""
+        return sorted({e.mechanism for e in self.read_loss_explanations})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": verdict_name(self.verdict),
@@ -201,6 +210,7 @@ class HistoryCheck:
             "completions": dict(self.completions),
             "checker_seconds": self.checker_seconds,
             "loss_explanations": [e.to_json() for e in self.loss_explanations],
+            "read_loss_explanations": [e.to_json() for e in self.read_loss_explanations],
         }
 
 
@@ -267,7 +277,60 @@ def check_run(
     explained from the cluster's ``events`` (`explain_run_losses`)."""
     check = settle_run(check_history(history, consistency), finished=finished)
     explained = explain_run_losses(config, history, events, check.lost_writes)
-    return attrs.evolve(check, loss_explanations=tuple(explained))
+    read_lost = read_then_lost(history) if check.verdict is Verdict.ILLEGAL else []
+    read_explained = explain_run_losses(config, history, events, read_lost) if read_lost else []
+    return attrs.evolve(
+        check,
+        loss_explanations=tuple(explained),
+        read_loss_explanations=tuple(read_explained),
+    )
+
+
+def read_then_lost(history: Sequence[Op]) -> list[Op]:
+    """Records a non-final poll returned whose send was never acknowledged (``ok``), and
+    which the complete final read of their key does not return (retention's deletions
+    excepted): as ``ok`` sends (index and time of the first poll that read them, value
+    ``{"offset", "value"}``), for `explain_run_losses`."""
+    keys = observe(list(history))
+    reads = {str(k.key): k.final.complete for k in keys if k.final.present}
+    starts = {str(k.key): k.log_start for k in keys}
+    acked: set[Any] = set()
+    final_values: dict[str, set[Any]] = {}
+    final_process: dict[Any, str] = {}
+    first_read: dict[tuple[str, Any], tuple[Op, int]] = {}
+    for op in history:
+        if not op.is_client:
+            continue
+        if op.f == "send" and op.type == "ok" and isinstance(op.value, dict):
+            acked.add((str(op.key), freeze(op.value.get("value"))))
+        if op.f != "poll":
+            continue
+        if op.type == "invoke":
+            final = isinstance(op.value, dict) and op.value.get("final") is True
+            if final:
+                final_process[op.process] = str(op.key)
+            else:
+                final_process.pop(op.process, None)
+            continue
+        key = final_process.pop(op.process, None)
+        if op.type != "ok" or not isinstance(op.value, dict):
+            continue
+        records = [r for r in op.value.get("records") or () if len(r) == 2]
+        if key is not None:
+            final_values.setdefault(key, set()).update(freeze(r[1]) for r in records)
+            continue
+        for offset, value in records:
+            first_read.setdefault((str(op.key), freeze(value)), (op, offset))
+    lost = []
+    for (key, value), (op, offset) in first_read.items():
+        if not reads.get(key) or (key, value) in acked or value in final_values.get(key, ()):
+            continue
+        if type(offset) is not int or KeyAnomalies.deleted_below(starts.get(key, 0), offset):
+            continue
+        lost.append(
+            Op(op.index, op.time, op.process, "ok", "send", key, {"offset": offset, "value": value})
+        )
+    return sorted(lost, key=lambda o: (o.index, o.value["offset"]))
 
 
 def final_read_status(history: Sequence[Op]) -> dict[str, bool]:
