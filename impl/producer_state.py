@@ -47,7 +47,7 @@ from collections.abc import Iterator
 import attrs
 
 from impl.log import Log
-from impl.log.batch import NO_PRODUCER_ID, read_header
+from impl.log.batch import LOG_OVERHEAD, NO_PRODUCER_ID, read_header
 from impl.protocol import Errors
 
 __all__ = [
@@ -69,6 +69,9 @@ INT32_MAX = 2**31 - 1
 
 _PRODUCER_FIELDS = struct.Struct(">qhi")
 _PRODUCER_FIELDS_AT = 27
+_HEADER_THROUGH_SEQUENCE = struct.Struct(">qiibIhiqhi")
+"""A v2 header from the base offset through the base sequence (``impl.log.batch``): the
+navigation fields and the producer fields in one read."""
 """Producer id (int64), producer epoch (int16), base sequence (int32): bytes 27..40 of a v2
 batch (``impl.log.batch``'s layout)."""
 _REBUILD_READ_BYTES = 1 << 30
@@ -148,24 +151,44 @@ def producer_batches(data: bytes) -> Iterator[tuple[int, ProducerBatch | None]]:
     ``data`` (whole v2 batches, already validated: a log's bytes or a fetch response the
     log accepted), from their headers alone."""
     position = 0
-    while (header := read_header(data, position)) is not None and header.size > 0:
-        if position + header.size > len(data):
-            return
-        producer_id, producer_epoch, base_sequence = _PRODUCER_FIELDS.unpack_from(
-            data, position + _PRODUCER_FIELDS_AT
-        )
-        batch = None
-        if producer_id != NO_PRODUCER_ID:
-            batch = ProducerBatch(
+    size = len(data)
+    whole = _HEADER_THROUGH_SEQUENCE
+    while True:
+        if size - position >= whole.size:
+            # The common case, in one unpack: what read_header and _PRODUCER_FIELDS read.
+            (
+                base_offset,
+                length,
+                epoch,
+                _,
+                _,
+                _,
+                last_delta,
                 producer_id,
                 producer_epoch,
                 base_sequence,
-                header.base_offset,
-                header.last_offset,
-                header.partition_leader_epoch,
+            ) = whole.unpack_from(data, position)
+            batch_size = LOG_OVERHEAD + length
+            last_offset = base_offset + last_delta
+        else:
+            header = read_header(data, position)
+            if header is None:
+                return
+            batch_size, base_offset = header.size, header.base_offset
+            epoch, last_offset = header.partition_leader_epoch, header.last_offset
+            if batch_size > 0 and position + batch_size <= size:
+                producer_id, producer_epoch, base_sequence = _PRODUCER_FIELDS.unpack_from(
+                    data, position + _PRODUCER_FIELDS_AT
+                )
+        if batch_size <= 0 or position + batch_size > size:
+            return
+        batch = None
+        if producer_id != NO_PRODUCER_ID:
+            batch = ProducerBatch(
+                producer_id, producer_epoch, base_sequence, base_offset, last_offset, epoch
             )
-        yield header.last_offset, batch
-        position += header.size
+        yield last_offset, batch
+        position += batch_size
 
 
 class ProducerStateManager:

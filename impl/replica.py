@@ -495,12 +495,7 @@ class Replica:
             if verdict is not None:
                 reply(verdict)
                 return
-            batch = attrs.evolve(
-                batch,
-                producer_id=msg.producer_id,
-                producer_epoch=msg.producer_epoch,
-                base_sequence=msg.base_sequence,
-            )
+            batch = batch.with_producer(msg.producer_id, msg.producer_epoch, msg.base_sequence)
         try:
             wall = self.append_wall
             append_ms = (now if wall is None else wall) // 1_000_000

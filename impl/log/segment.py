@@ -186,6 +186,10 @@ class Segment:
                 error = f"{self.log_path}: {e}"
                 break
             self._index_batch(batch.last_offset, position, end - position)
+            # What ``_header_at`` would read there, known now: later reads need no disk read.
+            self._headers[position] = BatchHeader(
+                batch.base_offset, end - position, batch.partition_leader_epoch, batch.last_offset
+            )
             expected = batch.next_offset
             position = end
             batches += 1

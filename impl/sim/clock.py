@@ -329,10 +329,12 @@ class TimerQueue(Generic[T]):
 
     def peek_time(self, paused: Iterable[str] = ()) -> int | None:
         """When the next timer of a non-paused owner is due, or None."""
-        self._discard_dead_heads()
-        paused = frozenset(paused)
+        heap, live = self._heap, self._live
+        while heap and heap[0][1] not in live:  # _discard_dead_heads, inlined: hot
+            heapq.heappop(heap)
         if not paused:
-            return self._heap[0][0] if self._heap else None
+            return heap[0][0] if heap else None
+        paused = frozenset(paused)
         # A paused owner's timers stay in the heap until due, so look past them (a linear
         # scan: only while the pause nemesis is active, over a handful of timers per node).
         candidates = [
@@ -347,16 +349,17 @@ class TimerQueue(Generic[T]):
 
         Due timers of paused owners are set aside until ``release(owner)``.
         """
-        paused = frozenset(paused)
-        while self._heap and self._heap[0][0] <= now:
-            _, seq = heapq.heappop(self._heap)
-            timer = self._live.get(seq)
+        paused = frozenset(paused) if paused else frozenset()
+        heap, live = self._heap, self._live
+        while heap and heap[0][0] <= now:
+            _, seq = heapq.heappop(heap)
+            timer = live.get(seq)
             if timer is None:
                 continue  # cancelled
-            if timer.owner is not None and timer.owner in paused:
+            if paused and timer.owner is not None and timer.owner in paused:
                 self._held.setdefault(timer.owner, []).append(timer)
                 continue
-            del self._live[seq]
+            del live[seq]
             return timer
         return None
 
