@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from impl.sim.clock import TimerQueue
+from impl.sim.collector import fewer_collections
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
 from impl.world import ClusterConfig, Ghost, IllegalEvent, World
@@ -103,6 +104,10 @@ class Cluster(World):
     def run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None = None) -> None:
         """Handle every event due up to ``end_ns``, in time order, then move the clock to
         ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``)."""
+        with fewer_collections():
+            self._run_until(end_ns, on_timer)
+
+    def _run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None) -> None:
         clock, network, timers = self.clock, self.network, self.timers
         step_node, dispatch = self._step_node, self._dispatch
         version, paused = -1, self.nodes.in_state(NodeState.PAUSED)

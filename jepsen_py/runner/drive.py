@@ -38,6 +38,7 @@ import attrs
 import orjson
 
 from impl.cluster import Cluster
+from impl.sim.collector import fewer_collections
 from impl.sim.network import NetworkStats
 from impl.sim.rng import SimRandom, derive_seed
 from impl.timeline import Event
@@ -194,6 +195,17 @@ def simulate_run(
     observer: Observer | None = None,
 ) -> Simulation:
     """Run the test on a fresh simulated cluster (see the module docstring)."""
+    with fewer_collections():  # the run's heap grows all along: impl.sim.collector
+        return _simulate_run(config, seed, emit=emit, observer=observer)
+
+
+def _simulate_run(
+    config: TestConfig,
+    seed: int,
+    *,
+    emit: Callable[[Op, bytes], None] | None,
+    observer: Observer | None,
+) -> Simulation:
     cluster = Cluster(config.cluster_config(), seed)
     clients_ = KafkaClients(cluster, config.concurrency, poll_timeout_ns=config.poll_timeout_ns)
     nemesis_ = Nemesis(cluster, SimRandom(seed).split("jepsen/nemesis"))
