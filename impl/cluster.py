@@ -24,7 +24,7 @@ instead (``impl.refinement``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -57,6 +57,8 @@ class Cluster(World):
                 "or drop refinement=True to run by time"
             )
         super().__init__(config, seed)
+        self._paused_version = -1
+        self._paused_nodes: tuple[str, ...] = ()
         self.timers: TimerQueue[Any] = TimerQueue()
         """Node ticks (payload: the node's name, owned by it), write-backs, the caller's."""
         for name in self.node_names:
@@ -87,6 +89,15 @@ class Cluster(World):
     def _node_resumed(self, name: str) -> None:
         self.timers.release(name)
 
+    def _paused(self) -> tuple[str, ...]:
+        """The paused nodes, recomputed only when a life cycle changed (``nodes.version``):
+        a driver asks before every event."""
+        version = self.nodes.version
+        if self._paused_version != version:
+            self._paused_version = version
+            self._paused_nodes = self.nodes.in_state(NodeState.PAUSED)
+        return self._paused_nodes
+
     def schedule(self, at: int, payload: Any) -> None:
         """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
         self.timers.schedule(at, payload)
@@ -94,8 +105,7 @@ class Cluster(World):
     def next_event_time(self) -> int | None:
         """When the cluster next has something to do (a message delivery, a tick of a node
         not paused, a write-back, a caller's timer); None: nothing ever again."""
-        paused = self.nodes.in_state(NodeState.PAUSED)
-        times = (self.timers.peek_time(paused), self.network.next_delivery_time())
+        times = (self.timers.peek_time(self._paused()), self.network.next_delivery_time())
         known = [t for t in times if t is not None]
         return min(known) if known else None
 
@@ -110,10 +120,11 @@ class Cluster(World):
     def _run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None) -> None:
         clock, network, timers = self.clock, self.network, self.timers
         step_node, dispatch = self._step_node, self._dispatch
-        version, paused = -1, self.nodes.in_state(NodeState.PAUSED)
+        nodes, paused_nodes = self.nodes, self._paused
+        version, paused = -1, cast(tuple[str, ...], ())
         for _ in range(100_000_000):
-            if version != self.nodes.version:
-                version, paused = self.nodes.version, self.nodes.in_state(NodeState.PAUSED)
+            if version != nodes.version:
+                version, paused = nodes.version, paused_nodes()
             t_timer = timers.peek_time(paused)
             t_net = network.next_delivery_time()
             if t_timer is None:

@@ -237,8 +237,10 @@ def _simulate_run(
     finished = True
     steps = stalled = 0
     now = 0
+    ask = True
     while True:
-        result = interp.step(now)
+        if ask:
+            result = interp.step(now)
         if isinstance(result, Invocation):
             if result.kind != "invoke":
                 continue
@@ -275,8 +277,15 @@ def _simulate_run(
         now = target
         if observer is not None:
             observer(cluster, None)
-        for done in clients_.collect():
+        completed = clients_.collect()
+        for done in completed:
             interp.complete(done.time, done.thread, done.type, done.value)
+        # A pending generator said when asking again may help (``Pending.until``; None:
+        # only a completion): before then, and with no completion, it is not asked again
+        # (its answer could not change; the cluster is stepped to the same targets).
+        ask = bool(completed) or not (
+            isinstance(result, Pending) and (result.until is None or now < result.until)
+        )
     figures = RunFigures(
         logical_end_ns=now,
         steps=steps,
