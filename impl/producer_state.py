@@ -69,11 +69,11 @@ INT32_MAX = 2**31 - 1
 
 _PRODUCER_FIELDS = struct.Struct(">qhi")
 _PRODUCER_FIELDS_AT = 27
+"""Producer id (int64), producer epoch (int16), base sequence (int32): bytes 27..40 of a v2
+batch (``impl.log.batch``'s layout)."""
 _HEADER_THROUGH_SEQUENCE = struct.Struct(">qiibIhiqhi")
 """A v2 header from the base offset through the base sequence (``impl.log.batch``): the
 navigation fields and the producer fields in one read."""
-"""Producer id (int64), producer epoch (int16), base sequence (int32): bytes 27..40 of a v2
-batch (``impl.log.batch``'s layout)."""
 _REBUILD_READ_BYTES = 1 << 30
 
 

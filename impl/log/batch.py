@@ -78,6 +78,7 @@ __all__ = [
     "BatchHeader",
     "Record",
     "RecordBatch",
+    "batch_end",
     "decode",
     "encode",
     "iter_batches",
@@ -486,6 +487,18 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return BatchHeader(base_offset, LOG_OVERHEAD + length, epoch, base_offset + last_delta)
 
 
+def batch_end(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    """Where the batch at ``pos`` ends by its length field, at most the end of ``buf``; the
+    end of ``buf`` if the bytes from ``pos`` cannot hold its navigation fields (as
+    ``read_header`` returns None). Splits fetched bytes into batches without validating
+    them; ``decode`` each piece."""
+    available = len(buf) - pos
+    if available < _NAVIGATION.size:
+        return len(buf)
+    _, length = _PREFIX.unpack_from(buf, pos)
+    return pos + min(available, LOG_OVERHEAD + length)
+
+
 def decode(
     buf: bytes | bytearray | memoryview,
     pos: int = 0,
@@ -503,8 +516,8 @@ def decode(
     ``_KNOWN``) once its framing is checked.
     """
     available = len(buf) - pos
-    where = f"batch at byte {pos}"
     if available < LOG_OVERHEAD:
+        where = f"batch at byte {pos}"
         raise TruncatedBatchError(
             f"{where}: only {available} bytes left, fewer than the {LOG_OVERHEAD}-byte "
             "offset and length prefix (the bytes end mid-batch: a torn write or short read)",
@@ -512,6 +525,7 @@ def decode(
         )
     _, length = _PREFIX.unpack_from(buf, pos)
     if length < _MIN_LENGTH:
+        where = f"batch at byte {pos}"
         raise CorruptBatchError(
             f"{where}: length field {length} is below the {_MIN_LENGTH} bytes of a v2 header "
             "(the length field is corrupt)",
@@ -519,6 +533,7 @@ def decode(
         )
     end = pos + LOG_OVERHEAD + length
     if end > len(buf):
+        where = f"batch at byte {pos}"
         raise TruncatedBatchError(
             f"{where}: declares {LOG_OVERHEAD + length} bytes but only {available} remain "
             "(a torn write or short read, or a corrupt length field)",
@@ -528,6 +543,7 @@ def decode(
     known = _KNOWN.get(chunk)
     if known is not None and expected_base_offset in (None, known.base_offset):
         return known, end
+    where = f"batch at byte {pos}"  # for the errors below: formatted only off the memo's path
     (
         base_offset,
         _,

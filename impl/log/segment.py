@@ -229,6 +229,10 @@ class Segment:
         assert last_offset - self.base_offset <= _INT32_MAX, "roll before offsets overflow"
         position = self.disk.append(self.log_path, data)
         assert position == self.size, (self.log_path, position, self.size)
+        # What ``_header_at`` would read back from the file there: the bytes just written.
+        header = read_header(data)
+        if header is not None:
+            self._headers[position] = header
         self._index_batch(last_offset, position, len(data))
         self.size += len(data)
         self.next_offset = last_offset + 1
