@@ -633,7 +633,9 @@ class World:
                 return effects
             if isinstance(msg, LeaderAndIsr):
                 self.stats["leader_and_isr_delivered"] += 1
-            effects = broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+            effects = broker.step(src, msg, now, wall)
+            if b in self.controllers:  # (else _check_session has nothing to add)
+                effects.extend(self._check_session(b, broker))
             if self.groups is not None:
                 # The group coordinator's own appends are answered in-process.
                 return self.groups.broker_effects(b, effects, now)
