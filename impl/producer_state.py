@@ -150,6 +150,15 @@ def producer_batches(data: bytes) -> Iterator[tuple[int, ProducerBatch | None]]:
     """(last offset, producer fields or None when not idempotent) of every batch of
     ``data`` (whole v2 batches, already validated: a log's bytes or a fetch response the
     log accepted), from their headers alone."""
+    for last_offset, fields in _producer_fields(data):
+        yield last_offset, None if fields is None else ProducerBatch(*fields)
+
+
+def _producer_fields(
+    data: bytes,
+) -> Iterator[tuple[int, tuple[int, int, int, int, int, int] | None]]:
+    """``producer_batches`` with the fields of each ``ProducerBatch`` as a tuple, in its
+    order (replaying a log reads every header: no object per batch)."""
     position = 0
     size = len(data)
     whole = _HEADER_THROUGH_SEQUENCE
@@ -182,12 +191,10 @@ def producer_batches(data: bytes) -> Iterator[tuple[int, ProducerBatch | None]]:
                 )
         if batch_size <= 0 or position + batch_size > size:
             return
-        batch = None
+        fields = None
         if producer_id != NO_PRODUCER_ID:
-            batch = ProducerBatch(
-                producer_id, producer_epoch, base_sequence, base_offset, last_offset, epoch
-            )
-        yield last_offset, batch
+            fields = (producer_id, producer_epoch, base_sequence, base_offset, last_offset, epoch)
+        yield last_offset, fields
         position += batch_size
 
 
@@ -225,24 +232,53 @@ class ProducerStateManager:
 
     def update(self, batch: ProducerBatch) -> None:
         """Record an appended batch (the leader's own append, or a replicated one)."""
-        count = batch.last_offset - batch.base_offset + 1
-        metadata = BatchMetadata(
+        self._update(
+            batch.producer_id,
+            batch.producer_epoch,
             batch.base_sequence,
-            increment_sequence(batch.base_sequence, count - 1),
             batch.base_offset,
             batch.last_offset,
             batch.leader_epoch,
         )
-        entry = self.producers.get(batch.producer_id)
+
+    def _update(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        base_offset: int,
+        last_offset: int,
+        leader_epoch: int,
+    ) -> None:
+        """``update`` from the fields of a ``ProducerBatch`` (the replay of a log's headers
+        calls it for every batch, without building one)."""
+        metadata = BatchMetadata(
+            base_sequence,
+            increment_sequence(base_sequence, last_offset - base_offset),
+            base_offset,
+            last_offset,
+            leader_epoch,
+        )
+        entry = self.producers.get(producer_id)
         if entry is None:
-            entry = self.producers[batch.producer_id] = ProducerStateEntry(batch.producer_epoch)
-        entry.add(batch.producer_epoch, metadata)
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_epoch)
+        entry.add(producer_epoch, metadata)
 
     def load(self, data: bytes) -> None:
         """Update from the batches of ``data`` (a follower's append)."""
-        for _, batch in producer_batches(data):
-            if batch is not None:
-                self.update(batch)
+        self._replay(data)
+
+    def _replay(self, data: bytes) -> int | None:
+        """``update`` from every idempotent batch of ``data`` (whole v2 batches, already
+        validated), as ``producer_batches`` reads them; returns the last offset of the last
+        batch (None: none)."""
+        last = None
+        update = self._update
+        for last_offset, fields in _producer_fields(data):
+            last = last_offset
+            if fields is not None:
+                update(*fields)
+        return last
 
     def rebuild(self, log: Log) -> None:
         """Forget everything and read the state back from ``log``'s batch headers, from its
@@ -254,11 +290,8 @@ class ProducerStateManager:
             data = log.read(offset, _REBUILD_READ_BYTES)
             if not data:
                 break
-            last = offset - 1
-            for end, batch in producer_batches(data):
-                last = end
-                if batch is not None:
-                    self.update(batch)
+            replayed = self._replay(data)
+            last = offset - 1 if replayed is None else replayed
             assert last >= offset, (offset, last)
             offset = last + 1
 

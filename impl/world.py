@@ -1041,6 +1041,8 @@ class World:
         if client is None:
             return
         seen = self._seen.get(name, 0)
+        if len(client.history) == seen:
+            return  # nothing new (the common case: called after every step of a client)
         now = self.clock.now
         for op in client.history[seen:]:
             op["time"] = now

@@ -223,8 +223,20 @@ class RecordBatch:
 
     @classmethod
     def of_pairs(cls, pairs: Iterable[tuple[bytes | None, bytes | None]]) -> RecordBatch:
-        """A producer's batch of (key, value) pairs."""
-        return cls(tuple(Record(key, value) for key, value in pairs))
+        """A producer's batch of (key, value) pairs.
+
+        Every leader builds one per Produce, so the checks are done here in one pass: each
+        key and value must be bytes or None (else ``Record`` raises its error), and a batch
+        of defaults needs only a record count in range (else the constructor raises)."""
+        records = []
+        for key, value in pairs:
+            if (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
+                records.append(_trusted_record(key, value))
+            else:
+                records.append(Record(key, value))  # raises: says which is not bytes
+        if cls is not RecordBatch or not 0 < len(records) <= _INT32[1]:
+            return cls(tuple(records))
+        return _trusted_batch(cls, (tuple(records), *_DEFAULTS_AFTER_RECORDS))
 
     @property
     def record_count(self) -> int:
@@ -320,6 +332,8 @@ class RecordBatch:
 
 
 _FIELD_NAMES = tuple(a.name for a in attrs.fields(RecordBatch))
+_DEFAULTS_AFTER_RECORDS = tuple(a.default for a in attrs.fields(RecordBatch)[1:])
+assert attrs.NOTHING not in _DEFAULTS_AFTER_RECORDS and _FIELD_NAMES[0] == "records"
 _set_field = object.__setattr__
 
 
@@ -465,7 +479,7 @@ flipped or re-stamped batch is different bytes, misses, and is checked in full. 
 still gets its framing checked and must have the expected base offset. Bounded; it
 changes the speed of a run, never its outcome.
 """
-_KNOWN_MAX = 4096
+_KNOWN_MAX = 1 << 15
 
 
 def _remember(data: bytes, batch: RecordBatch) -> None:

@@ -140,41 +140,39 @@ class Clock:
     wall-clock bumps added. A bump moves ``step`` only; a rate moves both clocks.
     """
 
-    __slots__ = ("_drift", "_now", "_rate", "_step")
+    __slots__ = ("_drift", "_rate", "_step", "now")
 
     def __init__(self, start_ns: int = 0) -> None:
         assert isinstance(start_ns, int) and start_ns >= 0, start_ns
-        self._now = start_ns
+        self.now = start_ns
+        """Global time in ns. A plain attribute, read on every event of a run (a property
+        costs a call each time); only ``advance_to`` and ``advance_by`` move it."""
         self._drift: dict[str, int] = {}
         self._step: dict[str, int] = {}
         self._rate: dict[str, tuple[int, int, int]] = {}
         """node -> (global time the rate was set, numerator, denominator)."""
 
-    @property
-    def now(self) -> int:
-        return self._now
-
     def advance_to(self, time_ns: int) -> None:
         """Move global time forward to ``time_ns`` (or leave it where it is)."""
         if not isinstance(time_ns, int):
             raise TypeError(f"time is an int of nanoseconds, got {time_ns!r}")
-        if time_ns < self._now:
+        if time_ns < self.now:
             raise ValueError(
-                f"global time never goes backwards: now is {self._now}ns, asked for "
+                f"global time never goes backwards: now is {self.now}ns, asked for "
                 f"{time_ns}ns; to make one node's wall clock jump back, use set_skew()"
             )
-        self._now = time_ns
+        self.now = time_ns
 
     def advance_by(self, delta_ns: int) -> None:
         assert isinstance(delta_ns, int) and delta_ns >= 0, delta_ns
-        self._now += delta_ns
+        self.now += delta_ns
 
     # The two clocks of a node -------------------------------------------------------------
 
     def monotonic_now(self, node: str) -> int:
         """What ``node``'s monotonic clock reads (``System.nanoTime``): it never steps; a
         rate makes it run fast or slow."""
-        now = self._now
+        now = self.now
         if node in self._rate:
             since, num, den = self._rate[node]
             now += (now - since) * (num - den) // den
@@ -184,14 +182,14 @@ class Clock:
         """What ``node``'s wall clock reads (``System.currentTimeMillis``): the monotonic
         reading plus every bump (``set_skew``) since."""
         if node not in self._step and node not in self._rate and node not in self._drift:
-            return self._now
+            return self.now
         return self.monotonic_now(node) + self._step.get(node, 0)
 
     # The clock nemesis ------------------------------------------------------------------
 
     def skew(self, node: str) -> int:
         """How far ``node``'s wall clock is from global time now."""
-        return self.wall_now(node) - self._now
+        return self.wall_now(node) - self.now
 
     def set_skew(self, node: str, skew_ns: int) -> None:
         """Bump ``node``'s wall clock (``settimeofday``, Jepsen's ``bump``): from now on it
@@ -199,7 +197,7 @@ class Clock:
         not move."""
         if not isinstance(skew_ns, int):
             raise TypeError(f"skew is an int of nanoseconds, got {skew_ns!r}")
-        step = self._now + skew_ns - self.monotonic_now(node)
+        step = self.now + skew_ns - self.monotonic_now(node)
         if step == 0:
             self._step.pop(node, None)
         else:
@@ -215,12 +213,12 @@ class Clock:
             raise ValueError(f"a clock rate is > 0, got {numerator}/{denominator}")
         self._fold_rate(node)
         if numerator != denominator:
-            self._rate[node] = (self._now, numerator, denominator)
+            self._rate[node] = (self.now, numerator, denominator)
 
     def _fold_rate(self, node: str) -> None:
         """Fold what the current rate added so far into the drift, and drop the rate."""
         if node in self._rate:
-            drift = self.monotonic_now(node) - self._now
+            drift = self.monotonic_now(node) - self.now
             del self._rate[node]
             if drift:
                 self._drift[node] = drift
@@ -261,7 +259,7 @@ class Clock:
         return since + -((-(skewed - since) * den) // num)
 
     def __repr__(self) -> str:
-        return f"Clock(now={format_ns(self._now)}, skews={dict(self.skews())})"
+        return f"Clock(now={format_ns(self.now)}, skews={dict(self.skews())})"
 
 
 @attrs.frozen(slots=True, order=False)
