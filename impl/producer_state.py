@@ -266,34 +266,53 @@ class ProducerStateManager:
 
     def load(self, data: bytes) -> None:
         """Update from the batches of ``data`` (a follower's append)."""
-        self._replay(data)
-
-    def _replay(self, data: bytes) -> int | None:
-        """``update`` from every idempotent batch of ``data`` (whole v2 batches, already
-        validated), as ``producer_batches`` reads them; returns the last offset of the last
-        batch (None: none)."""
-        last = None
         update = self._update
-        for last_offset, fields in _producer_fields(data):
-            last = last_offset
+        for _, fields in _producer_fields(data):
             if fields is not None:
                 update(*fields)
-        return last
 
     def rebuild(self, log: Log) -> None:
         """Forget everything and read the state back from ``log``'s batch headers, from its
         start (after a truncation, or when a broker opens its logs)."""
-        self.producers = {}
+        # The replay keeps, per producer, its latest epoch and the fields of its last
+        # batches of that epoch (what ``update`` after ``update`` would leave), and builds
+        # the entries once at the end: a log holds many more batches than are retained.
+        retained: dict[int, tuple[list[int], collections.deque[tuple[int, ...]]]] = {}
         offset = log.log_start_offset
         end = log.log_end_offset
         while offset < end:
             data = log.read(offset, _REBUILD_READ_BYTES)
             if not data:
                 break
-            replayed = self._replay(data)
-            last = offset - 1 if replayed is None else replayed
+            last = offset - 1
+            for last, fields in _producer_fields(data):  # noqa: B007 (last: after the loop)
+                if fields is None:
+                    continue
+                found = retained.get(fields[0])
+                if found is None:
+                    found = retained[fields[0]] = (
+                        [fields[1]],
+                        collections.deque(maxlen=NUM_BATCHES_TO_RETAIN),
+                    )
+                elif found[0][0] != fields[1]:
+                    found[0][0] = fields[1]  # ProducerStateEntry.add: a new epoch
+                    found[1].clear()
+                found[1].append(fields)
             assert last >= offset, (offset, last)
             offset = last + 1
+        self.producers = {}
+        for producer_id, (epoch, batches) in retained.items():
+            entry = self.producers[producer_id] = ProducerStateEntry(epoch[0])
+            for _, _, base_sequence, base_offset, last_offset, leader_epoch in batches:
+                entry.batches.append(
+                    BatchMetadata(
+                        base_sequence,
+                        increment_sequence(base_sequence, last_offset - base_offset),
+                        base_offset,
+                        last_offset,
+                        leader_epoch,
+                    )
+                )
 
     # ------------------------------------------------------------------ views
 

@@ -285,6 +285,10 @@ class Segment:
         if found is None:
             return None
         start, header = found
+        if upto >= self.next_offset and self.size - start <= max_bytes:
+            # Every batch from ``start`` is below ``upto`` and they all fit: the loop below
+            # would take them all (a follower's fetch, a replay of the log).
+            return self.disk.read(self.log_path, start, self.size - start)
         end = start
         while end < self.size:
             h = header if end == start else self._header_at(end)
