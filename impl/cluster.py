@@ -29,7 +29,7 @@ from typing import Any, cast
 import attrs
 
 from impl.sim.clock import TimerQueue
-from impl.sim.collector import fewer_collections
+from impl.sim.collector import FewerCollections
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
 from impl.world import ClusterConfig, Ghost, IllegalEvent, World
@@ -114,7 +114,7 @@ class Cluster(World):
     def run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None = None) -> None:
         """Handle every event due up to ``end_ns``, in time order, then move the clock to
         ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``)."""
-        with fewer_collections():
+        with FewerCollections():
             self._run_until(end_ns, on_timer)
 
     def _run_until(self, end_ns: int, on_timer: Callable[[Any], None] | None) -> None:

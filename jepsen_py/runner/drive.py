@@ -38,7 +38,7 @@ import attrs
 import orjson
 
 from impl.cluster import Cluster
-from impl.sim.collector import fewer_collections
+from impl.sim.collector import FewerCollections
 from impl.sim.network import NetworkStats
 from impl.sim.rng import SimRandom, derive_seed
 from impl.timeline import Event
@@ -195,7 +195,7 @@ def simulate_run(
     observer: Observer | None = None,
 ) -> Simulation:
     """Run the test on a fresh simulated cluster (see the module docstring)."""
-    with fewer_collections():  # the run's heap grows all along: impl.sim.collector
+    with FewerCollections():  # the run's heap grows all along: impl.sim.collector
         return _simulate_run(config, seed, emit=emit, observer=observer)
 
 
