@@ -55,9 +55,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from typing import Generic, TypeVar
-
-import attrs
+from typing import Generic, NamedTuple, TypeVar
 
 __all__ = [
     "NS_PER_MS",
@@ -262,9 +260,11 @@ class Clock:
         return f"Clock(now={format_ns(self.now)}, skews={dict(self.skews())})"
 
 
-@attrs.frozen(slots=True, order=False)
-class Timer(Generic[T]):
-    """A scheduled wake-up: ``payload`` is handed back when global time reaches ``at``."""
+class Timer(NamedTuple, Generic[T]):
+    """A scheduled wake-up: ``payload`` is handed back when global time reaches ``at``.
+
+    A named tuple rather than an ``attrs`` class: every node tick and every client op
+    schedules one, and a tuple is the cheapest immutable record Python builds."""
 
     at: int
     seq: int
@@ -303,7 +303,7 @@ class TimerQueue(Generic[T]):
                 f"more than {self._max_pending} pending timers: a node is scheduling timers "
                 "in a loop without letting them fire"
             )
-        timer = Timer(at=at, seq=self._next_seq, payload=payload, owner=owner)
+        timer = Timer(at, self._next_seq, payload, owner)  # positional: see Timer
         self._next_seq += 1
         self._live[timer.seq] = timer
         heapq.heappush(self._heap, (at, timer.seq))

@@ -298,7 +298,13 @@ class Network:
             return self._dropped_at_send("dropped_partition", src, dst)
         if u_drop < config.drop_probability:
             return self._dropped_at_send("dropped_random", src, dst)
-        first = self._schedule(src, dst, message, config.delay(u_delay), None)
+        if config.distribution == "uniform":  # NetworkConfig.delay, inlined (every send)
+            spread = config.max_delay_ns - config.min_delay_ns
+            extra = int(u_delay * (spread + 1))
+            delay = config.min_delay_ns + (extra if extra < spread else spread)
+        else:
+            delay = config.delay(u_delay)
+        first = self._schedule(src, dst, message, delay, None)
         if u_dup < config.duplicate_probability:
             self._count("duplicated")
             return (first, self._schedule(src, dst, message, config.delay(u_dup_delay), first.seq))
@@ -384,7 +390,14 @@ class Network:
                     self._count("dropped_partition")
                     self._record(f"dropped_partition #{seq} @{now}")
                     continue
-                self._delivered(envelope)
+                # _delivered, inlined
+                link = (envelope.src, envelope.dst)
+                if self._config.fifo:
+                    last = self._link_last_seq.get(link, -1)
+                    assert seq > last, f"FIFO broken on {link}: #{seq} after #{last}"
+                self._link_last_seq[link] = seq
+                self._counters["delivered"] += 1
+                self._record(f"delivered #{seq} {envelope.src}->{envelope.dst} @{now}")
                 return envelope
             heapq.heappop(heap)
             if envelope is not None:
