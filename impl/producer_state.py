@@ -43,6 +43,7 @@ from __future__ import annotations
 import collections
 import struct
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import attrs
 
@@ -88,9 +89,9 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
-@attrs.frozen(slots=True)
-class BatchMetadata:
-    """One retained batch of a producer: where it landed and in which leader epoch."""
+class BatchMetadata(NamedTuple):
+    """One retained batch of a producer: where it landed and in which leader epoch. A
+    named tuple: a replica makes one for every idempotent batch it appends."""
 
     first_seq: int
     last_seq: int

@@ -332,6 +332,19 @@ class RecordBatch:
 
 
 _FIELD_NAMES = tuple(a.name for a in attrs.fields(RecordBatch))
+assert _FIELD_NAMES == (
+    "records",
+    "base_offset",
+    "partition_leader_epoch",
+    "attributes",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "max_timestamp",
+    "delete_horizon_ms",
+    "offset_deltas",
+    "cleaned_last_delta",
+), "_trusted_batch sets the fields by name, in this order"
 _DEFAULTS_AFTER_RECORDS = tuple(a.default for a in attrs.fields(RecordBatch)[1:])
 assert attrs.NOTHING not in _DEFAULTS_AFTER_RECORDS and _FIELD_NAMES[0] == "records"
 _set_field = object.__setattr__
@@ -342,9 +355,31 @@ def _trusted_batch(cls: type[RecordBatch], values: Iterable[object]) -> RecordBa
     tuple of ``Record``) that the caller has validated as ``__attrs_post_init__`` would:
     ``decode`` (which checks a batch's bytes field by field) and the ``with_*`` copies. It
     skips ``__init__``: building a batch is on the path of every append and every read."""
+    (
+        records,
+        base_offset,
+        partition_leader_epoch,
+        attributes,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        max_timestamp,
+        delete_horizon_ms,
+        offset_deltas,
+        cleaned_last_delta,
+    ) = values  # _FIELD_NAMES, unrolled: this runs for every batch built
     batch = object.__new__(cls)
-    for name, value in zip(_FIELD_NAMES, values, strict=True):
-        _set_field(batch, name, value)
+    _set_field(batch, "records", records)
+    _set_field(batch, "base_offset", base_offset)
+    _set_field(batch, "partition_leader_epoch", partition_leader_epoch)
+    _set_field(batch, "attributes", attributes)
+    _set_field(batch, "producer_id", producer_id)
+    _set_field(batch, "producer_epoch", producer_epoch)
+    _set_field(batch, "base_sequence", base_sequence)
+    _set_field(batch, "max_timestamp", max_timestamp)
+    _set_field(batch, "delete_horizon_ms", delete_horizon_ms)
+    _set_field(batch, "offset_deltas", offset_deltas)
+    _set_field(batch, "cleaned_last_delta", cleaned_last_delta)
     return batch
 
 
