@@ -671,13 +671,15 @@ class World:
     def _dispatch(self, src: str, effects: Effects) -> None:
         """Carry out node ``src``'s effects: record its notes, and send its messages through
         the network (a driver that carries some messages otherwise overrides this)."""
-        self._record_notes(src, effects)
+        notes = effects.notes
+        if notes:  # (most steps note nothing)
+            self._record_notes(src, effects)
         send, route = self.network.send, self._route
         for dst, msg in effects.sends:
             to = route(dst)
             if to is not None:
                 send(src, to, msg)
-        for note in effects.notes:
+        for note in notes:
             if isinstance(note, ShutdownReady):
                 self._stop_cleanly(note)
 
