@@ -289,8 +289,11 @@ class Broker:
         if self.config.hw_checkpoint_interval_ns is None:
             if any(r.hw_changed for r in self.replicas.values()):
                 self.checkpoint_hws()
-        elif any(r.truncated for r in self.replicas.values()):
-            self.checkpoint_recovery_points()
+        else:
+            for r in self.replicas.values():  # (a loop, not any(): this runs every step)
+                if r.truncated:
+                    self.checkpoint_recovery_points()
+                    break
         return out
 
     def checkpoint_hws(self) -> None:

@@ -56,7 +56,7 @@ import attrs
 
 from impl.controller import CONTROLLER, broker_node
 from impl.log import decode
-from impl.log.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, read_header
+from impl.log.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, batch_end
 from impl.partitioner import RoundRobinPartitioner
 from impl.producer_state import NUM_BATCHES_TO_RETAIN, increment_sequence
 from impl.protocol import (
@@ -100,8 +100,7 @@ def decode_records(data: bytes) -> list[tuple[int, bytes | None]]:
     result: list[tuple[int, bytes | None]] = []
     position = 0
     while position < len(data):
-        header = read_header(data, position)
-        end = len(data) if header is None else min(len(data), position + header.size)
+        end = batch_end(data, position)
         chunk = data[position:end]
         records = _DECODED.get(chunk)
         if records is None:

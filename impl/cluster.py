@@ -26,7 +26,7 @@ instead (``impl.refinement``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -34,6 +34,7 @@ from impl.buggify import RARE_FIRE_PROBABILITY, Buggify
 from impl.messages import Message
 from impl.protocol import Effects, LeaderAndIsr, StopReplica
 from impl.sim.clock import TimerQueue
+from impl.sim.collector import FewerCollections
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
 from impl.world import ClusterConfig, Ghost, IllegalEvent, World
@@ -92,6 +93,8 @@ class Cluster(World):
         """BUGGIFY's sites (``impl.buggify``): a broker's tick may start late; the send
         thread of the controller on a broker may stall, holding its requests to one broker
         (in order) for a while."""
+        self._paused_version = -1
+        self._paused_nodes: tuple[str, ...] = ()
         self.timers: TimerQueue[Any] = TimerQueue()
         """Node ticks (payload: the node's name, owned by it), write-backs, the caller's."""
         for name in self.node_names:
@@ -154,6 +157,15 @@ class Cluster(World):
     def _node_resumed(self, name: str) -> None:
         self.timers.release(name)
 
+    def _paused(self) -> tuple[str, ...]:
+        """The paused nodes, recomputed only when a life cycle changed (``nodes.version``):
+        a driver asks before every event."""
+        version = self.nodes.version
+        if self._paused_version != version:
+            self._paused_version = version
+            self._paused_nodes = self.nodes.in_state(NodeState.PAUSED)
+        return self._paused_nodes
+
     def schedule(self, at: int, payload: Any) -> None:
         """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
         self.timers.schedule(at, payload)
@@ -161,8 +173,7 @@ class Cluster(World):
     def next_event_time(self) -> int | None:
         """When the cluster next has something to do (a message delivery, a tick of a node
         not paused, a write-back, a caller's timer); None: nothing ever again."""
-        paused = self.nodes.in_state(NodeState.PAUSED)
-        times = (self.timers.peek_time(paused), self.network.next_delivery_time())
+        times = (self.timers.peek_time(self._paused()), self.network.next_delivery_time())
         known = [t for t in times if t is not None]
         return min(known) if known else None
 
@@ -178,12 +189,22 @@ class Cluster(World):
         ``end_ns``. ``on_timer(payload)`` handles the caller's timers (``schedule``);
         ``on_event()`` is called after every message delivered and every node's tick (a
         checker that looks at the world after each event, e.g. a refinement check)."""
+        with FewerCollections():
+            self._run_until(end_ns, on_timer, on_event)
+
+    def _run_until(
+        self,
+        end_ns: int,
+        on_timer: Callable[[Any], None] | None,
+        on_event: Callable[[], None] | None,
+    ) -> None:
         clock, network, timers = self.clock, self.network, self.timers
         step_node, dispatch = self._step_node, self._dispatch
-        version, paused = -1, self.nodes.in_state(NodeState.PAUSED)
+        nodes, paused_nodes = self.nodes, self._paused
+        version, paused = -1, cast(tuple[str, ...], ())
         for _ in range(100_000_000):
-            if version != self.nodes.version:
-                version, paused = self.nodes.version, self.nodes.in_state(NodeState.PAUSED)
+            if version != nodes.version:
+                version, paused = nodes.version, paused_nodes()
             t_timer = timers.peek_time(paused)
             t_net = network.next_delivery_time()
             if t_timer is None:

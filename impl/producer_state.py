@@ -43,11 +43,12 @@ from __future__ import annotations
 import collections
 import struct
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import attrs
 
 from impl.log import Log
-from impl.log.batch import NO_PRODUCER_ID, read_header
+from impl.log.batch import LOG_OVERHEAD, NO_PRODUCER_ID, read_header
 from impl.protocol import Errors
 
 __all__ = [
@@ -71,6 +72,9 @@ _PRODUCER_FIELDS = struct.Struct(">qhi")
 _PRODUCER_FIELDS_AT = 27
 """Producer id (int64), producer epoch (int16), base sequence (int32): bytes 27..40 of a v2
 batch (``impl.log.batch``'s layout)."""
+_HEADER_THROUGH_SEQUENCE = struct.Struct(">qiibIhiqhi")
+"""A v2 header from the base offset through the base sequence (``impl.log.batch``): the
+navigation fields and the producer fields in one read."""
 _REBUILD_READ_BYTES = 1 << 30
 
 
@@ -85,9 +89,9 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
-@attrs.frozen(slots=True)
-class BatchMetadata:
-    """One retained batch of a producer: where it landed and in which leader epoch."""
+class BatchMetadata(NamedTuple):
+    """One retained batch of a producer: where it landed and in which leader epoch. A
+    named tuple: a replica makes one for every idempotent batch it appends."""
 
     first_seq: int
     last_seq: int
@@ -147,25 +151,52 @@ def producer_batches(data: bytes) -> Iterator[tuple[int, ProducerBatch | None]]:
     """(last offset, producer fields or None when not idempotent) of every batch of
     ``data`` (whole v2 batches, already validated: a log's bytes or a fetch response the
     log accepted), from their headers alone."""
+    for last_offset, fields in _producer_fields(data):
+        yield last_offset, None if fields is None else ProducerBatch(*fields)
+
+
+def _producer_fields(
+    data: bytes,
+) -> Iterator[tuple[int, tuple[int, int, int, int, int, int] | None]]:
+    """``producer_batches`` with the fields of each ``ProducerBatch`` as a tuple, in its
+    order (replaying a log reads every header: no object per batch)."""
     position = 0
-    while (header := read_header(data, position)) is not None and header.size > 0:
-        if position + header.size > len(data):
-            return
-        producer_id, producer_epoch, base_sequence = _PRODUCER_FIELDS.unpack_from(
-            data, position + _PRODUCER_FIELDS_AT
-        )
-        batch = None
-        if producer_id != NO_PRODUCER_ID:
-            batch = ProducerBatch(
+    size = len(data)
+    whole = _HEADER_THROUGH_SEQUENCE
+    while True:
+        if size - position >= whole.size:
+            # The common case, in one unpack: what read_header and _PRODUCER_FIELDS read.
+            (
+                base_offset,
+                length,
+                epoch,
+                _,
+                _,
+                _,
+                last_delta,
                 producer_id,
                 producer_epoch,
                 base_sequence,
-                header.base_offset,
-                header.last_offset,
-                header.partition_leader_epoch,
-            )
-        yield header.last_offset, batch
-        position += header.size
+            ) = whole.unpack_from(data, position)
+            batch_size = LOG_OVERHEAD + length
+            last_offset = base_offset + last_delta
+        else:
+            header = read_header(data, position)
+            if header is None:
+                return
+            batch_size, base_offset = header.size, header.base_offset
+            epoch, last_offset = header.partition_leader_epoch, header.last_offset
+            if batch_size > 0 and position + batch_size <= size:
+                producer_id, producer_epoch, base_sequence = _PRODUCER_FIELDS.unpack_from(
+                    data, position + _PRODUCER_FIELDS_AT
+                )
+        if batch_size <= 0 or position + batch_size > size:
+            return
+        fields = None
+        if producer_id != NO_PRODUCER_ID:
+            fields = (producer_id, producer_epoch, base_sequence, base_offset, last_offset, epoch)
+        yield last_offset, fields
+        position += batch_size
 
 
 class ProducerStateManager:
@@ -202,29 +233,52 @@ class ProducerStateManager:
 
     def update(self, batch: ProducerBatch) -> None:
         """Record an appended batch (the leader's own append, or a replicated one)."""
-        count = batch.last_offset - batch.base_offset + 1
-        metadata = BatchMetadata(
+        self._update(
+            batch.producer_id,
+            batch.producer_epoch,
             batch.base_sequence,
-            increment_sequence(batch.base_sequence, count - 1),
             batch.base_offset,
             batch.last_offset,
             batch.leader_epoch,
         )
-        entry = self.producers.get(batch.producer_id)
+
+    def _update(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        base_offset: int,
+        last_offset: int,
+        leader_epoch: int,
+    ) -> None:
+        """``update`` from the fields of a ``ProducerBatch`` (the replay of a log's headers
+        calls it for every batch, without building one)."""
+        metadata = BatchMetadata(
+            base_sequence,
+            increment_sequence(base_sequence, last_offset - base_offset),
+            base_offset,
+            last_offset,
+            leader_epoch,
+        )
+        entry = self.producers.get(producer_id)
         if entry is None:
-            entry = self.producers[batch.producer_id] = ProducerStateEntry(batch.producer_epoch)
-        entry.add(batch.producer_epoch, metadata)
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_epoch)
+        entry.add(producer_epoch, metadata)
 
     def load(self, data: bytes) -> None:
         """Update from the batches of ``data`` (a follower's append)."""
-        for _, batch in producer_batches(data):
-            if batch is not None:
-                self.update(batch)
+        update = self._update
+        for _, fields in _producer_fields(data):
+            if fields is not None:
+                update(*fields)
 
     def rebuild(self, log: Log) -> None:
         """Forget everything and read the state back from ``log``'s batch headers, from its
         start (after a truncation, or when a broker opens its logs)."""
-        self.producers = {}
+        # The replay keeps, per producer, its latest epoch and the fields of its last
+        # batches of that epoch (what ``update`` after ``update`` would leave), and builds
+        # the entries once at the end: a log holds many more batches than are retained.
+        retained: dict[int, tuple[list[int], collections.deque[tuple[int, ...]]]] = {}
         offset = log.log_start_offset
         end = log.log_end_offset
         while offset < end:
@@ -232,12 +286,34 @@ class ProducerStateManager:
             if not data:
                 break
             last = offset - 1
-            for end, batch in producer_batches(data):
-                last = end
-                if batch is not None:
-                    self.update(batch)
+            for last, fields in _producer_fields(data):  # noqa: B007 (last: after the loop)
+                if fields is None:
+                    continue
+                found = retained.get(fields[0])
+                if found is None:
+                    found = retained[fields[0]] = (
+                        [fields[1]],
+                        collections.deque(maxlen=NUM_BATCHES_TO_RETAIN),
+                    )
+                elif found[0][0] != fields[1]:
+                    found[0][0] = fields[1]  # ProducerStateEntry.add: a new epoch
+                    found[1].clear()
+                found[1].append(fields)
             assert last >= offset, (offset, last)
             offset = last + 1
+        self.producers = {}
+        for producer_id, (epoch, batches) in retained.items():
+            entry = self.producers[producer_id] = ProducerStateEntry(epoch[0])
+            for _, _, base_sequence, base_offset, last_offset, leader_epoch in batches:
+                entry.batches.append(
+                    BatchMetadata(
+                        base_sequence,
+                        increment_sequence(base_sequence, last_offset - base_offset),
+                        base_offset,
+                        last_offset,
+                        leader_epoch,
+                    )
+                )
 
     # ------------------------------------------------------------------ views
 

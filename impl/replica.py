@@ -495,12 +495,7 @@ class Replica:
             if verdict is not None:
                 reply(verdict)
                 return
-            batch = attrs.evolve(
-                batch,
-                producer_id=msg.producer_id,
-                producer_epoch=msg.producer_epoch,
-                base_sequence=msg.base_sequence,
-            )
+            batch = batch.with_producer(msg.producer_id, msg.producer_epoch, msg.base_sequence)
         try:
             wall = self.append_wall
             append_ms = (now if wall is None else wall) // 1_000_000
@@ -699,18 +694,23 @@ class Replica:
         """Answer parked fetches that now have something to return (or must go)."""
         if not self.parked:
             return
+        if force or self.role is not Role.LEADER:
+            for p in self.parked:
+                out.send(p.src, self._fetch_response(p.request, Errors.NOT_LEADER_OR_FOLLOWER))
+            self.parked = []
+            return
         keep = []
+        # Answering a parked fetch changes neither end of the log: read them once.
+        log_start, leo = self.log.log_start_offset, self.leo
         for p in self.parked:
             msg = p.request
             consumer = msg.replica_id == CONSUMER_ID
-            if force or self.role is not Role.LEADER:
-                out.send(p.src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
-            elif not self.log.log_start_offset <= msg.fetch_offset <= self.leo:
+            if not log_start <= msg.fetch_offset <= leo:
                 # past the LEO after a truncation, or below a log start retention moved
                 out.send(p.src, self._fetch_response(msg, Errors.OFFSET_OUT_OF_RANGE))
             elif consumer and (self.hw > msg.fetch_offset or now >= p.deadline):
                 out.send(p.src, self._consumer_response(msg))
-            elif not consumer and (self.leo > msg.fetch_offset or now >= p.deadline):
+            elif not consumer and (leo > msg.fetch_offset or now >= p.deadline):
                 out.send(p.src, self._follower_response(msg))
             else:
                 keep.append(p)
@@ -908,7 +908,8 @@ class Replica:
     # ------------------------------------------------------------------ checks
 
     def check(self) -> None:
-        assert 0 <= self.hw <= self.leo, (self.name, self.hw, self.leo)
+        leo = self.leo
+        assert 0 <= self.hw <= leo, (self.name, self.hw, leo)
         assert len(self.purgatory) <= self.config.max_purgatory, self.name
         if self.role is Role.LEADER:
             assert self.leader == self.broker_id, self.name
@@ -916,7 +917,7 @@ class Replica:
             assert self.isr <= frozenset(self.replicas), (self.name, self.isr, self.replicas)
             assert self.fetcher is None, self.name
             for p in self.purgatory:
-                assert p.last_offset < self.leo, (self.name, p)
+                assert p.last_offset < leo, (self.name, p)
         else:
             assert not self.purgatory, f"{self.name}: only a leader has a purgatory"
             assert not self.remotes, self.name

@@ -646,7 +646,9 @@ class World:
                 return effects
             if isinstance(msg, LeaderAndIsr):
                 self.stats["leader_and_isr_delivered"] += 1
-            effects = broker.step(src, msg, now, wall).extend(self._check_session(b, broker))
+            effects = broker.step(src, msg, now, wall)
+            if b in self.controllers:  # (else _check_session has nothing to add)
+                effects.extend(self._check_session(b, broker))
             if self.groups is not None:
                 # The group coordinator's own appends are answered in-process.
                 return self.groups.broker_effects(b, effects, now)
@@ -682,13 +684,15 @@ class World:
     def _dispatch(self, src: str, effects: Effects) -> None:
         """Carry out node ``src``'s effects: record its notes, and send its messages through
         the network (a driver that carries some messages otherwise overrides this)."""
-        self._record_notes(src, effects)
+        notes = effects.notes
+        if notes:  # (most steps note nothing)
+            self._record_notes(src, effects)
         send, route = self.network.send, self._route
         for dst, msg in effects.sends:
             to = route(dst)
             if to is not None:
                 send(src, to, msg)
-        for note in effects.notes:
+        for note in notes:
             if isinstance(note, ShutdownReady):
                 self._stop_cleanly(note)
 
@@ -1058,6 +1062,8 @@ class World:
         if client is None:
             return
         seen = self._seen.get(name, 0)
+        if len(client.history) == seen:
+            return  # nothing new (the common case: called after every step of a client)
         now = self.clock.now
         for op in client.history[seen:]:
             op["time"] = now

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import attrs
 import pytest
 from crc32c import crc32c
 from hypothesis import given, settings
@@ -224,3 +225,44 @@ def test_an_empty_batch_exists_only_as_a_cleaned_one():
     assert decode(encode(empty))[0] == empty
     with pytest.raises(ValueError, match="only a cleaned batch"):
         RecordBatch(())
+
+
+@settings(max_examples=300)
+@given(batches, st.integers(0, 2**40))
+def test_a_batch_decoded_past_the_memo_equals_the_checked_constructor(batch, base_offset):
+    """``decode`` builds a batch without re-running the constructor's checks (its own cover
+    them): what it builds equals the constructor's batch. The base offset is outside the CRC,
+    so rewriting it gives bytes never seen before, which miss the memo and are decoded."""
+    data = bytearray(encode(batch))
+    struct.pack_into(">q", data, 0, base_offset)
+    decoded, _ = decode(bytes(data))
+    assert decoded == attrs.evolve(batch, base_offset=base_offset)
+    assert encode(decoded) == bytes(data)
+
+
+@given(st.lists(st.tuples(_nullable, _nullable), min_size=1, max_size=8), batches)
+def test_the_leaders_copies_equal_the_checked_constructor(pairs, batch):
+    """``of_pairs``, ``with_placement`` and ``with_producer`` skip the checks the fields
+    they keep already passed: each equals the fully checked constructor's batch."""
+    built = RecordBatch.of_pairs(pairs)
+    assert built == RecordBatch(tuple(Record(k, v) for k, v in pairs))
+    assert batch.with_placement(7, 3) == attrs.evolve(
+        batch, base_offset=7, partition_leader_epoch=3
+    )
+    assert batch.with_producer(5, 1, 9) == attrs.evolve(
+        batch, producer_id=5, producer_epoch=1, base_sequence=9
+    )
+
+
+def test_the_leaders_copies_check_the_fields_they_change():
+    batch = RecordBatch.of(b"a", b"b")
+    with pytest.raises(ValueError, match="base_offset"):
+        batch.with_placement(2**63 - 2, 0)  # the last offset would not fit in an int64
+    with pytest.raises(ValueError, match="producer_epoch"):
+        batch.with_producer(1, 2**15, 0)
+    with pytest.raises(ValueError, match="base_sequence"):
+        batch.with_producer(1, 0, 2**31)
+    with pytest.raises(TypeError, match="a record value must be bytes or None"):
+        RecordBatch.of_pairs([(None, "text")])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="at least one record"):
+        RecordBatch.of_pairs([])

@@ -78,6 +78,7 @@ __all__ = [
     "BatchHeader",
     "Record",
     "RecordBatch",
+    "batch_end",
     "decode",
     "encode",
     "iter_batches",
@@ -222,8 +223,20 @@ class RecordBatch:
 
     @classmethod
     def of_pairs(cls, pairs: Iterable[tuple[bytes | None, bytes | None]]) -> RecordBatch:
-        """A producer's batch of (key, value) pairs."""
-        return cls(tuple(Record(key, value) for key, value in pairs))
+        """A producer's batch of (key, value) pairs.
+
+        Every leader builds one per Produce, so the checks are done here in one pass: each
+        key and value must be bytes or None (else ``Record`` raises its error), and a batch
+        of defaults needs only a record count in range (else the constructor raises)."""
+        records = []
+        for key, value in pairs:
+            if (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
+                records.append(_trusted_record(key, value))
+            else:
+                records.append(Record(key, value))  # raises: says which is not bytes
+        if cls is not RecordBatch or not 0 < len(records) <= _INT32[1]:
+            return cls(tuple(records))
+        return _trusted_batch(cls, (tuple(records), *_DEFAULTS_AFTER_RECORDS))
 
     @property
     def record_count(self) -> int:
@@ -252,14 +265,40 @@ class RecordBatch:
         return index if self.offset_deltas is None else self.offset_deltas[index]
 
     def with_placement(self, base_offset: int, partition_leader_epoch: int) -> RecordBatch:
-        """This batch as the leader appends it: at ``base_offset``, in its epoch."""
-        return attrs.evolve(
-            self, base_offset=base_offset, partition_leader_epoch=partition_leader_epoch
+        """This batch as the leader appends it: at ``base_offset``, in its epoch.
+
+        Only the two new fields are checked (as ``__attrs_post_init__`` checks them): the
+        rest was validated when this batch was built, and a leader places every batch it
+        appends, so skipping the records' checks matters."""
+        _check_range("base_offset", base_offset, 0, _INT64[1] - self.last_offset_delta - 1)
+        _check_range("partition_leader_epoch", partition_leader_epoch, -1, _INT32[1])
+        return self._with(base_offset=base_offset, partition_leader_epoch=partition_leader_epoch)
+
+    def with_producer(
+        self, producer_id: int, producer_epoch: int, base_sequence: int
+    ) -> RecordBatch:
+        """This batch as an idempotent producer's (KIP-98): its producer id, epoch and base
+        sequence (only they are checked, as in ``with_placement``)."""
+        _check_range("producer_id", producer_id, *_INT64)
+        _check_range("producer_epoch", producer_epoch, *_INT16)
+        _check_range("base_sequence", base_sequence, *_INT32)
+        return self._with(
+            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence
         )
 
     def with_append_time(self, timestamp_ms: int) -> RecordBatch:
-        """This batch stamped with the leader's LogAppendTime."""
-        return attrs.evolve(self, max_timestamp=timestamp_ms)
+        """This batch stamped with the leader's LogAppendTime (only the stamp is checked,
+        as in ``with_placement``)."""
+        if timestamp_ms is not None:
+            _check_range("max_timestamp", timestamp_ms, -1, _INT64[1])
+        return self._with(max_timestamp=timestamp_ms)
+
+    def _with(self, **changes: object) -> RecordBatch:
+        """A copy with ``changes``, which the caller checked; the other fields were checked
+        when this batch was built."""
+        values = [changes.pop(name, getattr(self, name)) for name in _FIELD_NAMES]
+        assert not changes, f"unknown RecordBatch fields {sorted(changes)}"
+        return _trusted_batch(type(self), values)
 
     def without_records(
         self, keep: Iterable[int], delete_horizon_ms: int | None = None
@@ -290,6 +329,58 @@ class RecordBatch:
 
     def encode(self) -> bytes:
         return encode(self)
+
+
+_FIELD_NAMES = tuple(a.name for a in attrs.fields(RecordBatch))
+assert _FIELD_NAMES == (
+    "records",
+    "base_offset",
+    "partition_leader_epoch",
+    "attributes",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "max_timestamp",
+    "delete_horizon_ms",
+    "offset_deltas",
+    "cleaned_last_delta",
+), "_trusted_batch sets the fields by name, in this order"
+_DEFAULTS_AFTER_RECORDS = tuple(a.default for a in attrs.fields(RecordBatch)[1:])
+assert attrs.NOTHING not in _DEFAULTS_AFTER_RECORDS and _FIELD_NAMES[0] == "records"
+_set_field = object.__setattr__
+
+
+def _trusted_batch(cls: type[RecordBatch], values: Iterable[object]) -> RecordBatch:
+    """A ``RecordBatch`` of field ``values`` (in ``_FIELD_NAMES`` order, records already a
+    tuple of ``Record``) that the caller has validated as ``__attrs_post_init__`` would:
+    ``decode`` (which checks a batch's bytes field by field) and the ``with_*`` copies. It
+    skips ``__init__``: building a batch is on the path of every append and every read."""
+    (
+        records,
+        base_offset,
+        partition_leader_epoch,
+        attributes,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        max_timestamp,
+        delete_horizon_ms,
+        offset_deltas,
+        cleaned_last_delta,
+    ) = values  # _FIELD_NAMES, unrolled: this runs for every batch built
+    batch = object.__new__(cls)
+    _set_field(batch, "records", records)
+    _set_field(batch, "base_offset", base_offset)
+    _set_field(batch, "partition_leader_epoch", partition_leader_epoch)
+    _set_field(batch, "attributes", attributes)
+    _set_field(batch, "producer_id", producer_id)
+    _set_field(batch, "producer_epoch", producer_epoch)
+    _set_field(batch, "base_sequence", base_sequence)
+    _set_field(batch, "max_timestamp", max_timestamp)
+    _set_field(batch, "delete_horizon_ms", delete_horizon_ms)
+    _set_field(batch, "offset_deltas", offset_deltas)
+    _set_field(batch, "cleaned_last_delta", cleaned_last_delta)
+    return batch
 
 
 class BatchHeader(NamedTuple):
@@ -343,7 +434,10 @@ def _write_nullable(out: bytearray, data: bytes | None) -> None:
 def _read_nullable(
     buf: bytes | bytearray | memoryview, pos: int, end: int, what: str
 ) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos, end)
+    if pos < end and (byte := buf[pos]) < 0x80:  # a one-byte varint, as _decode_records
+        length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+    else:
+        length, pos = _read_varint(buf, pos, end)
     if length == -1:
         return None, pos
     if length < -1:
@@ -420,7 +514,7 @@ flipped or re-stamped batch is different bytes, misses, and is checked in full. 
 still gets its framing checked and must have the expected base offset. Bounded; it
 changes the speed of a run, never its outcome.
 """
-_KNOWN_MAX = 4096
+_KNOWN_MAX = 1 << 15
 
 
 def _remember(data: bytes, batch: RecordBatch) -> None:
@@ -442,6 +536,18 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return BatchHeader(base_offset, LOG_OVERHEAD + length, epoch, base_offset + last_delta)
 
 
+def batch_end(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    """Where the batch at ``pos`` ends by its length field, at most the end of ``buf``; the
+    end of ``buf`` if the bytes from ``pos`` cannot hold its navigation fields (as
+    ``read_header`` returns None). Splits fetched bytes into batches without validating
+    them; ``decode`` each piece."""
+    available = len(buf) - pos
+    if available < _NAVIGATION.size:
+        return len(buf)
+    _, length = _PREFIX.unpack_from(buf, pos)
+    return pos + min(available, LOG_OVERHEAD + length)
+
+
 def decode(
     buf: bytes | bytearray | memoryview,
     pos: int = 0,
@@ -459,8 +565,8 @@ def decode(
     ``_KNOWN``) once its framing is checked.
     """
     available = len(buf) - pos
-    where = f"batch at byte {pos}"
     if available < LOG_OVERHEAD:
+        where = f"batch at byte {pos}"
         raise TruncatedBatchError(
             f"{where}: only {available} bytes left, fewer than the {LOG_OVERHEAD}-byte "
             "offset and length prefix (the bytes end mid-batch: a torn write or short read)",
@@ -468,6 +574,7 @@ def decode(
         )
     _, length = _PREFIX.unpack_from(buf, pos)
     if length < _MIN_LENGTH:
+        where = f"batch at byte {pos}"
         raise CorruptBatchError(
             f"{where}: length field {length} is below the {_MIN_LENGTH} bytes of a v2 header "
             "(the length field is corrupt)",
@@ -475,6 +582,7 @@ def decode(
         )
     end = pos + LOG_OVERHEAD + length
     if end > len(buf):
+        where = f"batch at byte {pos}"
         raise TruncatedBatchError(
             f"{where}: declares {LOG_OVERHEAD + length} bytes but only {available} remain "
             "(a torn write or short read, or a corrupt length field)",
@@ -484,6 +592,7 @@ def decode(
     known = _KNOWN.get(chunk)
     if known is not None and expected_base_offset in (None, known.base_offset):
         return known, end
+    where = f"batch at byte {pos}"  # for the errors below: formatted only off the memo's path
     (
         base_offset,
         _,
@@ -544,19 +653,26 @@ def decode(
     except _Malformed as e:
         raise CorruptBatchError(f"{where}: {e}", pos) from None
     consecutive = deltas == tuple(range(count))
-    batch = RecordBatch(
-        records,
-        base_offset=base_offset,
-        partition_leader_epoch=epoch,
-        attributes=_as_int16((attributes & 0xFFFF) & ~_CODEC_FLAGS),
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        max_timestamp=max_timestamp,
-        delete_horizon_ms=delete_horizon,
-        offset_deltas=None if consecutive else deltas,
-        cleaned_last_delta=(
-            None if consecutive and last_offset_delta == count - 1 else last_offset_delta
+    # Everything ``RecordBatch.__attrs_post_init__`` checks holds by the checks above and by
+    # the header's field widths, except these three (same checks, same order, same errors).
+    _check_range("base_offset", base_offset, 0, _INT64[1] - last_offset_delta - 1)
+    for name, stamp in (("max_timestamp", max_timestamp), ("delete_horizon_ms", delete_horizon)):
+        if stamp is not None:
+            _check_range(name, stamp, -1, _INT64[1])
+    batch = _trusted_batch(
+        RecordBatch,
+        (
+            records,
+            base_offset,
+            epoch,
+            _as_int16((attributes & 0xFFFF) & ~_CODEC_FLAGS),
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            max_timestamp,
+            delete_horizon,
+            None if consecutive else deltas,
+            None if consecutive and last_offset_delta == count - 1 else last_offset_delta,
         ),
     )
     _remember(chunk, batch)
@@ -566,17 +682,27 @@ def decode(
 def _decode_records(
     buf: bytes | bytearray | memoryview, pos: int, end: int, count: int, last_delta: int
 ) -> tuple[tuple[Record, ...], tuple[int, ...]]:
+    # A varint below 0x80 is one byte, zig-zag decoded inline (what ``_read_varint`` returns
+    # for it); any other goes through ``_read_varint``. Records are built with
+    # ``_trusted_record``: key and value are bytes or None by construction.
     records = []
     deltas = []
     previous = -1
     for index in range(count):
-        length, pos = _read_varint(buf, pos, end)
+        if pos < end and (byte := buf[pos]) < 0x80:
+            length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            length, pos = _read_varint(buf, pos, end)
         record_end = pos + length
         if length < 3 or record_end > end:
             raise _Malformed(f"record {index} has impossible length {length}")
         if buf[pos] != 0:
             raise _Malformed(f"record {index} has attributes {buf[pos]}, expected 0")
-        delta, p = _read_varint(buf, pos + 1, record_end)
+        p = pos + 1
+        if (byte := buf[p]) < 0x80:  # p < record_end: length >= 3
+            delta, p = (byte >> 1) ^ -(byte & 1), p + 1
+        else:
+            delta, p = _read_varint(buf, p, record_end)
         if not previous < delta <= last_delta:
             raise _Malformed(
                 f"record {index} has offset delta {delta}, not after {previous} and within "
@@ -588,11 +714,20 @@ def _decode_records(
         value, p = _read_nullable(buf, p, record_end, "value")
         if p != record_end:
             raise _Malformed(f"record {index} has {record_end - p} trailing bytes")
-        records.append(Record(key, value))
+        records.append(_trusted_record(key, value))
         pos = record_end
     if pos != end:
         raise _Malformed(f"{end - pos} bytes follow the last record")
     return tuple(records), tuple(deltas)
+
+
+def _trusted_record(key: bytes | None, value: bytes | None) -> Record:
+    """A ``Record`` of a key and a value known to be bytes or None (``_read_nullable``'s),
+    built without ``__init__``'s checks."""
+    record = object.__new__(Record)
+    _set_field(record, "key", key)
+    _set_field(record, "value", value)
+    return record
 
 
 def iter_batches(

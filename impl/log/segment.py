@@ -186,6 +186,10 @@ class Segment:
                 error = f"{self.log_path}: {e}"
                 break
             self._index_batch(batch.last_offset, position, end - position)
+            # What ``_header_at`` would read there, known now: later reads need no disk read.
+            self._headers[position] = BatchHeader(
+                batch.base_offset, end - position, batch.partition_leader_epoch, batch.last_offset
+            )
             expected = batch.next_offset
             position = end
             batches += 1
@@ -225,6 +229,10 @@ class Segment:
         assert last_offset - self.base_offset <= _INT32_MAX, "roll before offsets overflow"
         position = self.disk.append(self.log_path, data)
         assert position == self.size, (self.log_path, position, self.size)
+        # What ``_header_at`` would read back from the file there: the bytes just written.
+        header = read_header(data)
+        if header is not None:
+            self._headers[position] = header
         self._index_batch(last_offset, position, len(data))
         self.size += len(data)
         self.next_offset = last_offset + 1
@@ -277,6 +285,10 @@ class Segment:
         if found is None:
             return None
         start, header = found
+        if upto >= self.next_offset and self.size - start <= max_bytes:
+            # Every batch from ``start`` is below ``upto`` and they all fit: the loop below
+            # would take them all (a follower's fetch, a replay of the log).
+            return self.disk.read(self.log_path, start, self.size - start)
         end = start
         while end < self.size:
             h = header if end == start else self._header_at(end)

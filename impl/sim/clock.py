@@ -55,9 +55,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from typing import Generic, TypeVar
-
-import attrs
+from typing import Generic, NamedTuple, TypeVar
 
 __all__ = [
     "NS_PER_MS",
@@ -140,41 +138,39 @@ class Clock:
     wall-clock bumps added. A bump moves ``step`` only; a rate moves both clocks.
     """
 
-    __slots__ = ("_drift", "_now", "_rate", "_step")
+    __slots__ = ("_drift", "_rate", "_step", "now")
 
     def __init__(self, start_ns: int = 0) -> None:
         assert isinstance(start_ns, int) and start_ns >= 0, start_ns
-        self._now = start_ns
+        self.now = start_ns
+        """Global time in ns. A plain attribute, read on every event of a run (a property
+        costs a call each time); only ``advance_to`` and ``advance_by`` move it."""
         self._drift: dict[str, int] = {}
         self._step: dict[str, int] = {}
         self._rate: dict[str, tuple[int, int, int]] = {}
         """node -> (global time the rate was set, numerator, denominator)."""
 
-    @property
-    def now(self) -> int:
-        return self._now
-
     def advance_to(self, time_ns: int) -> None:
         """Move global time forward to ``time_ns`` (or leave it where it is)."""
         if not isinstance(time_ns, int):
             raise TypeError(f"time is an int of nanoseconds, got {time_ns!r}")
-        if time_ns < self._now:
+        if time_ns < self.now:
             raise ValueError(
-                f"global time never goes backwards: now is {self._now}ns, asked for "
+                f"global time never goes backwards: now is {self.now}ns, asked for "
                 f"{time_ns}ns; to make one node's wall clock jump back, use set_skew()"
             )
-        self._now = time_ns
+        self.now = time_ns
 
     def advance_by(self, delta_ns: int) -> None:
         assert isinstance(delta_ns, int) and delta_ns >= 0, delta_ns
-        self._now += delta_ns
+        self.now += delta_ns
 
     # The two clocks of a node -------------------------------------------------------------
 
     def monotonic_now(self, node: str) -> int:
         """What ``node``'s monotonic clock reads (``System.nanoTime``): it never steps; a
         rate makes it run fast or slow."""
-        now = self._now
+        now = self.now
         if node in self._rate:
             since, num, den = self._rate[node]
             now += (now - since) * (num - den) // den
@@ -184,14 +180,14 @@ class Clock:
         """What ``node``'s wall clock reads (``System.currentTimeMillis``): the monotonic
         reading plus every bump (``set_skew``) since."""
         if node not in self._step and node not in self._rate and node not in self._drift:
-            return self._now
+            return self.now
         return self.monotonic_now(node) + self._step.get(node, 0)
 
     # The clock nemesis ------------------------------------------------------------------
 
     def skew(self, node: str) -> int:
         """How far ``node``'s wall clock is from global time now."""
-        return self.wall_now(node) - self._now
+        return self.wall_now(node) - self.now
 
     def set_skew(self, node: str, skew_ns: int) -> None:
         """Bump ``node``'s wall clock (``settimeofday``, Jepsen's ``bump``): from now on it
@@ -199,7 +195,7 @@ class Clock:
         not move."""
         if not isinstance(skew_ns, int):
             raise TypeError(f"skew is an int of nanoseconds, got {skew_ns!r}")
-        step = self._now + skew_ns - self.monotonic_now(node)
+        step = self.now + skew_ns - self.monotonic_now(node)
         if step == 0:
             self._step.pop(node, None)
         else:
@@ -215,12 +211,12 @@ class Clock:
             raise ValueError(f"a clock rate is > 0, got {numerator}/{denominator}")
         self._fold_rate(node)
         if numerator != denominator:
-            self._rate[node] = (self._now, numerator, denominator)
+            self._rate[node] = (self.now, numerator, denominator)
 
     def _fold_rate(self, node: str) -> None:
         """Fold what the current rate added so far into the drift, and drop the rate."""
         if node in self._rate:
-            drift = self.monotonic_now(node) - self._now
+            drift = self.monotonic_now(node) - self.now
             del self._rate[node]
             if drift:
                 self._drift[node] = drift
@@ -261,12 +257,14 @@ class Clock:
         return since + -((-(skewed - since) * den) // num)
 
     def __repr__(self) -> str:
-        return f"Clock(now={format_ns(self._now)}, skews={dict(self.skews())})"
+        return f"Clock(now={format_ns(self.now)}, skews={dict(self.skews())})"
 
 
-@attrs.frozen(slots=True, order=False)
-class Timer(Generic[T]):
-    """A scheduled wake-up: ``payload`` is handed back when global time reaches ``at``."""
+class Timer(NamedTuple, Generic[T]):
+    """A scheduled wake-up: ``payload`` is handed back when global time reaches ``at``.
+
+    A named tuple rather than an ``attrs`` class: every node tick and every client op
+    schedules one, and a tuple is the cheapest immutable record Python builds."""
 
     at: int
     seq: int
@@ -305,7 +303,7 @@ class TimerQueue(Generic[T]):
                 f"more than {self._max_pending} pending timers: a node is scheduling timers "
                 "in a loop without letting them fire"
             )
-        timer = Timer(at=at, seq=self._next_seq, payload=payload, owner=owner)
+        timer = Timer(at, self._next_seq, payload, owner)  # positional: see Timer
         self._next_seq += 1
         self._live[timer.seq] = timer
         heapq.heappush(self._heap, (at, timer.seq))
@@ -329,10 +327,12 @@ class TimerQueue(Generic[T]):
 
     def peek_time(self, paused: Iterable[str] = ()) -> int | None:
         """When the next timer of a non-paused owner is due, or None."""
-        self._discard_dead_heads()
-        paused = frozenset(paused)
+        heap, live = self._heap, self._live
+        while heap and heap[0][1] not in live:  # _discard_dead_heads, inlined: hot
+            heapq.heappop(heap)
         if not paused:
-            return self._heap[0][0] if self._heap else None
+            return heap[0][0] if heap else None
+        paused = frozenset(paused)
         # A paused owner's timers stay in the heap until due, so look past them (a linear
         # scan: only while the pause nemesis is active, over a handful of timers per node).
         candidates = [
@@ -347,16 +347,17 @@ class TimerQueue(Generic[T]):
 
         Due timers of paused owners are set aside until ``release(owner)``.
         """
-        paused = frozenset(paused)
-        while self._heap and self._heap[0][0] <= now:
-            _, seq = heapq.heappop(self._heap)
-            timer = self._live.get(seq)
+        paused = frozenset(paused) if paused else frozenset()
+        heap, live = self._heap, self._live
+        while heap and heap[0][0] <= now:
+            _, seq = heapq.heappop(heap)
+            timer = live.get(seq)
             if timer is None:
                 continue  # cancelled
-            if timer.owner is not None and timer.owner in paused:
+            if paused and timer.owner is not None and timer.owner in paused:
                 self._held.setdefault(timer.owner, []).append(timer)
                 continue
-            del self._live[seq]
+            del live[seq]
             return timer
         return None
 

@@ -190,6 +190,9 @@ class DeliveryError(Exception):
     """A manual ``deliver`` or ``drop`` of a message that cannot be delivered or dropped."""
 
 
+_HASH_BATCH = 4096
+"""Recorded events hashed at a time (``Network._record``)."""
+
 _COUNTERS = (
     "sent",
     "duplicated",
@@ -233,6 +236,9 @@ class Network:
         self._counters = dict.fromkeys(_COUNTERS, 0)
         self._sent_by_type: dict[str, int] = {}
         self._history = hashlib.blake2b(digest_size=16, person=b"kafka-model-net")
+        # Events not yet hashed into ``_history``: hashing them in batches gives the same
+        # digest (blake2b is a stream) for a fraction of the calls.
+        self._unhashed: list[str] = []
         self._seen_version = -1
         # The nodes' life cycles as of ``_seen_version``, refreshed by ``_sync``: every
         # send and delivery consults them, and they change only with ``nodes.version``.
@@ -260,8 +266,11 @@ class Network:
     def send(self, src: str, dst: str, message: Any) -> tuple[Envelope, ...]:
         """Send ``message`` from ``src`` to ``dst``; returns the envelopes now in flight
         (none if it was dropped, two if it was duplicated)."""
-        self._sync()
-        self._check_node(dst)
+        if self._seen_version != self._nodes.version:
+            self._sync()
+        # ``_states`` names every node (``_sync``): the same check as ``_check_node``.
+        if dst not in self._states:
+            self._check_node(dst)
         if self._states.get(src) is not NodeState.RUNNING:
             raise RuntimeError(
                 f"node {src!r} is {self._nodes.state(src).value} and cannot send; only a "
@@ -277,17 +286,25 @@ class Network:
         config = self._config
         rng = self._rng.random
         u_drop, u_dup, u_delay, u_dup_delay = rng(), rng(), rng(), rng()
-        self._counters["sent"] += 1
+        counters = self._counters
+        counters["sent"] += 1
         kind = type(message).__name__
-        self._sent_by_type[kind] = self._sent_by_type.get(kind, 0) + 1
+        by_type = self._sent_by_type
+        by_type[kind] = by_type.get(kind, 0) + 1
 
         if dst not in self._alive:
             return self._dropped_at_send("dropped_unreachable", src, dst)
-        if (src, dst) in self._blocked:
+        if self._blocked and (src, dst) in self._blocked:
             return self._dropped_at_send("dropped_partition", src, dst)
         if u_drop < config.drop_probability:
             return self._dropped_at_send("dropped_random", src, dst)
-        first = self._schedule(src, dst, message, config.delay(u_delay), None)
+        if config.distribution == "uniform":  # NetworkConfig.delay, inlined (every send)
+            spread = config.max_delay_ns - config.min_delay_ns
+            extra = int(u_delay * (spread + 1))
+            delay = config.min_delay_ns + (extra if extra < spread else spread)
+        else:
+            delay = config.delay(u_delay)
+        first = self._schedule(src, dst, message, delay, None)
         if u_dup < config.duplicate_probability:
             self._count("duplicated")
             return (first, self._schedule(src, dst, message, config.delay(u_dup_delay), first.seq))
@@ -296,7 +313,8 @@ class Network:
     def _schedule(
         self, src: str, dst: str, message: Any, delay: int, duplicate_of: int | None
     ) -> Envelope:
-        if len(self._in_flight) >= self._config.max_in_flight:
+        in_flight = self._in_flight
+        if len(in_flight) >= self._config.max_in_flight:
             raise OverflowError(
                 f"more than {self._config.max_in_flight} messages in flight: the world loop is "
                 "sending without delivering (or raise NetworkConfig.max_in_flight)"
@@ -304,25 +322,20 @@ class Network:
         link = (src, dst)
         now = self._clock.now
         deliver_at = now + delay
-        tail = self._link_tail.get(link, 0)
-        if self._config.fifo and deliver_at < tail:
+        tails = self._link_tail
+        tail = tails.get(link, 0)
+        if deliver_at < tail and self._config.fifo:
             deliver_at = tail
         if deliver_at > tail:
-            self._link_tail[link] = deliver_at
+            tails[link] = deliver_at
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        alive = self._alive
         envelope = Envelope(  # positional: the fields in order, see Envelope
-            self._next_seq,
-            src,
-            dst,
-            now,
-            deliver_at,
-            message,
-            self._alive[src],
-            self._alive[dst],
-            duplicate_of,
+            seq, src, dst, now, deliver_at, message, alive[src], alive[dst], duplicate_of
         )
-        self._next_seq += 1
-        self._in_flight[envelope.seq] = envelope
-        heapq.heappush(self._heap, (deliver_at, envelope.seq))
+        in_flight[seq] = envelope
+        heapq.heappush(self._heap, (deliver_at, seq))
         return envelope
 
     def _dropped_at_send(self, counter: str, src: str, dst: str) -> tuple[Envelope, ...]:
@@ -338,18 +351,20 @@ class Network:
         The message due then may turn out to be dropped (its link was blocked meanwhile), so
         ``deliver_next()`` at that time may return None.
         """
-        self._sync()
-        heap = self._heap
+        if self._seen_version != self._nodes.version:
+            self._sync()
+        heap, in_flight, states = self._heap, self._in_flight, self._states
         while heap:
             at, seq = heap[0]
-            envelope = self._in_flight.get(seq)
+            envelope = in_flight.get(seq)
             if envelope is None:
                 heapq.heappop(heap)
-            elif self._states[envelope.dst] is NodeState.PAUSED:
+            elif states[envelope.dst] is NodeState.PAUSED:
                 heapq.heappop(heap)
                 self._held.setdefault(envelope.dst, []).append(seq)
             else:
-                return max(at, self._clock.now)
+                now = self._clock.now
+                return at if at > now else now
         return None
 
     def deliver_next(self) -> Envelope | None:
@@ -357,27 +372,45 @@ class Network:
 
         Messages due now on a blocked link are dropped on the way.
         """
+        if self._seen_version != self._nodes.version:
+            self._sync()
         now = self._clock.now
-        for _ in range(len(self._heap) + 1):  # each round removes one heap entry
-            at = self.next_delivery_time()
-            if at is None or at > now:
-                return None
-            _, seq = heapq.heappop(self._heap)
-            envelope = self._in_flight.pop(seq)
-            if (envelope.src, envelope.dst) in self._blocked:
-                self._count("dropped_partition")
-                self._record(f"dropped_partition #{seq} @{now}")
-                continue
-            self._delivered(envelope)
-            return envelope
-        raise AssertionError("deliver_next looped more often than there are heap entries")
+        heap, in_flight, states, blocked = self._heap, self._in_flight, self._states, self._blocked
+        # As next_delivery_time, inlined (every delivery comes through here): heap entries
+        # of envelopes gone are dropped, those for a paused node held; each round removes one.
+        while heap:
+            at, seq = heap[0]
+            envelope = in_flight.get(seq)
+            if envelope is not None and states[envelope.dst] is not NodeState.PAUSED:
+                if at > now:
+                    return None
+                heapq.heappop(heap)
+                del in_flight[seq]
+                if blocked and (envelope.src, envelope.dst) in blocked:
+                    self._count("dropped_partition")
+                    self._record(f"dropped_partition #{seq} @{now}")
+                    continue
+                # _delivered, inlined
+                link = (envelope.src, envelope.dst)
+                if self._config.fifo:
+                    last = self._link_last_seq.get(link, -1)
+                    assert seq > last, f"FIFO broken on {link}: #{seq} after #{last}"
+                self._link_last_seq[link] = seq
+                self._counters["delivered"] += 1
+                self._record(f"delivered #{seq} {envelope.src}->{envelope.dst} @{now}")
+                return envelope
+            heapq.heappop(heap)
+            if envelope is not None:
+                self._held.setdefault(envelope.dst, []).append(seq)
+        return None
 
     def _delivered(self, envelope: Envelope) -> None:
         seq, src, dst = envelope.seq, envelope.src, envelope.dst
+        link = (src, dst)
         if self._config.fifo:
-            last = self._link_last_seq.get((src, dst), -1)
-            assert seq > last, f"FIFO broken on {(src, dst)}: #{seq} after #{last}"
-        self._link_last_seq[(src, dst)] = seq
+            last = self._link_last_seq.get(link, -1)
+            assert seq > last, f"FIFO broken on {link}: #{seq} after #{last}"
+        self._link_last_seq[link] = seq
         self._counters["delivered"] += 1
         self._record(f"delivered #{seq} {src}->{dst} @{self._clock.now}")
 
@@ -536,14 +569,23 @@ class Network:
     def history_digest(self) -> str:
         """A hex digest of every delivery and drop so far, in order, with its time."""
         self._sync()
+        self._hash_recorded()
         return self._history.hexdigest()
 
     def _count(self, counter: str) -> None:
         self._counters[counter] += 1
 
     def _record(self, event: str) -> None:
-        self._history.update(event.encode())
-        self._history.update(b"\n")
+        unhashed = self._unhashed
+        unhashed.append(event)
+        if len(unhashed) >= _HASH_BATCH:
+            self._hash_recorded()
+
+    def _hash_recorded(self) -> None:
+        if self._unhashed:
+            self._unhashed.append("")  # each event ends with a newline
+            self._history.update("\n".join(self._unhashed).encode())
+            self._unhashed.clear()
 
     def __repr__(self) -> str:
         return (

@@ -135,12 +135,14 @@ class NodeLifecycles:
     anything changed since it last looked).
     """
 
-    __slots__ = ("_incarnation", "_state", "_version")
+    __slots__ = ("_incarnation", "_state", "version")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         self._state: dict[str, NodeState] = {}
         self._incarnation: dict[str, int] = {}
-        self._version = 0
+        self.version = 0
+        """Increases with every added node and every transition. A plain attribute: the
+        world loop and the network read it on every event; only this class moves it."""
         for name in names:
             self.add(name)
 
@@ -152,16 +154,11 @@ class NodeLifecycles:
             raise ValueError(f"node {name!r} already exists")
         self._state[name] = INITIAL_STATE
         self._incarnation[name] = 0
-        self._version += 1
+        self.version += 1
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._state))
-
-    @property
-    def version(self) -> int:
-        """Increases with every added node and every transition."""
-        return self._version
 
     def __contains__(self, name: object) -> bool:
         return name in self._state
@@ -188,7 +185,7 @@ class NodeLifecycles:
         self._state[name] = row.target
         if event is NodeEvent.RESTART:
             self._incarnation[name] += 1
-        self._version += 1
+        self.version += 1
         return row
 
     def pause(self, name: str) -> Transition:

@@ -38,6 +38,7 @@ import attrs
 import orjson
 
 from impl.cluster import Cluster
+from impl.sim.collector import FewerCollections
 from impl.sim.network import NetworkStats
 from impl.sim.rng import SimRandom, derive_seed
 from impl.timeline import Event
@@ -200,6 +201,17 @@ def simulate_run(
     observer: Observer | None = None,
 ) -> Simulation:
     """Run the test on a fresh simulated cluster (see the module docstring)."""
+    with FewerCollections():  # the run's heap grows all along: impl.sim.collector
+        return _simulate_run(config, seed, emit=emit, observer=observer)
+
+
+def _simulate_run(
+    config: TestConfig,
+    seed: int,
+    *,
+    emit: Callable[[Op, bytes], None] | None,
+    observer: Observer | None,
+) -> Simulation:
     cluster = Cluster(config.cluster_config(), seed)
     clients_ = KafkaClients(cluster, config.concurrency, poll_timeout_ns=config.poll_timeout_ns)
     nemesis_ = Nemesis(cluster, SimRandom(seed).split("jepsen/nemesis"))
@@ -231,8 +243,10 @@ def simulate_run(
     finished = True
     steps = stalled = 0
     now = 0
+    ask = True
     while True:
-        result = interp.step(now)
+        if ask:
+            result = interp.step(now)
         if isinstance(result, Invocation):
             if result.kind != "invoke":
                 continue
@@ -269,8 +283,15 @@ def simulate_run(
         now = target
         if observer is not None:
             observer(cluster, None)
-        for done in clients_.collect():
+        completed = clients_.collect()
+        for done in completed:
             interp.complete(done.time, done.thread, done.type, done.value)
+        # A pending generator said when asking again may help (``Pending.until``; None:
+        # only a completion): before then, and with no completion, it is not asked again
+        # (its answer could not change; the cluster is stepped to the same targets).
+        ask = bool(completed) or not (
+            isinstance(result, Pending) and (result.until is None or now < result.until)
+        )
     figures = RunFigures(
         logical_end_ns=now,
         steps=steps,
