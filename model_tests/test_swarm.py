@@ -17,7 +17,7 @@ from impl.timeline import Ack, Crash, Election, IsrChange, Recovery, Truncation
 from jepsen_py.cli import main
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
-from jepsen_py.runner.config import TestConfig, swarm_config
+from jepsen_py.runner.config import TestConfig, swarm_config, swarm_offered
 from jepsen_py.runner.coverage import (
     ACTION_EVENTS,
     SITUATIONS,
@@ -132,8 +132,14 @@ def test_the_actions_named_are_the_replication_specs() -> None:
 
 def test_a_real_run_with_kills_reaches_crashes_and_the_table_counts_runs() -> None:
     plan = SwarmPlan(attrs.evolve(SHORT, nemesis=("kill",)), None, reports=False)
-    _, row = run_member(plan, 3)
-    assert row.faults.get("kill", 0) > 0
+    # The first seed whose drawn run kills a broker (the swarm may draw the targeted kills
+    # and a sparse pace: not every short run injects one).
+    for seed in range(1, 11):
+        _, row = run_member(plan, seed)
+        if any(f.startswith("kill") for f in row.faults):
+            break
+    else:
+        raise AssertionError("no run of seeds 1..10 killed a broker")
     assert "crash" in row.coverage.situations and "restart" in row.coverage.actions
     table = dict(coverage_table([row.coverage, Coverage((), ())]))
     assert table["crash"] == 1 and table["unclean-election"] == 0
@@ -159,13 +165,14 @@ def test_steering_keeps_the_swarm_draw_but_for_the_faults_and_learns_from_novelt
         tilted = Steering({"partition": 9.0, "kill": 0.1, "pause": 0.1, "loss": 0.1})
         plain, steered = swarm_config(base, seed), tilted.draw(base, seed)
         assert attrs.evolve(steered, nemesis=plain.nemesis) == plain, "equal pace weights"
-        assert steered.nemesis and set(steered.nemesis) <= set(base.nemesis)
+        assert steered.nemesis and set(steered.nemesis) <= set(swarm_offered(base))
         # partition at 0.9: kept whenever the plain draw kept it; the rest at 0.1: only
         # ever kept among what the plain draw kept
         assert "partition" in steered.nemesis or "partition" not in plain.nemesis
         assert set(steered.nemesis) - {"partition"} <= set(plain.nemesis)
         assert steered == tilted.draw(base, seed), "the draw is the seed's"
     assert all(flat.probability(k) == 0.5 for k in base.nemesis)
+    assert all(flat.probability(k, 0.1) == pytest.approx(0.1) for k in base.nemesis)
     slow = Steering(flat.weights, paces=(0.0, 0.0, 0.0, 0.0, 1.0))
     assert slow.pace_probabilities()[-1] == pytest.approx(0.6)
     paces = [slow.draw(base, seed).interval_ns for seed in range(40)]

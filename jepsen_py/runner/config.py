@@ -404,6 +404,24 @@ leader) is then rare. Sparser subsets (3 or 8 faults on average) make such pairs
 while the dense ones keep the mixes."""
 
 
+def swarm_offered(base: TestConfig) -> tuple[str, ...]:
+    """The fault kinds a swarm run of ``base`` may draw: those asked for, and the targeted
+    faults (``jepsen_py.nemesis.TARGETED``) that aim one of them."""
+    offered = (*base.nemesis, *(t for t, g in TARGETED.items() if g in base.nemesis))
+    return tuple(dict.fromkeys(offered))
+
+
+def _config_stream(seed: int) -> tuple[SimRandom, float]:
+    """The seed's ``config`` stream and its first draw, the run's fault density."""
+    rng = SimRandom(seed).split("config")
+    return rng, rng.choice(SWARM_DENSITY)
+
+
+def swarm_density(seed: int) -> float:
+    """The share of the offered faults the swarm run of ``seed`` keeps, on average."""
+    return _config_stream(seed)[1]
+
+
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     """A configuration drawn from ``seed`` (swarm testing, Groce et al. 2012: each run gets
     a random subset of the faults, of a density drawn from `SWARM_DENSITY`, its own pace,
@@ -414,12 +432,8 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
     replication factor 3 with min.insync.replicas=2, which is built to survive one. Half
     of the runs that may overlap nest their faults (``TestConfig.compound``)."""
-    rng = SimRandom(seed).split("config")
-    # The targeted faults (``jepsen_py.nemesis.TARGETED``) aim the generic faults asked
-    # for: a run may draw each one whose generic fault it may draw.
-    offered = (*base.nemesis, *(t for t, g in TARGETED.items() if g in base.nemesis))
-    offered = tuple(dict.fromkeys(offered))
-    density = rng.choice(SWARM_DENSITY)
+    rng, density = _config_stream(seed)
+    offered = swarm_offered(base)
     faults = [f for f in offered if rng.random() < density]
     if offered and not faults:
         faults = [offered[rng.randrange(len(offered))]]
@@ -449,4 +463,6 @@ __all__ = [
     "parse_duration",
     "reproduce_command",
     "swarm_config",
+    "swarm_density",
+    "swarm_offered",
 ]

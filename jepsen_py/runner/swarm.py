@@ -15,8 +15,9 @@ situations and spec actions the run reached (`jepsen_py.runner.coverage`), of
 ``1 / (1 + runs that reached it before)`` -- 1 for something no earlier run reached, less
 for what is common -- shared among the kinds the run injected. A kind's weight decays by
 `DECAY` a round and gains its credits; the next round includes each kind with probability
-``0.5 * weight / mean weight``, kept within [`P_MIN`, `P_MAX`] (plain swarm: 0.5 each;
-with equal weights the steered draw is the plain one, `Steering.draw`). The pace is
+``density * weight / mean weight``, the factor kept within [2 `P_MIN`, 2 `P_MAX`], where
+``density`` is the run's own (`swarm_density`: the plain swarm keeps each offered kind
+with it; with equal weights the steered draw is the plain one, `Steering.draw`). The pace is
 steered the same way: each `SWARM_PACE` choice has a weight, credited with the novelty of
 the runs that took it, and is drawn with probability half uniform, half by weight. The draw comes
 from the plain draw and the seed's ``steer`` stream and the weights from the rounds before, so
@@ -43,7 +44,14 @@ from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.explain import explanation_lines
 from jepsen_py.generator import MILLISECOND
 from jepsen_py.history.op import Op
-from jepsen_py.runner.config import SWARM_PACE, TestConfig, format_duration, swarm_config
+from jepsen_py.runner.config import (
+    SWARM_PACE,
+    TestConfig,
+    format_duration,
+    swarm_config,
+    swarm_density,
+    swarm_offered,
+)
 from jepsen_py.runner.coverage import Coverage, coverage_of
 from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, verdict_name
 from jepsen_py.runner.run import run_test
@@ -247,7 +255,7 @@ class Steering:
 
     @classmethod
     def start(cls, base: TestConfig) -> Steering:
-        return cls({kind: 1.0 for kind in base.nemesis})
+        return cls({kind: 1.0 for kind in swarm_offered(base)})
 
     def pace_probabilities(self) -> list[float]:
         """How likely the next round's runs take each `SWARM_PACE` choice: half uniform
@@ -256,28 +264,31 @@ class Steering:
         m = len(self.paces)
         return [0.5 / m + (0.5 * w / total if total > 0 else 0.5 / m) for w in self.paces]
 
-    def probability(self, kind: str) -> float:
-        """How likely the next round's runs include ``kind``."""
+    def probability(self, kind: str, density: float = 0.5) -> float:
+        """How likely the next round's runs of fault ``density`` (`SWARM_DENSITY`) include
+        ``kind``: the density times the kind's weight over the mean weight, that factor kept
+        within [2 `P_MIN`, 2 `P_MAX`] (so within [`P_MIN`, `P_MAX`] at density 1/2)."""
         mean = sum(self.weights.values()) / len(self.weights) if self.weights else 1.0
-        if mean <= 0:
-            return 0.5
-        return min(P_MAX, max(P_MIN, 0.5 * self.weights.get(kind, 0.0) / mean))
+        factor = self.weights.get(kind, 0.0) / mean if mean > 0 else 1.0
+        return min(1.0, density * min(2 * P_MAX, max(2 * P_MIN, factor)))
 
     def draw(self, base: TestConfig, seed: int) -> TestConfig:
         """``swarm_config(base, seed)`` with its faults drawn by these weights. Common
-        random numbers: a kind the plain draw kept gets a uniform number in [0, 0.5), one
-        it left out a number in [0.5, 1) (from the seed's ``steer`` stream), and is kept
-        when that number is below its probability; so at probability 1/2 (equal weights)
-        the steered draw is the plain one, and steering changes only what it must."""
+        random numbers: with the run's density d (`swarm_density`), a kind the plain draw
+        kept gets a uniform number in [0, d), one it left out a number in [d, 1) (from the
+        seed's ``steer`` stream), and is kept when that number is below its probability;
+        so at equal weights (probability d) the steered draw is the plain one, and
+        steering changes only what it must."""
         plain = swarm_config(base, seed)
+        density = swarm_density(seed)
         rng = SimRandom(seed).split("steer")
         pace_u = rng.random()
         kept = set(plain.nemesis)
-        kinds = list(base.nemesis)
+        kinds = list(swarm_offered(base))
         faults = []
         for kind in kinds:
-            u = 0.5 * rng.random() + (0.0 if kind in kept else 0.5)
-            if u < self.probability(kind):
+            u = density * rng.random() if kind in kept else density + (1 - density) * rng.random()
+            if u < self.probability(kind, density):
                 faults.append(kind)
         if kinds and not faults:
             total = sum(self.weights.get(k, 0.0) for k in kinds)
