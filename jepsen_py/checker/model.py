@@ -33,6 +33,9 @@ import attrs
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import NATIVE, Conventions, Rejections
 
+UNKNOWN_STATE: Any = object()
+"""`Model.sets` of an operation whose effect depends on the state before it."""
+
 
 class ModelError(ValueError):
     """An op the model cannot interpret (wrong ``f`` or value shape); the message says what
@@ -79,6 +82,24 @@ class Model:
 
     def read_only(self, input: Any, output: Any) -> bool:
         return False
+
+    prunes_by_growth = False
+    """True when the model defines `grows`, `sets` and `reachable_by_growth`, so the search
+    can drop a configuration from which the next read cannot be reached."""
+
+    def grows(self, input: Any) -> bool:
+        """True when the operation only extends the state (an append)."""
+        return False
+
+    def sets(self, input: Any) -> Any:
+        """The state an operation sets whatever the state before (a put), or
+        `UNKNOWN_STATE` when its effect depends on the state."""
+        return UNKNOWN_STATE
+
+    def reachable_by_growth(self, state: Any, input: Any, output: Any) -> bool:
+        """False only when no sequence of growing operations takes ``state`` to one in
+        which the read-only operation (input, output) is accepted."""
+        return True
 
     def partition(self, history: list[Operation]) -> list[list[Operation]]:
         """Independent parts of ``history`` (default: the whole of it)."""

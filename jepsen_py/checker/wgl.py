@@ -27,6 +27,13 @@ Beyond Porcupine:
   works with one first works with the other first). On Porcupine's etcd logs, where about a
   quarter of the operations time out and five values are written over and over, these two
   cut the model steps of the corpus five-fold (1,031,026 to 189,807);
+- growth pruning, for models whose writes mostly only extend the state (kv: append): the
+  read not yet linearized that returns first must see a state reached from this one by
+  the operations called before its return; when none of those resets the state (a put
+  whose value could lead there) and no growth of this state is what the read saw (for kv:
+  the state is not a prefix of it), the configuration is dead at once, instead of after
+  every order of the operations in between. On Porcupine's c50-ok kv history it cuts the
+  model steps from 706,424 to 21,094;
 - partitions (P-compositionality) are checked in two worker processes at once when there are
   enough operations to pay for the start-up, sequentially otherwise; the check stops at the
   first illegal partition;
@@ -48,7 +55,7 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.model import Model, Operation
+from jepsen_py.checker.model import UNKNOWN_STATE, Model, Operation
 from jepsen_py.checker.result import Verdict
 
 PARALLEL_MIN_OPERATIONS = 4000
@@ -231,16 +238,36 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
             same = (inputs[i], outputs[i])
             twin[i] = last_of.get(same, -1)
             last_of[same] = i
-    done = bytearray(len(ops))  # indeterminate operations linearized
+    done = bytearray(len(ops))  # operations linearized
     remaining = len(return_node)
     state = model.init()
     if remaining == 0:
         return Verdict.OK, [], None, state, 0
     step = model.step
+    # Growth pruning (models whose writes mostly extend the state, as kv's appends do): the
+    # read with the earliest return not linearized yet is linearized after this state, by
+    # then only operations called before its return can have been linearized; when all of
+    # them that change the state only grow it, and no growth reaches what the read saw,
+    # the configuration is dead now rather than after every order of the ops in between.
+    reach = model.reachable_by_growth if model.prunes_by_growth else None
+    reads: list[int] = []
+    reset_to: list[Any] = []
+    if reach is not None:
+        reads = [i for _, i in sorted((ops[i].ret, i) for i in return_node if read_only[i])]
+        for i in range(len(ops)):
+            if read_only[i] or model.grows(inputs[i]):
+                reset_to.append(False)
+            else:
+                to = model.sets(inputs[i])
+                reset_to.append(None if to is UNKNOWN_STATE else (to,))
+        if not reads:
+            reach = None
+    nreads = len(reads)
+    rp = 0  # reads[rp]: the unlinearized read that returns first
     # Lowe's cache of explored configurations: (bitset of linearized ops, state)
     linearized = 0
     cache: set[tuple[int, Any]] = set()
-    stack: list[tuple[int, Any, int]] = []
+    stack: list[tuple[int, Any, int, int]] = []
     best: list[int] = []
     best_state: Any = state
     blocked: int | None = None
@@ -251,6 +278,24 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
         if fresh:
             fresh = False
             e = nxt[0]
+            dead = False
+            if reach is not None:
+                while rp < nreads and done[reads[rp]]:
+                    rp += 1
+                if rp < nreads:
+                    j = reads[rp]
+                    if not reach(state, inputs[j], outputs[j]):
+                        x = nxt[0]
+                        end = return_node[j]
+                        while x != end:
+                            if ret_of[x] >= 0:
+                                to = reset_to[op_of[x]]
+                                if to is None or (to and reach(to[0], inputs[j], outputs[j])):
+                                    break
+                            x = nxt[x]
+                        if x == end:  # dead: no order of what may come first reaches it
+                            dead = True
+                            e = tail
             while ret_of[e] >= 0:
                 i = op_of[e]
                 if read_only[i]:
@@ -267,8 +312,9 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
                     e = tail  # explored and failed: so does this configuration
                 else:
                     cache.add(key)
-                    stack.append((e, state, linearized))
+                    stack.append((e, state, linearized, rp))
                     linearized = new_linearized
+                    done[i] = 1
                     p = prv[e]
                     q = nxt[e]
                     nxt[p] = q
@@ -282,7 +328,7 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
                         return Verdict.OK, [op_of[x[0]] for x in stack], None, state, steps
                     fresh = True
                     continue
-            else:
+            elif not dead:
                 e = nxt[0]
         r = ret_of[e]
         if r >= 0:
@@ -303,11 +349,10 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
                 key = (new_linearized, new_state)
                 if key not in cache:
                     cache.add(key)
-                    stack.append((e, state, linearized))
+                    stack.append((e, state, linearized, rp))
                     state = new_state
                     linearized = new_linearized
-                    if not r:
-                        done[i] = 1
+                    done[i] = 1
                     p = prv[e]
                     q = nxt[e]
                     nxt[p] = q
@@ -335,10 +380,9 @@ def _search(model: Model, ops: list[Operation]) -> Generator[None, None, Outcome
         while True:
             if not stack:
                 return Verdict.ILLEGAL, best, blocked, best_state, steps
-            e, state, linearized = stack.pop()
+            e, state, linearized, rp = stack.pop()
             r = ret_of[e]
-            if not r:
-                done[op_of[e]] = 0
+            done[op_of[e]] = 0
             if r:
                 p = prv[r]
                 q = nxt[r]
