@@ -136,11 +136,18 @@ def group_ops(ops: list[Op]) -> dict[GroupKey, list[Op]]:
     """Client ops by (run, key), in history order; an ``assign``/``subscribe`` op goes to
     every group of its run with other ops (it changes a consumer's position on each), and
     makes no group of its own."""
+    groups: dict[GroupKey, list[Op]] = {}
+    if not any(op.f in REASSIGN_FS for op in ops):  # the common case: one pass
+        for op in ops:
+            group = groups.get((op.run, op.key))
+            if group is None:
+                groups[(op.run, op.key)] = group = []
+            group.append(op)
+        return groups
     keyed: dict[Any, set[Any]] = {}
     for op in ops:
         if op.f not in REASSIGN_FS:
             keyed.setdefault(op.run, set()).add(op.key)
-    groups: dict[GroupKey, list[Op]] = {}
     for op in ops:
         if op.f in REASSIGN_FS:
             for key in sorted(keyed.get(op.run, ()), key=lambda k: (k is None, str(k))):

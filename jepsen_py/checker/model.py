@@ -25,7 +25,7 @@ linearize it at all.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import attrs
@@ -84,8 +84,8 @@ class Model:
         return False
 
     prunes_by_growth = False
-    """True when the model defines `grows`, `sets` and `reachable_by_growth`, so the search
-    can drop a configuration from which the next read cannot be reached."""
+    """True when the model defines `grows`, `sets` and `growth_test`, so the search can drop
+    a configuration from which the next read cannot be reached."""
 
     def grows(self, input: Any) -> bool:
         """True when the operation only extends the state (an append)."""
@@ -96,10 +96,11 @@ class Model:
         `UNKNOWN_STATE` when its effect depends on the state."""
         return UNKNOWN_STATE
 
-    def reachable_by_growth(self, state: Any, input: Any, output: Any) -> bool:
-        """False only when no sequence of growing operations takes ``state`` to one in
-        which the read-only operation (input, output) is accepted."""
-        return True
+    def growth_test(self, input: Any, output: Any) -> Callable[[Any], bool] | None:
+        """For a read-only operation (input, output): a test of a state that is False only
+        when no sequence of growing operations takes that state to one in which the
+        operation is accepted; None when it cannot tell (every state passes)."""
+        return None
 
     def partition(self, history: list[Operation]) -> list[list[Operation]]:
         """Independent parts of ``history`` (default: the whole of it)."""

@@ -18,7 +18,7 @@ nothing and is left out; so is a read of nil under Knossos's conventions.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from jepsen_py.checker.model import UNKNOWN_STATE, Model, ModelError, Operation, freeze
@@ -186,9 +186,9 @@ class KeyValueModel(Model):
     def sets(self, input: Any) -> Any:
         return input[1] if input[0] == PUT else UNKNOWN_STATE
 
-    def reachable_by_growth(self, state: Any, input: Any, output: Any) -> bool:
+    def growth_test(self, input: Any, output: Any) -> Callable[[Any], bool] | None:
         # appends only lengthen the value: a get that saw v can follow only a prefix of v
-        return not isinstance(output, str) or output.startswith(state)
+        return output.startswith if isinstance(output, str) else None
 
     def partition(self, history: list[Operation]) -> list[list[Operation]]:
         parts: dict[Any, list[Operation]] = {}
