@@ -47,7 +47,6 @@ from jepsen_py.checker.records import (
     group_order,
     line_of,
 )
-from jepsen_py.checker.report_html import render_key_report
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, check_keys
 from jepsen_py.checker.wgl import check_partitions
@@ -398,6 +397,8 @@ def _slug(text: str) -> str:
 def _write_reports(
     root: Path, loaded: Loaded, keys: list[KeyResult], model: Model | None
 ) -> list[KeyResult]:
+    from jepsen_py.checker.report_html import render_key_report  # only with --report
+
     folder = root / _slug(Path(loaded.path).name)
     folder.mkdir(parents=True, exist_ok=True)
     out = []

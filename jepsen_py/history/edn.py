@@ -27,8 +27,6 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record
@@ -68,6 +66,9 @@ def plain(value: Any) -> Any:
             return items
     if isinstance(value, Sequence):
         return [plain(v) for v in value]
+    from decimal import Decimal  # here: only the edn_format fallback meets one
+    from fractions import Fraction
+
     if isinstance(value, Decimal | Fraction):
         return float(value)
     if isinstance(value, edn_format.Char):
