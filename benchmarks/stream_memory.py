@@ -153,6 +153,12 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", default=None, help="generate into (and keep) this directory")
+    parser.add_argument(
+        "--file",
+        default=None,
+        help="measure this history (made by --write) instead of generating one; kept after",
+    )
+    parser.add_argument("--no-reader", action="store_true", help="skip the reader's figure")
     parser.add_argument("--write", default=None, help=argparse.SUPPRESS)  # the generating child
     args = parser.parse_args()
     if args.write is not None:
@@ -163,9 +169,14 @@ def main() -> None:
     line: dict[str, Any] = {"benchmark": "stream_memory", "loadavg_before": os.getloadavg()[0]}
     try:
         line["floor"] = measured([sys.executable, "-c", "pass"])
-        big = scratch / "big.jsonl"
-        line["big"] = _generate(big, args.gb, args.seed)
-        line["reader"] = measured([sys.executable, "-c", READ_ALL, str(big)])
+        if args.file is not None:
+            big = Path(args.file)
+            line["big"] = {"bytes": big.stat().st_size, "path": str(big)}
+        else:
+            big = scratch / "big.jsonl"
+            line["big"] = _generate(big, args.gb, args.seed)
+        if not args.no_reader:
+            line["reader"] = measured([sys.executable, "-c", READ_ALL, str(big)])
         if args.local:
             result = measured(
                 [sys.executable, "-c", RUN_CLI, "verify", "--engine", "local", "--json", str(big)]
@@ -180,7 +191,8 @@ def main() -> None:
                 [sys.executable, "-c", RUN_CLI, "verify", "--engine", "spark", "--json", str(big)]
             )
             line["spark"]["last_line"] = line["spark"]["last_line"][:120]
-        big.unlink()
+        if args.file is None:
+            big.unlink()
         if args.local_gb > 0:
             small = scratch / "local.jsonl"
             line["local_input"] = _generate(small, args.local_gb, args.seed)
