@@ -68,10 +68,12 @@ def test_a_spilled_log_check_has_the_in_memory_results(
     whole = engine.verify_path(path, spill_above=None)
     monkeypatch.setattr(spill, "BUCKET_BYTES", 40_000)  # several buckets
     assert spill.buckets_for(path.stat().st_size) > 3
-    spilled = engine.verify_path(path, spill_above=0)
+    spilled = engine.verify_path(path, spill_above=0)  # the buckets in worker processes
+    alone = engine.verify_path(path, spill_above=0, parallel=False)  # in this process
     assert whole.verdict is Verdict.ILLEGAL
     assert whole.anomalies and whole.rejected  # the comparison below is not of empty results
     assert _summary(spilled) == _summary(whole)
+    assert _summary(alone) == _summary(whole)
 
 
 def test_a_spilled_kv_check_has_the_in_memory_verdicts(

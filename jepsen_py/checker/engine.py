@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -406,9 +407,10 @@ def _verify_spilled(
     started: float,
 ) -> InputResult:
     """`verify_path` of a big file: one streaming pass spills the accepted ops into
-    buckets by (run, key) (`spill`), then each bucket is grouped and checked alone. The
-    results are those of the in-memory path, listed in the same order; one difference: a
-    WGL check stops at the first illegal partition of a bucket, not of the file."""
+    buckets by (run, key) (`spill`), then each bucket is grouped and checked alone, in
+    `SPILL_WORKERS` processes unless ``parallel`` is False. The results are those of the
+    in-memory path, listed in the same order; one difference: a WGL check stops at the
+    first illegal partition of a bucket, not of the file."""
     from jepsen_py.checker.spill import Spilled, buckets_for, spill_dir
 
     name = str(path)
@@ -434,32 +436,19 @@ def _verify_spilled(
             if spilled.ops == 0:
                 raise HistoryError(nothing_to_check(name, fmt, list(rejections)))
             model_name = model or choose_model(meta)
-            wgl_model = None if model_name == "log" else model_named(model_name, initial)
+            job = _BucketJob(
+                spilled, meta, model_name, initial, consistency, deadline, report_dir, parallel
+            )
             keys: list[KeyResult] = []
-            for i in range(spilled.buckets):
-                groups = group_ops(list(spilled.bucket_ops(i)))
-                if not groups:
-                    continue
-                if wgl_model is None:
-                    mine, _ = check_groups_log(groups, consistency)
-                else:
-                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                    mine = check_groups_wgl(
-                        wgl_model,
-                        groups,
-                        spec.conventions,
-                        rejections,
-                        timeout=left,
-                        parallel=parallel,
-                    )
-                    mine = [_without_ok_operations(k) for k in mine]
-                if report_dir is not None:
-                    here = attrs.evolve(meta, groups=groups)
-                    mine = _write_reports(
-                        Path(report_dir), here, downgrade(mine, list(rejections)), wgl_model
-                    )
+            found: list[Rejection] = []  # the model's rejections, by bucket
+            workers = min(SPILL_WORKERS, spilled.buckets, os.cpu_count() or 1)
+            if parallel is False or workers < 2 or not _can_fork():
+                outcomes: Any = map(job.check, range(spilled.buckets))
+            else:
+                outcomes = _in_workers(job, spilled.buckets, workers)
+            for mine, new in outcomes:
                 keys.extend(mine)
-                del groups
+                found.extend(new)
         except (HistoryError, ValueError) as exc:
             return InputResult.unchecked(
                 name,
@@ -470,13 +459,15 @@ def _verify_spilled(
                 seconds=time.perf_counter() - started,
                 ops=spilled.ops,
             )
-    keys.sort(key=lambda k: (str(k.run), k.key is None, str(k.key)))  # stable: group_order
+    order = {g: i for i, g in enumerate(group_order({(k.run, k.key) for k in keys}))}
+    keys.sort(key=lambda k: order[(k.run, k.key)])  # stable: a group's results keep their order
+    found.sort(key=lambda r: order.get((r.run, r.key), len(order)))  # as check_groups_wgl adds them
     anomalies: dict[str, list[list[Op]]] = {}
     for k in keys:
         for anomaly in ANOMALIES:
             if anomaly in k.anomalies:
                 anomalies.setdefault(anomaly, []).extend(k.anomalies[anomaly])
-    rejected = list(rejections)
+    rejected = [*rejections, *found]
     keys = downgrade(keys, rejected)
     verdicts = [k.verdict for k in keys]
     if any(r.key is None for r in rejected):
@@ -493,6 +484,77 @@ def _verify_spilled(
         ops=spilled.ops,
         consistency=consistency if model_name == "log" else None,
     )
+
+
+SPILL_WORKERS = 2
+"""Processes that check the buckets of a spilled file at once (each holds one bucket)."""
+
+
+@attrs.frozen
+class _BucketJob:
+    """What checking one bucket of a spilled file needs; `check` runs in this process or,
+    forked, in a worker (it then returns its results and rejections, pickled)."""
+
+    spilled: Any
+    meta: Loaded
+    model_name: str
+    initial: Any
+    consistency: str
+    deadline: float | None
+    report_dir: str | os.PathLike[str] | None
+    parallel: bool | None
+
+    def check(self, i: int) -> tuple[list[KeyResult], list[Rejection]]:
+        groups = group_ops(list(self.spilled.bucket_ops(i)))
+        if not groups:
+            return [], []
+        sink = Rejections(self.meta.path)
+        wgl_model = None
+        if self.model_name == "log":
+            mine, _ = check_groups_log(groups, self.consistency)
+        else:
+            wgl_model = model_named(self.model_name, self.initial)
+            left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            mine = check_groups_wgl(
+                wgl_model, groups, self.meta.conventions, sink, timeout=left, parallel=self.parallel
+            )
+            mine = [_without_ok_operations(k) for k in mine]
+        if self.report_dir is not None:
+            here = attrs.evolve(self.meta, groups=groups)
+            known = [*self.meta.rejections, *sink]
+            mine = _write_reports(Path(self.report_dir), here, downgrade(mine, known), wgl_model)
+        return mine, list(sink)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+_JOB: _BucketJob | None = None
+"""The job a forked bucket worker runs (set before the fork: nothing is pickled to it)."""
+
+
+def _run_bucket(i: int) -> tuple[list[KeyResult], list[Rejection]]:
+    assert _JOB is not None
+    return _JOB.check(i)
+
+
+def _in_workers(
+    job: _BucketJob, buckets: int, workers: int
+) -> Iterator[tuple[list[KeyResult], list[Rejection]]]:
+    """The buckets checked in ``workers`` forked processes, results in bucket order."""
+    import multiprocessing
+
+    global _JOB
+    _JOB = attrs.evolve(job, parallel=False)  # a worker cannot start workers of its own
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers) as pool:
+            yield from pool.imap(_run_bucket, range(buckets))
+    finally:
+        _JOB = None
 
 
 def _without_ok_operations(key: KeyResult) -> KeyResult:
