@@ -10,14 +10,22 @@ as the floor):
 
 - ``reader``: the JSONL reader and the validator over the whole file, counting the ops
   (what every engine does first): this must stay flat however big the file;
-- ``local`` (with ``--local-gb``, a smaller file, default 0.5 GB): ``kmodel verify --engine
-  local``, which holds the accepted ops of a file in memory to group them by key: its peak
-  is reported per byte of input, to say how big a file the local engine can take;
-- ``spark`` (``--spark``): ``kmodel verify --engine spark`` of the big file.
+- ``local_big`` (``--local``): ``kmodel verify --engine local`` of the big file, which it
+  checks bucket by bucket (`jepsen_py.checker.spill`: above 256 MB a file is spilled by
+  (run, key) and never held whole): its peak must not grow with the file;
+- ``local`` (with ``--local-gb``, a smaller file, default 0.5 GB): the same command on it,
+  its peak reported per byte of input;
+- ``spark`` (``--spark``): ``kmodel verify --engine spark`` of the big file (Spark reads
+  it in splits).
+
+Besides each child's own peak (``peak_rss_mb``, what ``/usr/bin/time -v`` reports as the
+maximum resident set size), ``tree_peak_rss_mb`` is the peak of the sum over the child and
+every process below it (sampled from /proc twice a second): for Spark, the JVM and its
+Python workers together.
 
 Prints one JSON line. The load average is printed with the figures: this machine is shared.
 
-    .venv/bin/python benchmarks/stream_memory.py [--gb 10] [--local-gb 0.5] [--spark]
+    .venv/bin/python benchmarks/stream_memory.py [--gb 10] [--local-gb 0.5] [--local] [--spark]
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -67,13 +76,49 @@ def make_history(path: Path, gigabytes: float, seed: int) -> dict[str, Any]:
     return {"bytes": written, "ops": copies * ops_per_copy, "runs": copies}
 
 
+def _tree_rss_bytes(root: int) -> int:
+    """Resident bytes of process ``root`` and every process below it (Linux /proc)."""
+    parent: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        rss[int(entry)] = int(fields[21]) * page
+    total = 0
+    for pid in rss:
+        p = pid
+        while p > 1 and p != root:
+            p = parent.get(p, 0)
+        if p == root:
+            total += rss[pid]
+    return total
+
+
 def measured(command: list[str]) -> dict[str, Any]:
     """Wall seconds, peak RSS (MB) and last stdout line of one child process (its output
     goes to files: a verdict table can be bigger than a pipe holds)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=err)
+        peak = [0]
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.5):
+                peak[0] = max(peak[0], _tree_rss_bytes(process.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(process.pid, 0)
+        sampling.set()
+        sampler.join()
         seconds = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
@@ -83,6 +128,7 @@ def measured(command: list[str]) -> dict[str, Any]:
         "seconds": round(seconds, 1),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
+        "tree_peak_rss_mb": round(peak[0] / 2**20, 1),
         "exit_code": os.waitstatus_to_exitcode(status),
         "last_line": last[:300],
     }
@@ -102,26 +148,51 @@ def main() -> None:
     parser.add_argument("--gb", type=float, default=10.0, help="size of the big history")
     parser.add_argument("--local-gb", type=float, default=0.5, help="0: skip the local engine")
     parser.add_argument("--spark", action="store_true", help="also verify the big file on Spark")
+    parser.add_argument(
+        "--local", action="store_true", help="also verify the big file with the local engine"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", default=None, help="generate into (and keep) this directory")
+    parser.add_argument(
+        "--file",
+        default=None,
+        help="measure this history (made by --write) instead of generating one; kept after",
+    )
+    parser.add_argument("--no-reader", action="store_true", help="skip the reader's figure")
     parser.add_argument("--write", default=None, help=argparse.SUPPRESS)  # the generating child
     args = parser.parse_args()
     if args.write is not None:
         print(orjson.dumps(make_history(Path(args.write), args.gb, args.seed)).decode())
         return
     scratch = Path(args.keep or tempfile.mkdtemp(prefix="kmodel-stream-"))
+    scratch.mkdir(parents=True, exist_ok=True)
     line: dict[str, Any] = {"benchmark": "stream_memory", "loadavg_before": os.getloadavg()[0]}
     try:
         line["floor"] = measured([sys.executable, "-c", "pass"])
-        big = scratch / "big.jsonl"
-        line["big"] = _generate(big, args.gb, args.seed)
-        line["reader"] = measured([sys.executable, "-c", READ_ALL, str(big)])
+        if args.file is not None:
+            big = Path(args.file)
+            line["big"] = {"bytes": big.stat().st_size, "path": str(big)}
+        else:
+            big = scratch / "big.jsonl"
+            line["big"] = _generate(big, args.gb, args.seed)
+        if not args.no_reader:
+            line["reader"] = measured([sys.executable, "-c", READ_ALL, str(big)])
+        if args.local:
+            result = measured(
+                [sys.executable, "-c", RUN_CLI, "verify", "--engine", "local", "--json", str(big)]
+            )
+            result["last_line"] = result["last_line"][:120]
+            result["peak_bytes_per_input_byte"] = round(
+                result["peak_rss_mb"] * 2**20 / line["big"]["bytes"], 4
+            )
+            line["local_big"] = result
         if args.spark:
             line["spark"] = measured(
                 [sys.executable, "-c", RUN_CLI, "verify", "--engine", "spark", "--json", str(big)]
             )
             line["spark"]["last_line"] = line["spark"]["last_line"][:120]
-        big.unlink()
+        if args.file is None:
+            big.unlink()
         if args.local_gb > 0:
             small = scratch / "local.jsonl"
             line["local_input"] = _generate(small, args.local_gb, args.seed)

@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 from jepsen_py.checker import wgl
 from jepsen_py.checker.model import Model, Operation, operations
 from jepsen_py.checker.models import (
+    APPEND,
     CAS,
+    GET,
+    PUT,
     READ,
     WRITE,
     CasRegisterModel,
@@ -362,3 +365,59 @@ def test_an_indeterminate_write_of_the_current_value_is_not_tried() -> None:
     result = check_partition(RegisterModel(), ops)
     assert result.verdict is Verdict.OK
     assert result.linearization == [0, 2, 3]
+
+
+# --- the growth pruning of the kv model (appends only lengthen a value) -------------------
+
+
+@st.composite
+def kv_windows(draw: st.DrawFn) -> list[Operation]:
+    """One key's get/put/append operations in arbitrary windows, over short strings (so
+    one append's value can be another's prefix: "a", "ab"), some indeterminate: the
+    growth pruning meets gets that saw a prefix, a put that resets, and pending ops."""
+    model = KeyValueModel()
+    ops = []
+    for _ in range(draw(st.integers(1, 7))):
+        call = draw(st.integers(0, 12))
+        ret: int | None = call + draw(st.integers(1, 6))
+        kind = draw(st.sampled_from([GET, GET, PUT, APPEND, APPEND]))
+        output: Any = None
+        if kind == GET:
+            input: Any = (GET, None)
+            output = draw(st.sampled_from(["", "a", "b", "ab", "ba", "aab", "bab"]))
+        else:
+            input = (kind, draw(st.sampled_from(["a", "b", "ab"])))
+            if draw(st.integers(0, 3)) == 0:
+                ret = None
+        ops.append(_op(call, ret, input, output, model.read_only(input, output)))
+    return ops
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kv_windows())
+def test_growth_pruned_kv_search_agrees_with_the_oracle(ops: list[Operation]) -> None:
+    model = KeyValueModel()
+    expected = Verdict.OK if oracle(model, ops) else Verdict.ILLEGAL
+    assert check_partition(model, ops).verdict is expected
+
+
+def test_a_get_that_no_append_order_explains_stops_the_search_early() -> None:
+    # five concurrent appends, then gets that fix their order: without the pruning the
+    # search tries orders of all five before the first get returns; with it, an order is
+    # dropped as soon as its value is no prefix of what the next get saw
+    values = ["x1", "x2", "x3", "x4", "x5"]
+    appends = [_op(i, 20, (APPEND, v), None) for i, v in enumerate(values)]
+    seen = "x5x4x3x2x1"
+    gets = [_op(21 + 2 * k, 22 + 2 * k, (GET, None), seen, True) for k in range(3)]
+    pruned = check_partition(KeyValueModel(), appends + gets)
+    assert pruned.verdict is Verdict.OK
+
+    class Unpruned(KeyValueModel):
+        prunes_by_growth = False
+
+    unpruned = check_partition(Unpruned(), appends + gets)
+    assert unpruned.verdict is Verdict.OK
+    assert pruned.steps * 5 < unpruned.steps, (pruned.steps, unpruned.steps)
+    # and a put called before the get's return may reset the value: no pruning through it
+    reset = [*appends, _op(3, 19, (PUT, "x5"), None), *gets]
+    assert check_partition(KeyValueModel(), reset).verdict is Verdict.OK

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,6 @@ from jepsen_py.checker.records import (
     group_order,
     line_of,
 )
-from jepsen_py.checker.report_html import render_key_report
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, check_keys
 from jepsen_py.checker.wgl import check_partitions
@@ -136,11 +136,18 @@ def group_ops(ops: list[Op]) -> dict[GroupKey, list[Op]]:
     """Client ops by (run, key), in history order; an ``assign``/``subscribe`` op goes to
     every group of its run with other ops (it changes a consumer's position on each), and
     makes no group of its own."""
+    groups: dict[GroupKey, list[Op]] = {}
+    if not any(op.f in REASSIGN_FS for op in ops):  # the common case: one pass
+        for op in ops:
+            group = groups.get((op.run, op.key))
+            if group is None:
+                groups[(op.run, op.key)] = group = []
+            group.append(op)
+        return groups
     keyed: dict[Any, set[Any]] = {}
     for op in ops:
         if op.f not in REASSIGN_FS:
             keyed.setdefault(op.run, set()).add(op.key)
-    groups: dict[GroupKey, list[Op]] = {}
     for op in ops:
         if op.f in REASSIGN_FS:
             for key in sorted(keyed.get(op.run, ()), key=lambda k: (k is None, str(k))):
@@ -285,6 +292,12 @@ def check_groups_log(
     return results, anomalies
 
 
+SPILL_ABOVE_BYTES = 256 << 20
+"""Files bigger than this are checked bucket by bucket (`spill`): in memory whole, the
+local engine holds about 5.6 bytes per byte of JSONL; spilled, about `spill.BUCKET_BYTES`
+times that, whatever the file's size."""
+
+
 def verify_path(
     path: str | os.PathLike[str],
     *,
@@ -295,13 +308,28 @@ def verify_path(
     report_dir: str | os.PathLike[str] | None = None,
     parallel: bool | None = None,
     consistency: str = KAFKA,
+    spill_above: int | None = SPILL_ABOVE_BYTES,
 ) -> InputResult:
     """Check one history file; never raises for a user's mistake: an input that cannot be
-    checked comes back with ``error`` set and verdict UNKNOWN."""
+    checked comes back with ``error`` set and verdict UNKNOWN. A file of more than
+    ``spill_above`` bytes (None: never) is checked bucket by bucket (`spill`), so that it
+    is never in memory whole."""
     started = time.perf_counter()
     name = str(path)
     loaded: Loaded | None = None
     try:
+        if spill_above is not None and _size(path) > spill_above:
+            return _verify_spilled(
+                path,
+                model=model,
+                fmt=fmt,
+                initial=initial,
+                timeout=timeout,
+                report_dir=report_dir,
+                parallel=parallel,
+                consistency=consistency,
+                started=started,
+            )
         loaded = load(path, fmt)
         if loaded.ops == 0:
             raise HistoryError(nothing_to_check(name, loaded.format, list(loaded.rejections)))
@@ -359,6 +387,188 @@ def verify_path(
     )
 
 
+def _size(path: str | os.PathLike[str]) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # load says why
+
+
+def _verify_spilled(
+    path: str | os.PathLike[str],
+    *,
+    model: str | None,
+    fmt: str | None,
+    initial: Any,
+    timeout: float | None,
+    report_dir: str | os.PathLike[str] | None,
+    parallel: bool | None,
+    consistency: str,
+    started: float,
+) -> InputResult:
+    """`verify_path` of a big file: one streaming pass spills the accepted ops into
+    buckets by (run, key) (`spill`), then each bucket is grouped and checked alone, in
+    `SPILL_WORKERS` processes unless ``parallel`` is False. The results are those of the
+    in-memory path, listed in the same order; one difference: a WGL check stops at the
+    first illegal partition of a bucket, not of the file."""
+    from jepsen_py.checker.spill import Spilled, buckets_for, spill_dir
+
+    name = str(path)
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise HistoryError(f"unknown history format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    spec = FORMATS[fmt]
+    rejections = Rejections(name)
+    deadline = time.monotonic() + timeout if timeout is not None else None
+    with Spilled.create(buckets_for(_size(path)), spill_dir()) as spilled:
+        try:
+            for op in validate(spec.read(path, rejections), rejections):
+                if not op.is_client:
+                    continue
+                if op.f == "txn":
+                    rejections.reject(op.line, TXN_REFUSED, key=op.key, run=op.run)
+                    continue
+                spilled.add(op)
+            spilled.finish()
+            meta = Loaded(
+                name, fmt, spec.conventions, {}, rejections, spilled.ops, frozenset(spilled.fs)
+            )
+            if spilled.ops == 0:
+                raise HistoryError(nothing_to_check(name, fmt, list(rejections)))
+            model_name = model or choose_model(meta)
+            job = _BucketJob(
+                spilled, meta, model_name, initial, consistency, deadline, report_dir, parallel
+            )
+            keys: list[KeyResult] = []
+            found: list[Rejection] = []  # the model's rejections, by bucket
+            workers = min(SPILL_WORKERS, spilled.buckets, os.cpu_count() or 1)
+            if parallel is False or workers < 2 or not _can_fork():
+                outcomes: Any = map(job.check, range(spilled.buckets))
+            else:
+                outcomes = _in_workers(job, spilled.buckets, workers)
+            for mine, new in outcomes:
+                keys.extend(mine)
+                found.extend(new)
+        except (HistoryError, ValueError) as exc:
+            return InputResult.unchecked(
+                name,
+                str(exc),
+                format=fmt,
+                model=model,
+                rejected=rejections,
+                seconds=time.perf_counter() - started,
+                ops=spilled.ops,
+            )
+    order = {g: i for i, g in enumerate(group_order({(k.run, k.key) for k in keys}))}
+    keys.sort(key=lambda k: order[(k.run, k.key)])  # stable: a group's results keep their order
+    found.sort(key=lambda r: order.get((r.run, r.key), len(order)))  # as check_groups_wgl adds them
+    anomalies: dict[str, list[list[Op]]] = {}
+    for k in keys:
+        for anomaly in ANOMALIES:
+            if anomaly in k.anomalies:
+                anomalies.setdefault(anomaly, []).extend(k.anomalies[anomaly])
+    rejected = [*rejections, *found]
+    keys = downgrade(keys, rejected)
+    verdicts = [k.verdict for k in keys]
+    if any(r.key is None for r in rejected):
+        verdicts.append(Verdict.UNKNOWN)
+    return InputResult(
+        path=name,
+        format=fmt,
+        model=model_name,
+        verdict=Verdict.combine(verdicts),
+        keys=keys,
+        anomalies=anomalies,
+        rejected=rejected,
+        seconds=time.perf_counter() - started,
+        ops=spilled.ops,
+        consistency=consistency if model_name == "log" else None,
+    )
+
+
+SPILL_WORKERS = 2
+"""Processes that check the buckets of a spilled file at once (each holds one bucket)."""
+
+
+@attrs.frozen
+class _BucketJob:
+    """What checking one bucket of a spilled file needs; `check` runs in this process or,
+    forked, in a worker (it then returns its results and rejections, pickled)."""
+
+    spilled: Any
+    meta: Loaded
+    model_name: str
+    initial: Any
+    consistency: str
+    deadline: float | None
+    report_dir: str | os.PathLike[str] | None
+    parallel: bool | None
+
+    def check(self, i: int) -> tuple[list[KeyResult], list[Rejection]]:
+        groups = group_ops(list(self.spilled.bucket_ops(i)))
+        if not groups:
+            return [], []
+        sink = Rejections(self.meta.path)
+        wgl_model = None
+        if self.model_name == "log":
+            mine, _ = check_groups_log(groups, self.consistency)
+        else:
+            wgl_model = model_named(self.model_name, self.initial)
+            left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            mine = check_groups_wgl(
+                wgl_model, groups, self.meta.conventions, sink, timeout=left, parallel=self.parallel
+            )
+            mine = [_without_ok_operations(k) for k in mine]
+        if self.report_dir is not None:
+            here = attrs.evolve(self.meta, groups=groups)
+            known = [*self.meta.rejections, *sink]
+            mine = _write_reports(Path(self.report_dir), here, downgrade(mine, known), wgl_model)
+        return mine, list(sink)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+_JOB: _BucketJob | None = None
+"""The job a forked bucket worker runs (set before the fork: nothing is pickled to it)."""
+
+
+def _run_bucket(i: int) -> tuple[list[KeyResult], list[Rejection]]:
+    assert _JOB is not None
+    return _JOB.check(i)
+
+
+def _in_workers(
+    job: _BucketJob, buckets: int, workers: int
+) -> Iterator[tuple[list[KeyResult], list[Rejection]]]:
+    """The buckets checked in ``workers`` forked processes, results in bucket order."""
+    import multiprocessing
+
+    global _JOB
+    _JOB = attrs.evolve(job, parallel=False)  # a worker cannot start workers of its own
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers) as pool:
+            yield from pool.imap(_run_bucket, range(buckets))
+    finally:
+        _JOB = None
+
+
+def _without_ok_operations(key: KeyResult) -> KeyResult:
+    """A key's result without the operations of its linearizable partitions (kept for the
+    report of a failing one only): a spilled check keeps no bucket's ops."""
+    return attrs.evolve(
+        key,
+        checked=[
+            r if r.verdict is not Verdict.OK else attrs.evolve(r, operations=[], linearization=[])
+            for r in key.checked
+        ],
+    )
+
+
 def nothing_to_check(path: str, fmt: str, rejected: list[Rejection]) -> str:
     """Why an input of which no op was read is UNKNOWN: every line rejected, an empty
     file, or a format that fits no line (with the format the file looks like)."""
@@ -391,6 +601,8 @@ def _slug(text: str) -> str:
 def _write_reports(
     root: Path, loaded: Loaded, keys: list[KeyResult], model: Model | None
 ) -> list[KeyResult]:
+    from jepsen_py.checker.report_html import render_key_report  # only with --report
+
     folder = root / _slug(Path(loaded.path).name)
     folder.mkdir(parents=True, exist_ok=True)
     out = []

@@ -25,13 +25,16 @@ linearize it at all.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import attrs
 
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import NATIVE, Conventions, Rejections
+
+UNKNOWN_STATE: Any = object()
+"""`Model.sets` of an operation whose effect depends on the state before it."""
 
 
 class ModelError(ValueError):
@@ -79,6 +82,25 @@ class Model:
 
     def read_only(self, input: Any, output: Any) -> bool:
         return False
+
+    prunes_by_growth = False
+    """True when the model defines `grows`, `sets` and `growth_test`, so the search can drop
+    a configuration from which the next read cannot be reached."""
+
+    def grows(self, input: Any) -> bool:
+        """True when the operation only extends the state (an append)."""
+        return False
+
+    def sets(self, input: Any) -> Any:
+        """The state an operation sets whatever the state before (a put), or
+        `UNKNOWN_STATE` when its effect depends on the state."""
+        return UNKNOWN_STATE
+
+    def growth_test(self, input: Any, output: Any) -> Callable[[Any], bool] | None:
+        """For a read-only operation (input, output): a test of a state that is False only
+        when no sequence of growing operations takes that state to one in which the
+        operation is accepted; None when it cannot tell (every state passes)."""
+        return None
 
     def partition(self, history: list[Operation]) -> list[list[Operation]]:
         """Independent parts of ``history`` (default: the whole of it)."""

@@ -18,10 +18,10 @@ nothing and is left out; so is a read of nil under Knossos's conventions.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
-from jepsen_py.checker.model import Model, ModelError, Operation, freeze
+from jepsen_py.checker.model import UNKNOWN_STATE, Model, ModelError, Operation, freeze
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import Conventions
 
@@ -177,6 +177,18 @@ class KeyValueModel(Model):
 
     def read_only(self, input: Any, output: Any) -> bool:
         return bool(input[0] == GET)
+
+    prunes_by_growth = True
+
+    def grows(self, input: Any) -> bool:
+        return bool(input[0] == APPEND)
+
+    def sets(self, input: Any) -> Any:
+        return input[1] if input[0] == PUT else UNKNOWN_STATE
+
+    def growth_test(self, input: Any, output: Any) -> Callable[[Any], bool] | None:
+        # appends only lengthen the value: a get that saw v can follow only a prefix of v
+        return output.startswith if isinstance(output, str) else None
 
     def partition(self, history: list[Operation]) -> list[list[Operation]]:
         parts: dict[Any, list[Operation]] = {}

@@ -36,7 +36,6 @@ from jepsen_py.checker.anomalies import (
     DESCRIPTIONS,
     class_of,
 )
-from jepsen_py.checker.delivery_engine import verify_delivery_path
 from jepsen_py.checker.engine import MODEL_NAMES, NOT_CHECKED, verify_path
 from jepsen_py.checker.models import UNSET
 from jepsen_py.checker.records import WITNESSES_SHOWN, InputResult, KeyResult, line_of
@@ -495,6 +494,9 @@ def verify(
         if problem is not None:
             result = InputResult.unchecked(path, problem, format=fmt, model=model)
         elif delivery is not None:
+            # imported here: only --delivery needs the consumer-group checker
+            from jepsen_py.checker.delivery_engine import verify_delivery_path
+
             result = verify_delivery_path(path, delivery, fmt)
         else:
             result = verify_path(

@@ -36,32 +36,39 @@ def op_from_record(record: Any, ordinal: int, line: int | None) -> Op:
     """Build an `Op` from a decoded JSON object (or a Parquet row), or raise `RecordError`."""
     if not isinstance(record, dict):
         raise RecordError(f"expected a JSON object, got {type(record).__name__}")
-    type_ = record.get("type")
+    get = record.get
+    type_ = get("type")
     if type_ not in OP_TYPES:
         if type_ is None:
             raise RecordError(f"missing field 'type' (one of {_TYPES})")
         raise RecordError(f"unknown type {show(type_)}: expected one of {_TYPES}")
-    process = record.get("process")
-    if process is None or isinstance(process, bool) or not isinstance(process, int | str):
+    # `type(x) is int` first: the common case, without the isinstance chain (a bool is an
+    # int to isinstance, and is refused below)
+    process = get("process")
+    if (
+        type(process) is not int
+        and type(process) is not str
+        and (process is None or isinstance(process, bool) or not isinstance(process, int | str))
+    ):
         raise RecordError("field 'process' must be an integer or a string (e.g. 3, 'nemesis')")
-    f = record.get("f")
-    if not isinstance(f, str) or not f:
+    f = get("f")
+    if (type(f) is not str and not isinstance(f, str)) or not f:
         raise RecordError("field 'f' must be a non-empty string (e.g. 'send', 'read')")
-    index = record.get("index", ordinal)
-    if isinstance(index, bool) or not isinstance(index, int):
+    index = get("index", ordinal)
+    if type(index) is not int and (isinstance(index, bool) or not isinstance(index, int)):
         raise RecordError("field 'index' must be an integer")
-    time = record.get("time", index)
-    if isinstance(time, bool) or not isinstance(time, int):
+    time = get("time", index)
+    if type(time) is not int and (isinstance(time, bool) or not isinstance(time, int)):
         raise RecordError("field 'time' must be an integer (nanoseconds)")
-    key = record.get("key")
-    if key is not None and not isinstance(key, str):
+    key = get("key")
+    if key is not None and type(key) is not str and not isinstance(key, str):
         if isinstance(key, bool) or not isinstance(key, int):
             raise RecordError("field 'key' must be a string (or an integer, read as a string)")
         key = str(key)
-    run = record.get("run")
+    run = get("run")
     if run is not None and not isinstance(run, str):
         raise RecordError("field 'run' must be a string")
-    return Op(index, time, process, type_, f, key, record.get("value"), run, line)
+    return Op(index, time, process, type_, f, key, get("value"), run, line)
 
 
 def op_to_record(op: Op) -> dict[str, Any]:

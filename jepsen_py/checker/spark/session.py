@@ -27,9 +27,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
-import threading
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +36,12 @@ import jepsen_py
 from jepsen_py.history.validate import clip
 
 if TYPE_CHECKING:
+    import threading
+
     from pyspark.sql import SparkSession
+
+# tempfile, threading and zipfile are imported where Spark starts: `kmodel verify` imports
+# this module for its flag checks (master_problem, memory_problem) on every run
 
 LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
 
@@ -152,6 +154,8 @@ _QUIET = (
 
 
 def _log4j_file(level: str, verbose: bool = False) -> str:
+    import tempfile
+
     folder = Path(tempfile.gettempdir()) / "kmodel-spark"
     folder.mkdir(exist_ok=True)
     target = folder / f"log4j2-{level.lower()}{'-verbose' if verbose else ''}.properties"
@@ -243,6 +247,8 @@ def _launch_quietly(settings: dict[str, str], *, verbose: bool = False) -> None:
         conf.set(name, value)
     # our own pipe, read from before the JVM starts: if it dies at once, its last words
     # are here to say why
+    import threading
+
     read_end, write_end = os.pipe()
     said: list[bytes] = []
     live = threading.Event()
@@ -338,6 +344,9 @@ def ship_package(spark: SparkSession) -> str | None:
     mode: the workers already import this process's package)."""
     if is_local(spark.sparkContext.master or DEFAULT_MASTER):
         return None
+    import tempfile
+    import zipfile
+
     root = Path(jepsen_py.__file__).resolve().parent
     folder = Path(tempfile.mkdtemp(prefix="kmodel-pyfiles-"))
     target = folder / "jepsen_py.zip"
