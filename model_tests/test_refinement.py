@@ -16,7 +16,10 @@
 
 from __future__ import annotations
 
+import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,6 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from impl.abstraction import RefinementError, abstract, check_step, describe_state, spec_params
 from impl.broker import Broker
-from impl.controller_abstraction import SEEN
 from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange, fenced
 from impl.log import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from impl.log.batch import read_header
@@ -213,16 +215,41 @@ def test_the_initial_world_is_the_spec_initial_state():
     assert abstract(cluster) == next(iter(spec.init()))
 
 
+KIP320_CRASHES_RUN = """
+import json
+from impl.controller_abstraction import SEEN
+from impl.refinement_machine import COVERAGE, make_machine
+from hypothesis.stateful import run_state_machine_as_test
+from impl.refinement_machine import machine_settings
+from model_tests.test_refinement import CRASH_VIOLATIONS, KIP320
+
+machine = make_machine(KIP320, expect_violated=CRASH_VIOLATIONS, name="Kip320Crashes")
+run_state_machine_as_test(machine, settings=machine_settings(250, 50))
+print(json.dumps({"coverage": dict(COVERAGE), "brain_splits": SEEN["BrainSplit"]}))
+"""
+
+
 def test_kip320_acks_all_min_isr_2_refines_the_spec_with_crashes():
     """The configuration that must hold: every event is a spec step; every invariant the
     spec keeps under crashes (HW <= LEO, leader in ISR, one leader per epoch, no divergence
-    below the HW, epochs only grow) holds."""
-    before, splits = COVERAGE.copy(), SEEN["BrainSplit"]
-    machine = make_machine(KIP320, expect_violated=CRASH_VIOLATIONS, name="Kip320Crashes")
-    run_machine(machine, examples=250)
-    fired = COVERAGE - before
+    below the HW, epochs only grow) holds.
+
+    Run in a fresh interpreter: in the full suite's process (every test module imported)
+    the same derandomized search reaches other states -- no ISR expansion in 250 examples,
+    where a fresh process has many -- a dependence on the process not yet explained (see
+    docs/impl.md); in a fresh process the run is the same every time."""
+    run = subprocess.run(
+        [sys.executable, "-c", KIP320_CRASHES_RUN],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    figures = json.loads(run.stdout.strip().splitlines()[-1])
+    fired = figures["coverage"]
     # The controller spec's properties were checked on states with two controllers.
-    assert SEEN["BrainSplit"] > splits, "no brain split in the runs"
+    assert figures["brain_splits"] > 0, "no brain split in the runs"
     # Not vacuous: the interesting spec actions all happened.
     for action in (
         "controller_elect",
@@ -238,7 +265,7 @@ def test_kip320_acks_all_min_isr_2_refines_the_spec_with_crashes():
         "restart",
         "flush",
     ):
-        assert fired[action] > 0, f"{action} never happened: {dict(fired)}"
+        assert fired.get(action, 0) > 0, f"{action} never happened: {fired}"
 
 
 Kip320NoCrash = make_machine(
