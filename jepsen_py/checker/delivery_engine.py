@@ -21,7 +21,6 @@ from pathlib import Path
 from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import DeliveryKey, check_delivery, split_op
 from jepsen_py.checker.records import InputResult, KeyResult, downgrade
-from jepsen_py.checker.result import Verdict
 from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, detect_format
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import validate
@@ -136,18 +135,14 @@ def delivery_result(
             )
         )
     keys = downgrade(keys, rejected)
-    verdicts = [k.verdict for k in keys]
-    if any(r.key is None for r in rejected):
-        verdicts.append(Verdict.UNKNOWN)
     anomalies: dict[str, list[list[Op]]] = {}
     for result in keys:
         for n, groups in result.anomalies.items():
             anomalies.setdefault(n, []).extend(groups)
-    return InputResult(
-        path=name,
+    return InputResult.checked(
+        name,
         format=fmt,
         model=DELIVERY_MODEL,
-        verdict=Verdict.combine(verdicts),
         keys=keys,
         anomalies=anomalies,
         rejected=rejected,

@@ -370,14 +370,10 @@ def verify_path(
     keys = downgrade(keys, rejected)
     if report_dir is not None:
         keys = _write_reports(Path(report_dir), loaded, keys, wgl_model)
-    verdicts = [k.verdict for k in keys]
-    if any(r.key is None for r in rejected):
-        verdicts.append(Verdict.UNKNOWN)
-    return InputResult(
-        path=name,
+    return InputResult.checked(
+        name,
         format=loaded.format,
         model=model_name,
-        verdict=Verdict.combine(verdicts),
         keys=keys,
         anomalies=anomalies,
         rejected=rejected,
@@ -469,14 +465,10 @@ def _verify_spilled(
                 anomalies.setdefault(anomaly, []).extend(k.anomalies[anomaly])
     rejected = [*rejections, *found]
     keys = downgrade(keys, rejected)
-    verdicts = [k.verdict for k in keys]
-    if any(r.key is None for r in rejected):
-        verdicts.append(Verdict.UNKNOWN)
-    return InputResult(
-        path=name,
+    return InputResult.checked(
+        name,
         format=fmt,
         model=model_name,
-        verdict=Verdict.combine(verdicts),
         keys=keys,
         anomalies=anomalies,
         rejected=rejected,

@@ -152,6 +152,38 @@ class InputResult:
             error=error,
         )
 
+    @classmethod
+    def checked(
+        cls,
+        path: str,
+        *,
+        format: str | None,
+        model: str | None,
+        keys: list[KeyResult],
+        anomalies: dict[str, list[list[Op]]],
+        rejected: list[Rejection],
+        seconds: float,
+        ops: int,
+        consistency: str | None,
+    ) -> InputResult:
+        """A checked input: its verdict combines the keys' (already downgraded by
+        ``downgrade``), and a rejected line that names no key makes it UNKNOWN at best."""
+        verdicts = [k.verdict for k in keys]
+        if any(r.key is None for r in rejected):
+            verdicts.append(Verdict.UNKNOWN)
+        return cls(
+            path=path,
+            format=format,
+            model=model,
+            verdict=Verdict.combine(verdicts),
+            keys=keys,
+            anomalies=anomalies,
+            rejected=rejected,
+            seconds=seconds,
+            ops=ops,
+            consistency=consistency,
+        )
+
     @property
     def anomaly_counts(self) -> dict[str, int]:
         """Every anomaly found, with its exact count over the keys (``anomalies`` may keep

@@ -661,15 +661,11 @@ class _Job:
                 verdict_rows.append(_verdict_row(g, key_result, file.display, key_result.counts))
             order = {(k.run, k.key): k for k in keys}
             keys = [order[g] for g in group_order(order)]
-            verdicts = [k.verdict for k in keys]
-            if any(r.key is None for r in file_rejections):
-                verdicts.append(Verdict.UNKNOWN)
             results.append(
-                InputResult(
-                    path=display,
+                InputResult.checked(
+                    display,
                     format=fmt,
                     model=model,
-                    verdict=Verdict.combine(verdicts),
                     keys=keys,
                     anomalies=anomalies,
                     rejected=file_rejections,
