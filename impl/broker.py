@@ -77,6 +77,7 @@ from impl.protocol import (
     Fetch,
     FetchResponse,
     LeaderAndIsr,
+    LeaderAndIsrResponse,
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
     Produce,
@@ -346,7 +347,7 @@ class Broker:
             if self.broker_epoch is None and self.register_retry_at is not None:
                 self.pending = [*self.pending, (src, msg)][-PENDING_CONTROLLER_REQUESTS:]
             else:
-                self._on_leader_and_isr(msg, now, out, wall)
+                self._on_leader_and_isr(src, msg, now, out, wall)
         elif isinstance(msg, StopReplica):
             self._on_stop_replica(src, msg, out)
         elif isinstance(msg, PARTITION_MESSAGES):
@@ -357,8 +358,8 @@ class Broker:
             self._on_registration_response(msg, now)
             if self.broker_epoch is not None and self.pending:
                 pending, self.pending = self.pending, []
-                for _, request in pending:
-                    self._on_leader_and_isr(request, now, out, wall)
+                for controller, request in pending:
+                    self._on_leader_and_isr(controller, request, now, out, wall)
         elif isinstance(msg, BrokerHeartbeatResponse):
             if msg.error is Errors.STALE_BROKER_EPOCH and msg.broker_epoch == self.broker_epoch:
                 # The store let the session expire (we were paused or cut off): register
@@ -453,12 +454,17 @@ class Broker:
     # ------------------------------------------------------------------ LeaderAndIsr
 
     def _from_current_controller(self, msg: LeaderAndIsr | StopReplica, out: Effects) -> bool:
-        """Whether a controller request may be applied: meant for this registration
-        (KIP-380's broker epoch) and not from a controller epoch older than the newest this
-        broker has seen (``STALE_CONTROLLER_EPOCH``, unless the fence is off). Records the
-        request's controller epoch as the broker's, as ``ReplicaManager`` does after the check."""
+        """Whether a controller request may be applied (``_controller_request_error``)."""
+        return self._controller_request_error(msg, out) is Errors.NONE
+
+    def _controller_request_error(self, msg: LeaderAndIsr | StopReplica, out: Effects) -> Errors:
+        """Why a controller request may not be applied, or ``NONE``: it must be meant for
+        this registration (KIP-380's broker epoch, else ``STALE_BROKER_EPOCH``) and not come
+        from a controller epoch older than the newest this broker has seen
+        (``STALE_CONTROLLER_EPOCH``, unless the fence is off). Records the request's
+        controller epoch as the broker's, as ``ReplicaManager`` does after the check."""
         if self.broker_epoch is None or msg.broker_epoch != self.broker_epoch:
-            return False  # STALE_BROKER_EPOCH: meant for another incarnation (KIP-380)
+            return Errors.STALE_BROKER_EPOCH  # meant for another incarnation (KIP-380)
         if msg.controller_epoch < self.controller_epoch:
             fenced = self.config.fence_stale_controller_epoch
             out.note(
@@ -467,9 +473,9 @@ class Broker:
                 )
             )
             if fenced:
-                return False  # STALE_CONTROLLER_EPOCH
+                return Errors.STALE_CONTROLLER_EPOCH
         self.controller_epoch = msg.controller_epoch  # (with the fence off, even an older one)
-        return True
+        return Errors.NONE
 
     def _on_stop_replica(self, src: str, msg: StopReplica, out: Effects) -> None:
         """``ReplicaManager.stopReplicas``: the replica stops (its fetcher with it) and, with
@@ -494,9 +500,18 @@ class Broker:
         out.send(src, StopReplicaResponse(self.id, msg.topic, msg.partition, error))
 
     def _on_leader_and_isr(
-        self, msg: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
+        self, src: str, msg: LeaderAndIsr, now: int, out: Effects, wall: int | None = None
     ) -> None:
-        if not self._from_current_controller(msg, out):
+        """Apply ``msg`` if it is for this registration, from a current controller and in a
+        newer leader epoch; answer it in every case, so the controller stops resending."""
+        error = self._controller_request_error(msg, out)
+        out.send(
+            src,
+            LeaderAndIsrResponse(
+                self.id, msg.controller_epoch, msg.topic, msg.partition, msg.leader_epoch, error
+            ),
+        )
+        if error is not Errors.NONE:
             return
         if msg.leader == NO_LEADER or self.id not in msg.replicas:
             return  # an offline partition: nothing to lead or follow

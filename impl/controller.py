@@ -81,6 +81,7 @@ from impl.protocol import (
     InitProducerIdResponse,
     IsrChanged,
     LeaderAndIsr,
+    LeaderAndIsrResponse,
     MetadataRequest,
     MetadataResponse,
     PartitionMetadata,
@@ -109,6 +110,7 @@ CONTROLLER_REQUESTS = (
     InitProducerId,
     ControlledShutdown,
     StopReplicaResponse,
+    LeaderAndIsrResponse,
 )
 """The requests a broker hands to its controller role."""
 
@@ -158,6 +160,11 @@ class ControllerConfig:
     """How often the controller asks again the registered brokers whose replica of a
     deleted topic, or removed by a reassignment, it has not heard deleted (a StopReplica or
     its answer may be lost; ``TopicDeletionManager`` retries on failure)."""
+    socket_timeout_ns: int = 30_000_000_000
+    """``controller.socket.timeout.ms`` (Kafka's default 30 s): a LeaderAndIsr not answered
+    within it is sent again, as long as its broker stays registered with the same broker
+    epoch (``RequestSendThread`` retries a request until it is answered; a broker that
+    registers again gets the published state afresh)."""
     queued_sends: bool = False
     """Requests to brokers wait in the controller's queues and go out on its next tick
     (``ControllerChannelManager``'s per-broker ``RequestSendThread``s, threads of the
@@ -204,6 +211,12 @@ class Controller:
         """What an admin request decided between ticks (sends, notes): out on the next tick."""
         self.next_stop_replica_retry: int | None = None
         """When the pending deletions are next asked for again (set on the first tick)."""
+        self.unanswered: dict[tuple[str, tuple[str, int]], tuple[LeaderAndIsr, int]] = {}
+        """(broker node, partition) -> the latest LeaderAndIsr sent there and not answered,
+        with when it was sent (``_resend_unanswered``)."""
+        self.now = 0
+        """The controller's clock at its latest tick or request (admin requests between
+        ticks are stamped with it)."""
 
     @classmethod
     def elect(
@@ -226,10 +239,13 @@ class Controller:
         if not self.resigned:
             self.resigned = True
             self.outbox.clear()  # the channel manager shuts down with the controller
+            self.unanswered.clear()
             out.note(ControllerResigned(self.broker_id, self.epoch, reason))
         return out
 
     def _send(self, dst: str, msg: LeaderAndIsr | StopReplica, out: Effects) -> None:
+        if isinstance(msg, LeaderAndIsr):
+            self.unanswered[(dst, (msg.topic, msg.partition))] = (msg, self.now)
         if self.config.queued_sends:
             self.outbox.append((dst, msg))
         else:
@@ -359,6 +375,7 @@ class Controller:
         out = Effects()
         if self.resigned:
             return out
+        self.now = now
         if isinstance(msg, MetadataRequest):
             out.send(src, self._metadata(msg))
         elif not connected:
@@ -372,6 +389,8 @@ class Controller:
             out.send(src, InitProducerIdResponse(Errors.NONE, msg.request_id, producer_id, 0))
         elif isinstance(msg, ControlledShutdown):
             out.send(src, self._on_controlled_shutdown(msg))
+        elif isinstance(msg, LeaderAndIsrResponse):
+            self._on_leader_and_isr_response(src, msg)
         elif isinstance(msg, StopReplicaResponse) and msg.error in (
             Errors.NONE,
             Errors.FENCED_LEADER_EPOCH,  # the replica is in a newer epoch: a replica again
@@ -380,6 +399,32 @@ class Controller:
         return out
 
     # ------------------------------------------------------------------ controlled shutdown
+
+    def _on_leader_and_isr_response(self, src: str, msg: LeaderAndIsrResponse) -> None:
+        """The answer to this controller's latest LeaderAndIsr for the partition ends its
+        retries (an answer to an older one, or to another controller's, does not)."""
+        slot = (src, (msg.topic, msg.partition))
+        waiting = self.unanswered.get(slot)
+        if (
+            waiting is not None
+            and msg.controller_epoch == self.epoch
+            and waiting[0].leader_epoch == msg.leader_epoch
+        ):
+            del self.unanswered[slot]
+
+    def _resend_unanswered(self, now: int, out: Effects) -> None:
+        """Send again each LeaderAndIsr unanswered for ``socket_timeout_ns`` (it, or its
+        answer, was lost), while its broker keeps the registration it was meant for."""
+        if not self.unanswered:
+            return
+        registered = {broker_node(b): e for b, e in self.store.registrations.items()}
+        timeout = self.config.socket_timeout_ns
+        for slot in sorted(self.unanswered):
+            request, sent = self.unanswered[slot]
+            if registered.get(slot[0]) != request.broker_epoch:
+                del self.unanswered[slot]  # gone, or registered again: told afresh
+            elif now - sent >= timeout:
+                self._send(slot[0], request, out)
 
     def _on_controlled_shutdown(self, msg: ControlledShutdown) -> ControlledShutdownResponse:
         """``KafkaController.doControlledShutdown``: mark the broker shutting down; its
@@ -474,9 +519,11 @@ class Controller:
         out = Effects()
         if self.resigned:
             return out
+        self.now = now
         # The send threads deliver what was queued (they need no store connection).
         out.extend(self.pending_effects)
         self.pending_effects = Effects()
+        self._resend_unanswered(now, out)
         for dst, msg in self.outbox:
             out.send(dst, msg)
         self.outbox.clear()

@@ -68,6 +68,7 @@ __all__ = [
     "InitProducerIdResponse",
     "IsrChanged",
     "LeaderAndIsr",
+    "LeaderAndIsrResponse",
     "MetadataRequest",
     "MetadataResponse",
     "OffsetsForLeaderEpoch",
@@ -183,6 +184,22 @@ class LeaderAndIsr(Message):
     def quorum_key(self) -> tuple[int, int, frozenset[int]]:
         """What the replication spec calls the request: (leader epoch, leader, ISR)."""
         return (self.leader_epoch, self.leader, self.isr)
+
+
+@message
+class LeaderAndIsrResponse(Message):
+    """A broker's answer to a LeaderAndIsr: ``NONE`` once applied (or found already
+    applied), ``STALE_BROKER_EPOCH`` when meant for an earlier registration (KIP-380),
+    ``STALE_CONTROLLER_EPOCH`` when from an older controller. Any answer ends the
+    controller's retries of that request (``RequestSendThread`` retries a request until it
+    is answered or the broker leaves the live set)."""
+
+    broker_id: int
+    controller_epoch: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    error: Errors
 
 
 # --- replication between brokers ---------------------------------------------------------

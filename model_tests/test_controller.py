@@ -5,6 +5,8 @@ epochs, and the store's fence against a zombie controller's writes (KAFKA-6082).
 
 from __future__ import annotations
 
+import attrs
+
 from impl.controller import Controller, ControllerConfig, MetadataStore
 from impl.coordination import WriteResult
 from impl.protocol import (
@@ -17,6 +19,7 @@ from impl.protocol import (
     BrokerRegistrationResponse,
     Errors,
     LeaderAndIsr,
+    LeaderAndIsrResponse,
     MetadataRequest,
     MetadataResponse,
     Published,
@@ -268,3 +271,56 @@ def test_a_controller_cut_off_from_the_store_does_nothing():
     assert not controller.tick(0, connected=False)
     assert state(store)[1] == NO_LEADER
     assert not controller.step("b1", alter(store, 1, {1}), 0, connected=False)
+
+
+def answered(broker, request, error=Errors.NONE):
+    """Broker ``broker``'s LeaderAndIsrResponse to ``request``."""
+    return LeaderAndIsrResponse(
+        broker,
+        request.controller_epoch,
+        request.topic,
+        request.partition,
+        request.leader_epoch,
+        error,
+    )
+
+
+def test_an_unanswered_leader_and_isr_is_sent_again_after_the_socket_timeout():
+    """``RequestSendThread`` retries a request until it is answered: a LeaderAndIsr lost to
+    a partition reaches its broker once the partition heals, or the broker would lead an
+    old epoch for ever."""
+    store, controller = setup()
+    timeout = controller.config.socket_timeout_ns
+    first = dict(sent(controller.tick(0)))
+    for b in (1, 3):
+        controller.step(f"b{b}", answered(b, first[f"b{b}"]), ms(10))
+    assert not sent(controller.tick(timeout - 1)), "not yet: controller.socket.timeout.ms"
+    again = sent(controller.tick(timeout))
+    assert again == [("b2", first["b2"])], "only b2's request, unanswered, and unchanged"
+    assert not sent(controller.tick(timeout + 1)), "the next retry waits a timeout again"
+    controller.step("b2", answered(2, first["b2"], Errors.STALE_CONTROLLER_EPOCH), timeout + 2)
+    assert not sent(controller.tick(3 * timeout)), "any answer ends the retries"
+
+
+def test_retries_end_when_the_broker_registers_again_and_follow_the_latest_request():
+    store, controller = setup()
+    timeout = controller.config.socket_timeout_ns
+    first = dict(sent(controller.tick(0)))
+    controller.step("b1", answered(1, first["b1"]), 0)
+    # An answer to an older request does not end the retries of a newer one.
+    newer = attrs.evolve(first["b2"], leader_epoch=first["b2"].leader_epoch + 1)
+    controller.unanswered[("b2", KEY)] = (newer, 0)
+    controller.step("b2", answered(2, first["b2"]), 0)
+    # b3's session ends: its request is not retried once it is no longer registered.
+    store.close_session(3)
+    retried = sent(controller.tick(timeout))
+    assert ("b2", newer) in retried
+    assert "b3" not in [dst for dst, _ in retried]
+    assert ("b3", KEY) not in controller.unanswered
+
+
+def test_a_resigned_controller_retries_nothing():
+    store, controller = setup()
+    controller.tick(0)
+    controller.resign("moved")
+    assert not sent(controller.tick(10 * controller.config.socket_timeout_ns))

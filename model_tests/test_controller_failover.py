@@ -180,3 +180,27 @@ def test_the_injector_finds_a_broker_applying_a_zombies_request_at_seed_31(tmp_p
     unfenced = CliRunner().invoke(main, [*base, "--bug", "accept_stale_controller_epoch"])
     assert unfenced.exit_code == 0, unfenced.output
     assert "zombie requests rejected 0 / applied 1" in unfenced.output
+
+
+def test_a_leader_and_isr_lost_to_a_partition_is_sent_again_after_the_heal() -> None:
+    """b2 dies while the controller b1 is cut off from b3: the ISR change the controller
+    decides (a new leader epoch) never reaches b3, which goes on fetching in the old epoch
+    and is fenced (FENCED_LEADER_EPOCH), out of the ISR. After the heal, the request
+    unanswered for ``controller.socket.timeout.ms`` is sent again and b3 catches up, as
+    Kafka's ``RequestSendThread`` retries it; without the retry b3 stays in epoch 0."""
+    cluster = Cluster(ClusterConfig(partitions=2), seed=3)
+    cluster.run_until(2 * SECOND)
+    cluster.partition([("b1", "b3"), ("b3", "b1")])
+    cluster.crash("b2")
+    cluster.run_until(12 * SECOND)
+    epochs = {key: state.leader_epoch for key, state in cluster.store.partitions.items()}
+    b3 = cluster.brokers[3]
+    assert b3 is not None
+    assert all(epochs[key] == 1 for key in b3.replicas), cluster.describe()
+    assert all(r.leader_epoch == 0 for r in b3.replicas.values()), "the request was lost"
+    cluster.heal()
+    cluster.run_until(20 * SECOND)
+    assert all(r.leader_epoch == 0 for r in b3.replicas.values()), "not before the timeout"
+    cluster.run_until(45 * SECOND)
+    assert all(r.leader_epoch == epochs[key] for key, r in b3.replicas.items())
+    assert all(3 in cluster.store.partitions[key].isr for key in b3.replicas), "back in sync"

@@ -385,8 +385,11 @@ def test_auto_engine_takes_spark_for_big_inputs_and_local_for_many_small_runs(
     big.mkdir()
     with open(big / "run.jsonl", "wb") as handle:  # sparse: its size is what counts
         handle.truncate(AUTO_SPARK_BYTES + 1)
-    engine, why = choose_engine((str(big),))
+    engine, why = choose_engine((str(big),), cores=8)
     assert engine == ("spark" if shutil.which("java") else "local"), why
+    # With no more cores than the local engine's processes, Spark has nothing to add.
+    engine, why = choose_engine((str(big),), cores=2)
+    assert engine == "local" and "2 core(s)" in why, why
     engine, why = choose_engine((str(tmp_path / "run-000.jsonl"),))
     assert engine == "local" and "1 file(s)" in why
     assert choose_engine(("s3a://bucket/runs/",))[0] == "spark"

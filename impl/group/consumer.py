@@ -300,6 +300,8 @@ class GroupConsumer:
         timeout = self.app.request_timeout_ns
         if c is not None and c.sent_at is not None and now - c.sent_at >= timeout:
             c.sent_at, c.ambiguous, c.error = None, True, REQUEST_TIMED_OUT
+            # NetworkClient disconnects: a coordinator request failing so marks it unknown.
+            self.member.coordinator_unknown(now)
         if c is not None and c.sent_at is None:
             if now - c.invoked_at >= self.app.commit_timeout_ns or c.mode in NON_BLOCKING:
                 self._end_commit(now)
@@ -312,6 +314,7 @@ class GroupConsumer:
             keys = [_key(tp) for tp in asking[0]]
             self._op("fail", "fetch-offsets", keys, now, error=REQUEST_TIMED_OUT)
             self._fetching_offsets = None
+            self.member.coordinator_unknown(now)
         self._after(now, effects)
         self._collect(now)
         return effects
@@ -490,7 +493,9 @@ class GroupConsumer:
         keys = [_key(tp) for tp in asked]
         if msg.error != NONE:
             self._op("fail", "fetch-offsets", keys, now, error=msg.error)
-            self._offsets_retry_at = now + self.app.fetch.retry_backoff_ns * 5
+            self._offsets_retry_at = now + self.app.fetch.retry_backoff_ns  # retry.backoff.ms
+            if msg.error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
+                self.member.coordinator_unknown(now)  # asked again where it moved
             return
         answer = dict(msg.offsets)
         self._op("ok", "fetch-offsets", {_key(tp): _null(answer.get(tp)) for tp in asked}, now)

@@ -15,8 +15,11 @@ consumer's clock: the world hands it in.
 Errors, as ``AbstractCoordinator`` handles them: ``REBALANCE_IN_PROGRESS`` and
 ``ILLEGAL_GENERATION`` mean rejoin (keeping the member id for the first, resetting the
 generation for the second), ``UNKNOWN_MEMBER_ID`` rejoin as a new member,
-``NOT_COORDINATOR`` look the coordinator up again and rejoin. Eager protocol: every
-rejoin revokes every owned partition first.
+``NOT_COORDINATOR`` (or a group request timing out) look the coordinator up again
+(``markCoordinatorUnknown``): a join or sync in progress starts again there, while a
+stable member keeps its generation and partitions and heartbeats the new coordinator,
+which loaded the group from ``__consumer_offsets``. Eager protocol: every rejoin revokes
+every owned partition first.
 
 The member's life cycle is ``spec.group.lifecycle``'s member table (every move through
 ``member_transition``). Its history (``history``) records ``subscribe`` and, for each
@@ -223,7 +226,7 @@ class Member:
                 del self.in_flight[kind]
                 self.connection += 1
                 if kind in ("join", "sync", "heartbeat"):
-                    self._coordinator_lost(now)
+                    self.coordinator_unknown(now)
         if self.member_id and now - self.last_poll > self.config.max_poll_interval_ns:
             # KIP-62: the heartbeat thread leaves the group for a poll loop that stalls.
             if self.coordinator:
@@ -330,7 +333,7 @@ class Member:
             self._reset(now, keep_member_id=True, lost=True)
             self.generation = -1
         elif error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
-            self._coordinator_lost(now)
+            self.coordinator_unknown(now)
         elif error in (COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT):
             # Retriable (``RetriableException``): a join or sync in progress is tried again
             # with the same member id; a stable member keeps its partitions.
@@ -339,9 +342,15 @@ class Member:
         else:  # UNKNOWN_MEMBER_ID (and anything else): rejoin as a new member
             self._reset(now, keep_member_id=False)
 
-    def _coordinator_lost(self, now: int) -> None:
+    def coordinator_unknown(self, now: int) -> None:
+        """``markCoordinatorUnknown``: the next poll looks the coordinator up again. Only a
+        join or sync in progress is started again; a stable member keeps its member id,
+        generation and partitions (``AbstractCoordinator`` does not rejoin for this), and
+        its next heartbeat goes to the new coordinator."""
         self.coordinator = ""
-        self._reset(now, keep_member_id=True)
+        self.in_flight.pop("heartbeat", None)
+        if self.state in (JOINING, AWAITING_SYNC):
+            self._reset(now, keep_member_id=True)
 
     def _reset(self, now: int, keep_member_id: bool, lost: bool = False) -> None:
         """Back to unjoined: revoke (eager; cooperatively only when the partitions are

@@ -52,8 +52,8 @@ _KEYS_SHOWN = 60
 """Above this many keys in all, Spark results are summarized instead of tabled per input."""
 
 AUTO_SPARK_BYTES = 512 << 20
-"""``--engine auto`` picks Spark above this many bytes of history in all (or for a remote
-path). Where the engines cross over (benchmarks/engine_crossover.py, docs/spark.md "Which
+"""``--engine auto`` picks Spark above this many bytes of history in all, on a machine with
+more cores than the local engine uses (or for a remote path). Where the engines cross over (benchmarks/engine_crossover.py, docs/spark.md "Which
 engine"): Spark's session and first job cost 15-37 s before any history is read, and on
 this project's 2-core machines its cost per MB is at best 0.07-0.08 s (free cores) against
 the local engine's 0.10-0.23 s, so Spark can win from some 200-500 MB on free cores (this
@@ -156,10 +156,12 @@ def _print_anomalies(console: Any, result: InputResult) -> None:
             )
 
 
-def choose_engine(paths: tuple[str, ...]) -> tuple[str, str]:
-    """(engine, why) for ``--engine auto``: Spark for a remote path or more than
-    `AUTO_SPARK_BYTES` bytes of history (when Java is here), else local. Only file sizes
-    are read: choosing starts no JVM."""
+def choose_engine(paths: tuple[str, ...], cores: int | None = None) -> tuple[str, str]:
+    """(engine, why) for ``--engine auto``: Spark for a remote path, or for more than
+    `AUTO_SPARK_BYTES` bytes of history on a machine with more ``cores`` (default: this
+    one's) than the local engine's `SPILL_WORKERS` processes use (when Java is here);
+    else local. Only file sizes are read: choosing starts no JVM."""
+    from jepsen_py.checker.engine import SPILL_WORKERS
     from jepsen_py.checker.spark.inputs import is_remote, list_local
 
     remote = [p for p in paths if is_remote(p)]
@@ -170,9 +172,16 @@ def choose_engine(paths: tuple[str, ...]) -> tuple[str, str]:
     what = f"{len(files)} file(s), {size / (1 << 20):.1f} MB"
     if size <= AUTO_SPARK_BYTES:
         return "local", f"{what}: at most {AUTO_SPARK_BYTES >> 20} MB, the local engine is faster"
+    if cores is None:
+        cores = os.cpu_count() or 1
+    if cores <= SPILL_WORKERS:
+        return "local", (
+            f"{what}, but {cores} core(s): Spark local[*] would have no more than the local "
+            f"engine's {SPILL_WORKERS} processes, and its start-up besides"
+        )
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         return "local", f"{what}, but no Java for Spark (scripts/check-java says how)"
-    return "spark", f"{what}: more than {AUTO_SPARK_BYTES >> 20} MB"
+    return "spark", f"{what}: more than {AUTO_SPARK_BYTES >> 20} MB on {cores} cores"
 
 
 def local_paths(paths: tuple[str, ...], *, quiet: bool = False) -> list[tuple[str, str | None]]:
@@ -302,7 +311,7 @@ def _figures_line(figures: dict[str, Any]) -> str:
     type=click.Choice(["auto", "local", "spark"]),
     default="auto",
     show_default=True,
-    help="local: this process; spark: a Spark job; auto: Spark for inputs above 512 MB.",
+    help="local: this process; spark: a Spark job; auto: Spark for a remote path, or above 512 MB with more than 2 cores.",
 )
 @click.option(
     "--master",
