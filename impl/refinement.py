@@ -16,7 +16,8 @@ world's faults (crash with a chosen torn tail, restart, pause, partition, ...).
 Replica fetches, OffsetsForLeaderEpoch, AlterPartition, broker registration and heartbeats
 are *synchronous* round trips here: both ends running and both directions open, or the
 request fails at once (``RequestFailed``) and nothing is handled -- the replication spec
-treats each as one atomic action. Everything else (LeaderAndIsr, produce requests and their
+treats each as one atomic action. A broker's answer to a LeaderAndIsr is handed to the
+controller at once (or lost across a cut link): no spec step reads it. Everything else (LeaderAndIsr, produce requests and their
 answers, consumer fetches) waits in the network for a ``deliver``. A crash ends the broker's
 session with the controller at once (``ClusterConfig.crash_closes_session``), because the
 spec's controller elects only live brokers.
@@ -48,6 +49,7 @@ from impl.protocol import (
     Fetch,
     FetchResponse,
     LeaderAndIsr,
+    LeaderAndIsrResponse,
     OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse,
     Produce,
@@ -110,7 +112,12 @@ class RefinementCluster(World):
                 continue
             if isinstance(msg, LeaderAndIsr):
                 self.sent_leader_and_isr.append((src, dst, msg))
-            if isinstance(msg, SYNC_REQUESTS + SYNC_RESPONSES) and not (
+            if isinstance(msg, LeaderAndIsrResponse):
+                # No spec step reads it (a stutter): handed over at once when the link is
+                # open, else lost, so that the events chosen by hand are the spec's.
+                if self.reachable(src, dst):
+                    self._sync.append((src, dst, msg))
+            elif isinstance(msg, SYNC_REQUESTS + SYNC_RESPONSES) and not (
                 isinstance(msg, Fetch) and msg.replica_id < 0
             ):
                 self._sync.append((src, dst, msg))
@@ -122,8 +129,8 @@ class RefinementCluster(World):
         """Carry out the synchronous round trips, in order."""
         while self._sync:
             src, dst, msg = self._sync.popleft()
-            if isinstance(msg, SYNC_RESPONSES):
-                # Both directions were checked when the request went out.
+            if isinstance(msg, SYNC_RESPONSES + (LeaderAndIsrResponse,)):
+                # Both directions were checked when the request (or this answer) went out.
                 if self.running(dst):
                     self._deliver(dst, src, msg)
                 continue

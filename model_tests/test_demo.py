@@ -100,7 +100,7 @@ def test_the_group_stage_fences_the_zombie_and_a_wrong_expectation_is_unexpected
     assert fenced["delivery"]["counts"].get("lost", 0) == 0, "at least once: nothing lost"
     assert before["delivery"]["counts"].get("lost", 0) > 0, "at most once: a kill loses"
     wrong = demo_groups.GroupCase(
-        "expects-valid", "bug expected valid", 4, tuple(rows[2]["bugs"]), True
+        "expects-valid", "bug expected valid", 2, tuple(rows[2]["bugs"]), True
     )
     no_loss = demo_groups.GroupCase("no-loss", "expects no loss", 2, (), True, "before-process")
     assert not any(r["as_expected"] for r in demo_groups.group_rows(tmp_path, (wrong, no_loss)))

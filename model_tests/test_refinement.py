@@ -31,7 +31,13 @@ from impl.broker import Broker
 from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange, fenced
 from impl.log import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from impl.log.batch import read_header
-from impl.protocol import Acked, Errors, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse
+from impl.protocol import (
+    Acked,
+    Errors,
+    OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse,
+    Produce,
+)
 from impl.refinement import RefinementCluster
 from impl.refinement_machine import (
     COVERAGE,
@@ -431,7 +437,8 @@ def test_a_broker_truncating_to_its_hw_on_restart_is_no_spec_step():
     leader = prev.quorum.leader
     assert leader == 1
     cluster.raw_produce(leader)
-    event("produce", lambda: cluster.deliver(cluster.deliverable()[0].seq))
+    [produce] = [e for e in cluster.deliverable() if isinstance(e.message, Produce)]
+    event("produce", lambda: cluster.deliver(produce.seq))
     event("flush", lambda: cluster.flush(leader))
     event("crash", lambda: cluster.crash(f"b{leader}"))
     event("failover", lambda: cluster.tick_controller())

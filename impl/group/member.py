@@ -195,6 +195,8 @@ class Member:
         effects = Effects()
         if self.state != MEMBER_STABLE or not self.owned or "commit" in self.in_flight:
             return effects
+        if not self.coordinator:
+            return self.find_coordinator(now)  # committed once it is known again
         self.in_flight["commit"] = now
         offsets = tuple((tp, position(tp)) for tp in self.owned)
         effects.send(
