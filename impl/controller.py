@@ -417,7 +417,8 @@ class Controller:
         answer, was lost), while its broker keeps the registration it was meant for."""
         if not self.unanswered:
             return
-        registered = {broker_node(b): e for b, e in self.store.registrations.items()}
+        # Its own view of /brokers/ids (``known``), as the channel manager's live set.
+        registered = {broker_node(b): e for b, e in self.known.items()}
         timeout = self.config.socket_timeout_ns
         for slot in sorted(self.unanswered):
             request, sent = self.unanswered[slot]
@@ -523,13 +524,14 @@ class Controller:
         # The send threads deliver what was queued (they need no store connection).
         out.extend(self.pending_effects)
         self.pending_effects = Effects()
-        self._resend_unanswered(now, out)
         for dst, msg in self.outbox:
             out.send(dst, msg)
         self.outbox.clear()
         if not connected:
+            self._resend_unanswered(now, out)
             return out
         self._watch_registrations(out)
+        self._resend_unanswered(now, out)
         self._retry_deletions(now, out)
         for key in sorted(self.context):
             if self._decide(key, out) or self.resigned:
