@@ -17,8 +17,9 @@ Replica fetches, OffsetsForLeaderEpoch, AlterPartition, broker registration and 
 are *synchronous* round trips here: both ends running and both directions open, or the
 request fails at once (``RequestFailed``) and nothing is handled -- the replication spec
 treats each as one atomic action. A broker's answer to a LeaderAndIsr is handed to the
-controller at once (or lost across a cut link): no spec step reads it. Everything else (LeaderAndIsr, produce requests and their
-answers, consumer fetches) waits in the network for a ``deliver``. A crash ends the broker's
+controller at once (or lost across a cut link): no spec step reads it. Everything else
+(LeaderAndIsr, produce requests and their answers, consumer fetches) waits in the network
+for a ``deliver``. A crash ends the broker's
 session with the controller at once (``ClusterConfig.crash_closes_session``), because the
 spec's controller elects only live brokers.
 
@@ -129,7 +130,7 @@ class RefinementCluster(World):
         """Carry out the synchronous round trips, in order."""
         while self._sync:
             src, dst, msg = self._sync.popleft()
-            if isinstance(msg, SYNC_RESPONSES + (LeaderAndIsrResponse,)):
+            if isinstance(msg, (*SYNC_RESPONSES, LeaderAndIsrResponse)):
                 # Both directions were checked when the request (or this answer) went out.
                 if self.running(dst):
                     self._deliver(dst, src, msg)

@@ -289,7 +289,7 @@ def test_an_unanswered_leader_and_isr_is_sent_again_after_the_socket_timeout():
     """``RequestSendThread`` retries a request until it is answered: a LeaderAndIsr lost to
     a partition reaches its broker once the partition heals, or the broker would lead an
     old epoch for ever."""
-    store, controller = setup()
+    _, controller = setup()
     timeout = controller.config.socket_timeout_ns
     first = dict(sent(controller.tick(0)))
     for b in (1, 3):
@@ -320,7 +320,7 @@ def test_retries_end_when_the_broker_registers_again_and_follow_the_latest_reque
 
 
 def test_a_resigned_controller_retries_nothing():
-    store, controller = setup()
+    _, controller = setup()
     controller.tick(0)
     controller.resign("moved")
     assert not sent(controller.tick(10 * controller.config.socket_timeout_ns))

@@ -53,13 +53,14 @@ _KEYS_SHOWN = 60
 
 AUTO_SPARK_BYTES = 512 << 20
 """``--engine auto`` picks Spark above this many bytes of history in all, on a machine with
-more cores than the local engine uses (or for a remote path). Where the engines cross over (benchmarks/engine_crossover.py, docs/spark.md "Which
-engine"): Spark's session and first job cost 15-37 s before any history is read, and on
-this project's 2-core machines its cost per MB is at best 0.07-0.08 s (free cores) against
-the local engine's 0.10-0.23 s, so Spark can win from some 200-500 MB on free cores (this
-is the upper end) and, under load, not at all.
-The number of files does not count: the local engine spends about a millisecond per file
-(1,000 files of 100 ops: 0.8 s) where Spark spends more (79 s)."""
+more cores than the local engine uses (or for a remote path). Where the engines cross
+over (benchmarks/engine_crossover.py, docs/spark.md "Which engine"): Spark's session and
+first job cost 15-37 s before any history is read, and on this project's 2-core machines
+its cost per MB is at best 0.07-0.08 s (free cores) against the local engine's 0.10-0.23
+s, so Spark can win from some 200-500 MB on free cores with more cores than the local
+engine's processes (this is the upper end) and, on two cores, not at all (1.4 GB: 166.7 s
+against 74.5 s). The number of files does not count: the local engine spends about a
+millisecond per file (1,000 files of 100 ops: 0.8 s) where Spark spends more (79 s)."""
 
 
 def parse_initial(text: str | None) -> Any:
@@ -311,7 +312,8 @@ def _figures_line(figures: dict[str, Any]) -> str:
     type=click.Choice(["auto", "local", "spark"]),
     default="auto",
     show_default=True,
-    help="local: this process; spark: a Spark job; auto: Spark for a remote path, or above 512 MB with more than 2 cores.",
+    help="local: this process; spark: a Spark job; auto: Spark for a remote path, or above "
+    "512 MB with more than 2 cores.",
 )
 @click.option(
     "--master",
