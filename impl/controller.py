@@ -160,11 +160,15 @@ class ControllerConfig:
     """How often the controller asks again the registered brokers whose replica of a
     deleted topic, or removed by a reassignment, it has not heard deleted (a StopReplica or
     its answer may be lost; ``TopicDeletionManager`` retries on failure)."""
-    socket_timeout_ns: int = 30_000_000_000
-    """``controller.socket.timeout.ms`` (Kafka's default 30 s): a LeaderAndIsr not answered
-    within it is sent again, as long as its broker stays registered with the same broker
-    epoch (``RequestSendThread`` retries a request until it is answered; a broker that
-    registers again gets the published state afresh)."""
+    resend_after_ns: int = 10_000_000_000
+    """How long a LeaderAndIsr may go unanswered before the controller sends it again, as
+    long as its broker keeps the registration it was meant for (``RequestSendThread``
+    retries a request until it is answered or the broker leaves the live set; a broker that
+    registers again gets the published state afresh). 10 s is
+    ``socket.connection.setup.timeout.ms``: a request lost to a network partition goes again
+    on a new connection, whose attempts time out after it until the partition heals. (On a
+    connection that stays up, Kafka would wait ``controller.socket.timeout.ms``, 30 s; the
+    simulation does not tell the two apart.)"""
     queued_sends: bool = False
     """Requests to brokers wait in the controller's queues and go out on its next tick
     (``ControllerChannelManager``'s per-broker ``RequestSendThread``s, threads of the
@@ -413,13 +417,13 @@ class Controller:
             del self.unanswered[slot]
 
     def _resend_unanswered(self, now: int, out: Effects) -> None:
-        """Send again each LeaderAndIsr unanswered for ``socket_timeout_ns`` (it, or its
+        """Send again each LeaderAndIsr unanswered for ``resend_after_ns`` (it, or its
         answer, was lost), while its broker keeps the registration it was meant for."""
         if not self.unanswered:
             return
         # Its own view of /brokers/ids (``known``), as the channel manager's live set.
         registered = {broker_node(b): e for b, e in self.known.items()}
-        timeout = self.config.socket_timeout_ns
+        timeout = self.config.resend_after_ns
         for slot in sorted(self.unanswered):
             request, sent = self.unanswered[slot]
             if registered.get(slot[0]) != request.broker_epoch:

@@ -290,11 +290,11 @@ def test_an_unanswered_leader_and_isr_is_sent_again_after_the_socket_timeout():
     a partition reaches its broker once the partition heals, or the broker would lead an
     old epoch for ever."""
     _, controller = setup()
-    timeout = controller.config.socket_timeout_ns
+    timeout = controller.config.resend_after_ns
     first = dict(sent(controller.tick(0)))
     for b in (1, 3):
         controller.step(f"b{b}", answered(b, first[f"b{b}"]), ms(10))
-    assert not sent(controller.tick(timeout - 1)), "not yet: controller.socket.timeout.ms"
+    assert not sent(controller.tick(timeout - 1)), "not yet"
     again = sent(controller.tick(timeout))
     assert again == [("b2", first["b2"])], "only b2's request, unanswered, and unchanged"
     assert not sent(controller.tick(timeout + 1)), "the next retry waits a timeout again"
@@ -304,7 +304,7 @@ def test_an_unanswered_leader_and_isr_is_sent_again_after_the_socket_timeout():
 
 def test_retries_end_when_the_broker_registers_again_and_follow_the_latest_request():
     store, controller = setup()
-    timeout = controller.config.socket_timeout_ns
+    timeout = controller.config.resend_after_ns
     first = dict(sent(controller.tick(0)))
     controller.step("b1", answered(1, first["b1"]), 0)
     # An answer to an older request does not end the retries of a newer one.
@@ -323,4 +323,4 @@ def test_a_resigned_controller_retries_nothing():
     _, controller = setup()
     controller.tick(0)
     controller.resign("moved")
-    assert not sent(controller.tick(10 * controller.config.socket_timeout_ns))
+    assert not sent(controller.tick(10 * controller.config.resend_after_ns))
