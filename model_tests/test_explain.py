@@ -92,7 +92,7 @@ def test_whole_cluster_power_loss_is_explained_as_correlated() -> None:
 
 
 def test_acks_1_losses_are_explained_as_a_leader_failure() -> None:
-    assert mechanisms(run_test(ACKS_1_LEADER_KILLS, 1)) == {"acks-leader-failure"}
+    assert mechanisms(run_test(ACKS_1_LEADER_KILLS, 2)) == {"acks-leader-failure"}
 
 
 def test_pre_kip_101_losses_are_explained_as_hw_truncation() -> None:
