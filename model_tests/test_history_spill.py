@@ -4,6 +4,7 @@ are removed (the peak memory: benchmarks/stream_memory.py)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,27 @@ def test_the_buckets_hold_the_groups_of_the_whole_file(tmp_path: Path) -> None:
             assert not set(groups) & set(parts), "a group in two buckets"
             parts.update(groups)
     assert parts == whole
+
+
+def test_files_checked_side_by_side_have_the_results_of_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`engine.verify_paths` in forked workers: the same results, in the inputs' order,
+    whichever worker finishes first (a small file after a bigger one)."""
+    rng = random.Random(11)
+    paths = []
+    for i, size in enumerate((2500, 300, 1200)):
+        part = generate(rng, LogWorkload(ops=size, keys=4, producers=3, consumers=2))
+        if i == 0:
+            part = INJECTORS["lost-write"](part, rng) or part
+        path = tmp_path / f"run-{i}.jsonl"
+        write_jsonl(path, part)
+        paths.append(str(path))
+    one_at_a_time = [_summary(engine.verify_path(p)) for p in paths]
+    monkeypatch.setattr(engine, "PARALLEL_FILES_ABOVE_BYTES", 0)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method on this platform: files are checked one at a time")
+    side_by_side = list(engine.verify_paths(paths))
+    assert [r.path for r in side_by_side] == paths
+    assert [_summary(r) for r in side_by_side] == one_at_a_time
+    assert one_at_a_time[0]["verdict"] is Verdict.ILLEGAL

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -516,6 +516,50 @@ class _BucketJob:
             known = [*self.meta.rejections, *sink]
             mine = _write_reports(Path(self.report_dir), here, downgrade(mine, known), wgl_model)
         return mine, list(sink)
+
+
+PARALLEL_FILES_ABOVE_BYTES = 64 << 20
+"""Two files or more of more than this many bytes in all are checked `SPILL_WORKERS` files
+at a time, each in a forked process (`verify_paths`): each file is checked alone, so they
+run side by side as a Spark job's tasks do, and a directory of runs uses every core."""
+
+
+def verify_paths(paths: Sequence[str], **options: Any) -> Iterator[InputResult]:
+    """`verify_path` (with ``options``) of each of ``paths``, in their order. When they are
+    more than `PARALLEL_FILES_ABOVE_BYTES` in all and the machine has cores to spare,
+    `SPILL_WORKERS` forked processes check one file each at a time; a worker returns its
+    file's result without the operations of its linearizable partitions (as a spilled
+    check does), the rest unchanged."""
+    workers = min(SPILL_WORKERS, len(paths), os.cpu_count() or 1)
+    if (
+        workers < 2
+        or options.get("parallel") is False
+        or not _can_fork()
+        or sum(_size(p) for p in paths) <= PARALLEL_FILES_ABOVE_BYTES
+    ):
+        for path in paths:
+            yield verify_path(path, **options)
+        return
+    import multiprocessing
+
+    global _FILES_JOB
+    _FILES_JOB = {**options, "parallel": False}  # a worker cannot start workers of its own
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers) as pool:
+            yield from pool.imap(_run_file, paths)
+    finally:
+        _FILES_JOB = None
+
+
+_FILES_JOB: dict[str, Any] | None = None
+"""The options a forked file worker checks with (set before the fork: nothing is pickled)."""
+
+
+def _run_file(path: str) -> InputResult:
+    assert _FILES_JOB is not None
+    result = verify_path(path, **_FILES_JOB)
+    return attrs.evolve(result, keys=[_without_ok_operations(k) for k in result.keys])
 
 
 def _can_fork() -> bool:
