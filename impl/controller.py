@@ -50,6 +50,12 @@ registration, and only adding registered brokers (KIP-841); no LeaderAndIsr foll
 Every write the controller makes is reported as a ``Published`` note: the world's record of
 the LeaderAndIsr requests ever sent (the replication spec's ``requests``).
 
+**Retries.** A broker answers every LeaderAndIsr (``LeaderAndIsrResponse``); the controller
+sends one still unanswered after ``ControllerConfig.resend_after_ns`` again, as long as its
+broker keeps the registration it was meant for (``RequestSendThread`` retries until a
+request is answered or the broker leaves the live set). Without it a request lost to a
+network partition would leave a broker in an old leader epoch for good.
+
 Producer ids (KIP-98's ``InitProducerId``): an idempotent producer asks the controller, which
 hands out the next id of the store's counter with epoch 0. Kafka splits this in two -- the
 producer asks any broker, whose ``ProducerIdManager`` hands out ids from a block it obtained
@@ -402,7 +408,7 @@ class Controller:
             self.store.cancel_pending_deletion((msg.topic, msg.partition), msg.broker_id)
         return out
 
-    # ------------------------------------------------------------------ controlled shutdown
+    # ------------------------------------------------------------------ retried requests
 
     def _on_leader_and_isr_response(self, src: str, msg: LeaderAndIsrResponse) -> None:
         """The answer to this controller's latest LeaderAndIsr for the partition ends its
@@ -430,6 +436,8 @@ class Controller:
                 del self.unanswered[slot]  # gone, or registered again: told afresh
             elif now - sent >= timeout:
                 self._send(slot[0], request, out)
+
+    # ------------------------------------------------------------------ controlled shutdown
 
     def _on_controlled_shutdown(self, msg: ControlledShutdown) -> ControlledShutdownResponse:
         """``KafkaController.doControlledShutdown``: mark the broker shutting down; its
