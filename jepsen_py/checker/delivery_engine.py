@@ -21,7 +21,7 @@ from pathlib import Path
 from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import DeliveryKey, check_delivery, split_op
 from jepsen_py.checker.records import InputResult, KeyResult, downgrade
-from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, detect_format
+from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, history_format
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import validate
 
@@ -38,9 +38,7 @@ def load_delivery(
     """The accepted ops of ``path`` (nemesis ops included), its rejected lines, its
     format. Raises `HistoryError` when the file cannot be read at all."""
     name = str(path)
-    fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
-        raise HistoryError(f"unknown history format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    fmt = history_format(path, fmt)
     if not Path(path).is_file():
         raise HistoryError(f"{name}: no such file")
     rejections = Rejections(name)

@@ -53,11 +53,12 @@ from jepsen_py.checker.verdict import KAFKA, check_keys
 from jepsen_py.checker.wgl import check_partitions
 from jepsen_py.history import (
     FORMATS,
+    Format,
     HistoryError,
     Rejection,
     Rejections,
-    detect_format,
     detect_format_by_content,
+    history_format,
 )
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import Conventions, validate
@@ -112,24 +113,27 @@ def load(path: str | os.PathLike[str], fmt: str | None = None) -> Loaded:
     """Read and validate ``path`` (format detected when None). Raises `HistoryError` when
     the file cannot be read at all; malformed lines are collected, not raised."""
     name = str(path)
-    fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
-        raise HistoryError(f"unknown history format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    fmt = history_format(path, fmt)
     if not Path(path).is_file():
         raise HistoryError(f"{name}: no such file")
     spec = FORMATS[fmt]
     rejections = Rejections(name)
-    accepted: list[Op] = []
+    accepted = list(_client_ops(path, spec, rejections))
+    groups = group_ops(accepted)
+    fs = frozenset(op.f for op in accepted)
+    return Loaded(name, fmt, spec.conventions, groups, rejections, len(accepted), fs)
+
+
+def _client_ops(path: str | os.PathLike[str], spec: Format, rejections: Rejections) -> Iterator[Op]:
+    """The ops of ``path`` a check takes: validated, client ops only, transactions refused
+    (`TXN_REFUSED`, into ``rejections``)."""
     for op in validate(spec.read(path, rejections), rejections):
         if not op.is_client:
             continue
         if op.f == "txn":
             rejections.reject(op.line, TXN_REFUSED, key=op.key, run=op.run)
             continue
-        accepted.append(op)
-    groups = group_ops(accepted)
-    fs = frozenset(op.f for op in accepted)
-    return Loaded(name, fmt, spec.conventions, groups, rejections, len(accepted), fs)
+        yield op
 
 
 def group_ops(ops: list[Op]) -> dict[GroupKey, list[Op]]:
@@ -410,20 +414,13 @@ def _verify_spilled(
     from jepsen_py.checker.spill import Spilled, buckets_for, spill_dir
 
     name = str(path)
-    fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
-        raise HistoryError(f"unknown history format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    fmt = history_format(path, fmt)
     spec = FORMATS[fmt]
     rejections = Rejections(name)
     deadline = time.monotonic() + timeout if timeout is not None else None
     with Spilled.create(buckets_for(_size(path)), spill_dir()) as spilled:
         try:
-            for op in validate(spec.read(path, rejections), rejections):
-                if not op.is_client:
-                    continue
-                if op.f == "txn":
-                    rejections.reject(op.line, TXN_REFUSED, key=op.key, run=op.run)
-                    continue
+            for op in _client_ops(path, spec, rejections):
                 spilled.add(op)
             spilled.finish()
             meta = Loaded(

@@ -116,14 +116,20 @@ def detect_format_by_content(path: str | os.PathLike[str]) -> str:
     )
 
 
+def history_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """The format ``path`` is read in: ``fmt``, or the detected one when None. Raises
+    `HistoryError` for a name that is none of `FORMATS`."""
+    name = fmt or detect_format(path)
+    if name not in FORMATS:
+        raise HistoryError(f"unknown history format {name!r}: expected one of {', '.join(FORMATS)}")
+    return name
+
+
 def read_history(
     path: str | os.PathLike[str], fmt: str | None = None, rejections: Rejections | None = None
 ) -> Iterator[Op]:
     """Stream the ops of ``path`` in format ``fmt`` (detected when None)."""
-    name = fmt or detect_format(path)
-    if name not in FORMATS:
-        raise HistoryError(f"unknown history format {name!r}: expected one of {', '.join(FORMATS)}")
-    return FORMATS[name].read(path, rejections)
+    return FORMATS[history_format(path, fmt)].read(path, rejections)
 
 
 __all__ = [
@@ -145,6 +151,7 @@ __all__ = [
     "detect_format",
     "detect_format_by_content",
     "format_by_name",
+    "history_format",
     "list_histories",
     "read_edn",
     "read_etcd_log",
