@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from proc_tree import CUTIME, UTIME, descendants, proc_stats
+
 from jepsen_py.checker.histgen import INJECTORS, LogWorkload, generate
 from jepsen_py.history import write_jsonl
 
@@ -92,28 +94,18 @@ def tree_cpu_seconds(root: int) -> tuple[float, float]:
     (a Python worker that exited) count through its ``cutime``/``cstime``. CPU time depends
     much less than wall time on what else the machine runs, so ``ops / cpu_seconds``
     compares configurations on a shared box."""
-    children: dict[int, list[int]] = {}
-    own: dict[int, float] = {}
-    reaped: dict[int, float] = {}
+    stats = proc_stats()
     tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid = int(entry), int(fields[1])
-        children.setdefault(ppid, []).append(pid)
-        own[pid] = (int(fields[11]) + int(fields[12])) / tick
-        reaped[pid] = (int(fields[13]) + int(fields[14])) / tick
-    below, stack = reaped.get(root, 0.0), list(children.get(root, ()))
-    while stack:
-        pid = stack.pop()
-        below += own.get(pid, 0.0) + reaped.get(pid, 0.0)
-        stack.extend(children.get(pid, ()))
-    return own.get(root, 0.0), below
+
+    def seconds(pid: int, first: int) -> float:
+        """Two consecutive tick fields of ``pid`` (none when it ended), in seconds."""
+        fields = stats.get(pid)
+        return 0.0 if fields is None else (int(fields[first]) + int(fields[first + 1])) / tick
+
+    below = seconds(root, CUTIME)
+    for pid in descendants(root, stats):
+        below += seconds(pid, UTIME) + seconds(pid, CUTIME)
+    return seconds(root, UTIME), below
 
 
 def run_local(folder: Path) -> dict[str, Any]:

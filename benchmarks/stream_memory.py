@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from proc_tree import RSS, descendants, proc_stats
 
 from jepsen_py.checker.histgen import LogWorkload, generate
 from jepsen_py.history import write_jsonl
@@ -78,27 +79,10 @@ def make_history(path: Path, gigabytes: float, seed: int) -> dict[str, Any]:
 
 def _tree_rss_bytes(root: int) -> int:
     """Resident bytes of process ``root`` and every process below it (Linux /proc)."""
-    parent: dict[int, int] = {}
-    rss: dict[int, int] = {}
+    stats = proc_stats()
     page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        rss[int(entry)] = int(fields[21]) * page
-    total = 0
-    for pid in rss:
-        p = pid
-        while p > 1 and p != root:
-            p = parent.get(p, 0)
-        if p == root:
-            total += rss[pid]
-    return total
+    pids = [root, *descendants(root, stats)]
+    return sum(int(stats[pid][RSS]) * page for pid in pids if pid in stats)
 
 
 def measured(command: list[str]) -> dict[str, Any]:
