@@ -453,10 +453,6 @@ class Broker:
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
-    def _from_current_controller(self, msg: LeaderAndIsr | StopReplica, out: Effects) -> bool:
-        """Whether a controller request may be applied (``_controller_request_error``)."""
-        return self._controller_request_error(msg, out) is Errors.NONE
-
     def _controller_request_error(self, msg: LeaderAndIsr | StopReplica, out: Effects) -> Errors:
         """Why a controller request may not be applied, or ``NONE``: it must be meant for
         this registration (KIP-380's broker epoch, else ``STALE_BROKER_EPOCH``) and not come
@@ -482,8 +478,8 @@ class Broker:
         ``delete``, its log is deleted from disk. A replica in a newer leader epoch than the
         request's is left alone (KIP-570), unless the request deletes a topic
         (``EPOCH_DURING_DELETE``). Answered so the controller stops asking."""
-        if not self._from_current_controller(msg, out):
-            return
+        if self._controller_request_error(msg, out) is not Errors.NONE:
+            return  # fenced: unanswered (the controller asks again, ``stop_replica_retry_ns``)
         key = (msg.topic, msg.partition)
         replica = self.replicas.get(key)
         error = Errors.NONE

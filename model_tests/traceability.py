@@ -217,7 +217,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
         "Fencing a zombie controller at the brokers (controller epoch)",
         "Kafka docs, Controller; KIP-380",
         ("controller:reject_stale_request", "controller:NoStaleControllerEpochApplied"),
-        ("impl.broker:Broker._from_current_controller",),
+        ("impl.broker:Broker._controller_request_error",),
     ),
     Mechanism(
         "LeaderAndIsr, UpdateMetadata and StopReplica",
