@@ -11,9 +11,10 @@ turn off:
   KIP-279 and KIP-320 closed); producers without idempotence (KIP-98) under duplicated
   messages;
 - every ``kmodel test --bug`` choice (``impl.world.FENCE_BUGS``: the controller fences of
-  issue 16, the reassignment, shutdown and ELR fences of issue 17; ``no_generation_check``,
-  the group coordinator's fence, runs the group workload, ``kmodel test --workload group``),
-  and both controller fences off at once (issue 16's brain split with nothing to stop it).
+  issue 16, the reassignment, shutdown and ELR fences of issue 17; ``no_generation_check``
+  and ``fetch_before_load``, the group coordinator's fences, run the group workload,
+  ``kmodel test --workload group``), and both controller fences off at once (issue 16's
+  brain split with nothing to stop it).
 
 No scenario schedule: each run is exactly ``kmodel test --runs N --seed S --nemesis all
 <flags>``'s swarm run for its seed (``jepsen_py.runner.config.swarm_config``: the seed draws
@@ -23,8 +24,9 @@ the group workload's runs are ``kmodel test --workload group --nemesis GROUP_FEN
 ``fail-processing``, which touch no fence). An
 entry is found at the first seed that shows its anomaly (`EXPECTED`, a violation: a lost
 acknowledged write or an offset with two values for the unsafe flags, a duplicate
-without idempotence, any violation for a fence; for the group workload, a violated group
-invariant). A loss must be explained by the entry's own mechanism (``jepsen_py.explain``:
+without idempotence, any violation for a fence; for the group workload, an invalid run: a
+violated group invariant, or a delivery violation such as a commit regression). A loss
+must be explained by the entry's own mechanism (``jepsen_py.explain``:
 ``unclean-leader-election``, ``acks-leader-failure``, ``hw-truncation``...); for a fence, a
 loss no mechanism explains counts only if the same swarm run with every fence on loses
 nothing. A loss that only mechanisms Kafka's safe configuration is exposed to explain

@@ -24,6 +24,15 @@ the consumers.
   consumer's record handler throws on some batches until the stop, and the application
   seeks back to its committed offset: ``KafkaConsumer.seek``), and any fault of the Kafka
   workload's catalogue by name (``kill``, ``pause``, ``partition``, ...);
+- every ``monitor_interval_ns`` on average (each gap drawn from the seed's ``monitor``
+  stream, between half and one and a half of it) an admin reads the group's committed
+  offsets from the coordinator, as ``kafka-consumer-groups.sh --describe`` and consumer-lag
+  monitors do: a ``fetch-offsets`` op of process ``monitor``, ``ok`` with what the
+  coordinator answered or ``fail`` with its error (``COORDINATOR_LOAD_IN_PROGRESS`` while
+  a new coordinator reads the partition). The delivery checker holds these reads to every
+  commit acknowledged before them (``commit-regression``), so a coordinator that answers
+  before it finished loading (``--bug fetch_before_load``) is caught whenever a read falls
+  in the load;
 - after ``duration_ns`` every fault is healed, the consumers go on for ``recovery_ns``, and
   a final OffsetFetch (an admin's, handed to the coordinator's broker directly) reads the
   group's committed offsets: the ``fetch-offsets`` op with ``"final": true``.
@@ -48,7 +57,14 @@ from impl.group.consumer import ConsumerApp
 from impl.group.coordinator import GROUP_BUGS
 from impl.group.invariants import GroupInvariants
 from impl.group.member import MemberConfig
-from impl.group.messages import NO_OFFSET, NONE, GenerationCompleted, OffsetCommit, OffsetFetch
+from impl.group.messages import (
+    COORDINATOR_NOT_AVAILABLE,
+    NO_OFFSET,
+    NONE,
+    GenerationCompleted,
+    OffsetCommit,
+    OffsetFetch,
+)
 from impl.group.messages import OffsetFetchResponse as _OffsetFetchResponse
 from impl.group.offsets_refinement import OffsetsRefinement
 from impl.group.placement import CONSUMER_OFFSETS
@@ -105,6 +121,8 @@ GROUP_CLUSTER_FAULTS = (
 """``--nemesis all`` with ``--workload group``."""
 TOPIC = "t"
 GROUP = "group"
+MONITOR = "monitor"
+"""The history process of the offsets monitor's reads."""
 
 
 @attrs.frozen
@@ -130,6 +148,9 @@ class GroupClusterConfig:
     max_poll_interval_ns: int = ms(20_000)
     heartbeat_interval_ns: int = ms(1_000)
     request_timeout_ns: int = ms(3_000)
+    monitor_interval_ns: int = ms(1_000)
+    """The mean gap between the offsets monitor's reads (0: no monitor). The gaps are drawn
+    at random so that the reads fall at any phase of the faults' timers, not on a grid."""
     faults: tuple[str, ...] = GROUP_CLUSTER_FAULTS
     bugs: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     refinement: bool = False
@@ -149,6 +170,11 @@ class GroupClusterConfig:
             raise ValueError(
                 f"unknown group faults {bad}; choose from {', '.join(GROUP_CLUSTER_FAULTS)} "
                 "or any fault of `kmodel test --list-faults`"
+            )
+        if self.monitor_interval_ns < 0:
+            raise ValueError(
+                f"the offsets monitor's interval must be 0 (off) or positive, not "
+                f"{self.monitor_interval_ns} ns"
             )
         ConsumerApp(commit=self.commit, auto_offset_reset=self.auto_offset_reset)
 
@@ -203,6 +229,8 @@ class GroupClusterRun:
         self._t = 0
         self._value = 0
         self._next_fault = config.fault_interval_ns
+        self._monitor_rng = self.cluster.rng.split("monitor")
+        self._next_monitor = self._monitor_gap()
         self._late: tuple[str, OffsetCommit] | None = None
         """late-commit: (consumer, the request it sent) held back."""
         self.refinement = (
@@ -252,6 +280,11 @@ class GroupClusterRun:
                 # buffer.memory exhausted: the application's send throws, and moves on.
                 with contextlib.suppress(OverflowError):
                     cluster.client_send("p1", key, str(self._value).encode())
+            if c.monitor_interval_ns and t >= self._next_monitor:
+                self._monitor()
+                self._next_monitor = t + self._monitor_gap()
+                if observe is not None:
+                    observe()
             if faults and c.faults and t >= self._next_fault:
                 self._deliver_late()
                 self._fault()
@@ -471,6 +504,49 @@ class GroupClusterRun:
             self._perform(stop, None)
         self.cluster.heal()
 
+    # ------------------------------------------------------------------ reading offsets
+
+    def _monitor_gap(self) -> int:
+        """The wait before the monitor's next read: uniform in [1/2, 3/2] of its mean, on
+        the workload's 100 ms steps."""
+        steps = max(1, self.config.monitor_interval_ns // ms(100))
+        return ms(100) * max(1, self._monitor_rng.randint(steps // 2, steps * 3 // 2))
+
+    def _read_offsets(self) -> tuple[str, dict[str, int | None] | None]:
+        """One admin OffsetFetch of every partition of the topic, handed to the broker the
+        metadata names as the group's coordinator (the leader of its ``__consumer_offsets``
+        partition): (the error, the committed offsets by key when it is ``NONE``)."""
+        cluster = self.cluster
+        b = self._coordinator()
+        name = None if b is None else cluster.broker_names[b]
+        if name is None or not cluster.running(name):
+            return COORDINATOR_NOT_AVAILABLE, None
+        tps = tuple((TOPIC, p) for p in range(self.config.partitions))
+        for answer in cluster.admin_request(name, OffsetFetch(GROUP, tps)):
+            assert isinstance(answer, _OffsetFetchResponse), answer
+            if answer.error != NONE:
+                return answer.error, None
+            got = dict(answer.offsets)
+            return NONE, {
+                f"{t}-{p}": None if got[(t, p)] == NO_OFFSET else got[(t, p)] for t, p in tps
+            }
+        return COORDINATOR_NOT_AVAILABLE, None
+
+    def _monitor(self) -> None:
+        """The offsets monitor's read (see the module docstring); nothing is logged when no
+        running broker is named coordinator (its FindCoordinator would have failed)."""
+        b = self._coordinator()
+        if b is None or not self.cluster.running(self.cluster.broker_names[b]):
+            return
+        keys = [f"{TOPIC}-{p}" for p in range(self.config.partitions)]
+        op = {"process": MONITOR, "f": "fetch-offsets"}
+        self.cluster.record({**op, "type": "invoke", "value": keys})
+        error, offsets = self._read_offsets()
+        if offsets is not None:
+            self.cluster.record({**op, "type": "ok", "value": offsets})
+        else:
+            self.cluster.record({**op, "type": "fail", "value": keys, "error": error})
+
     def final_fetch(self) -> dict[str, int | None] | None:
         """The final read (``fetch-offsets`` with ``"final": true``): the group's committed
         offsets by key (None where it has none); None if the coordinator never answered."""
@@ -481,7 +557,6 @@ class GroupClusterRun:
         """The admin's OffsetFetch after everything healed, retried while the coordinator
         is unknown, loading or moving."""
         cluster = self.cluster
-        tps = tuple((TOPIC, p) for p in range(self.config.partitions))
         keys = [f"{TOPIC}-{p}" for p in range(self.config.partitions)]
         cluster.record(
             {
@@ -492,30 +567,21 @@ class GroupClusterRun:
                 "final": True,
             }
         )
-        error = "COORDINATOR_NOT_AVAILABLE"
+        error = COORDINATOR_NOT_AVAILABLE
         for _ in range(60):
-            b = self._coordinator()
-            name = None if b is None else cluster.broker_names[b]
-            if name is not None and cluster.running(name):
-                for answer in cluster.admin_request(name, OffsetFetch(GROUP, tps)):
-                    assert isinstance(answer, _OffsetFetchResponse), answer
-                    error = answer.error
-                    if error == NONE:
-                        got = dict(answer.offsets)
-                        self.final = {
-                            f"{t}-{p}": None if got[(t, p)] == NO_OFFSET else got[(t, p)]
-                            for t, p in tps
-                        }
-                        cluster.record(
-                            {
-                                "process": "final",
-                                "type": "ok",
-                                "f": "fetch-offsets",
-                                "value": self.final,
-                                "final": True,
-                            }
-                        )
-                        return
+            error, offsets = self._read_offsets()
+            if offsets is not None:
+                self.final = offsets
+                cluster.record(
+                    {
+                        "process": "final",
+                        "type": "ok",
+                        "f": "fetch-offsets",
+                        "value": self.final,
+                        "final": True,
+                    }
+                )
+                return
             cluster.run_until(cluster.clock.now + ms(500))
         cluster.record(
             {

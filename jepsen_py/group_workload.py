@@ -19,7 +19,8 @@ bug of the same name).
 What is checked (``impl.group.invariants``): each completed generation's assignment gives
 every partition exactly one owner; no two members stable in the current generation own one
 partition; no zombie's OffsetCommit is accepted. The history (``docs/history-format.md``:
-send, subscribe, assign, poll, process, commit, fetch-offsets, the final fetch-offsets),
+send, subscribe, assign, poll, process, commit, fetch-offsets, the offsets monitor's
+fetch-offsets about once a second (``--monitor-interval``), the final fetch-offsets),
 the outcome (rebalances, records processed, commits by outcome) and the test's config go to
 the store; the delivery verdict is ``kmodel verify --delivery``'s.
 
@@ -158,6 +159,7 @@ def run_group_test(
     unclean: bool = False,
     min_isr: int = 2,
     recovery_ns: int | None = None,
+    monitor_interval_ns: int | None = None,
 ) -> dict[str, Any]:
     """Run one group test on the cluster; store it unless ``store_root`` is None; return
     the outcome."""
@@ -183,6 +185,9 @@ def run_group_test(
             fault_interval_ns=interval_ns,
             faults=faults,
             bugs=frozenset(bugs),
+            monitor_interval_ns=(
+                defaults.monitor_interval_ns if monitor_interval_ns is None else monitor_interval_ns
+            ),
         )
     except ValueError as exc:
         raise GroupTestError(str(exc)) from exc
@@ -209,6 +214,7 @@ def run_group_test(
                 "auto_offset_reset": auto_offset_reset,
                 "unclean": unclean,
                 "min_isr": min_isr,
+                "monitor_interval_ns": config.monitor_interval_ns,
             },
             root=store_root,
         )

@@ -33,7 +33,7 @@ def test_demo_runs_the_whole_story_and_writes_its_results(tmp_path: Path, spark:
     assert summary["outcomes_as_expected"] == summary["outcomes_total"]
     assert summary["brain_split_as_expected"] == summary["brain_split_total"] == 3
     assert summary["liveness_as_expected"] == summary["liveness_total"] == 5
-    assert summary["groups_as_expected"] == summary["groups_total"] == 3
+    assert summary["groups_as_expected"] == summary["groups_total"] == 4
     assert (tmp_path / "traces" / "follower-stops-fetching.txt").is_file()
     unclean = next(r for r in summary["runs"] if r["name"] == "jepsen-2013-unclean")
     assert unclean["lost_acknowledged_writes"] > 0 and unclean["verdict"] == "invalid"
@@ -95,10 +95,11 @@ def test_the_group_stage_fences_the_zombie_and_a_wrong_expectation_is_unexpected
     tmp_path: Path,
 ) -> None:
     rows = demo_groups.group_rows(tmp_path)
-    assert [(r["ok"], r["as_expected"]) for r in rows] == [(True, True)] * 2 + [(False, True)]
-    fenced, before, _ = rows
+    assert [(r["ok"], r["as_expected"]) for r in rows] == [(True, True)] * 2 + [(False, True)] * 2
+    fenced, before, _, early = rows
     assert fenced["delivery"]["counts"].get("lost", 0) == 0, "at least once: nothing lost"
     assert before["delivery"]["counts"].get("lost", 0) > 0, "at most once: a kill loses"
+    assert early["delivery"]["violations"] == ["commit-regression"], early["delivery"]
     wrong = demo_groups.GroupCase(
         "expects-valid", "bug expected valid", 2, tuple(rows[2]["bugs"]), True
     )

@@ -6,9 +6,11 @@ consumers read what they are assigned, and the history is the delivery contract'
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 
@@ -145,6 +147,54 @@ def test_load_in_progress_refuses_every_group_request() -> None:
     c.load("g", None, 1, {("t", 0): 7})
     fetch = c.step("c1", OffsetFetch("g", (("t", 0), ("t", 1))), 2).sends
     assert fetch == [("c1", OffsetFetchResponse("g", NONE, ((("t", 0), 7), (("t", 1), -1))))]
+
+
+def _monitor_reads(run: GroupClusterRun) -> list[dict[str, Any]]:
+    return [op for op in run.history() if op["process"] == "monitor"]
+
+
+def test_the_offsets_monitor_reads_the_committed_offsets_at_random_gaps() -> None:
+    run = GroupClusterRun(SHORT, 4)
+    run.run()
+    reads = _monitor_reads(run)
+    invoked = [op["time"] for op in reads if op["type"] == "invoke"]
+    gaps = {b - a for a, b in pairwise(invoked)}
+    # Drawn between 0.5 s and 1.5 s (longer only while no running broker coordinates).
+    assert len(gaps) >= 5 and min(gaps) >= ms(500), sorted(gaps)
+    assert sum(op["type"] == "ok" for op in reads) >= 20
+    assert all(op["f"] == "fetch-offsets" for op in reads)
+    off = GroupClusterRun(attrs.evolve(SHORT, monitor_interval_ns=0), 4)
+    off.run()
+    assert _monitor_reads(off) == []
+    with pytest.raises(ValueError, match="monitor"):
+        GroupClusterConfig(monitor_interval_ns=-1)
+
+
+def test_a_read_during_a_load_is_refused_and_without_the_fence_regresses() -> None:
+    """Seed 4: twice the monitor's read falls in a new coordinator's load. With the fence it
+    is refused (``COORDINATOR_LOAD_IN_PROGRESS``); with ``--bug fetch_before_load`` the same
+    reads are answered from the empty cache, and the delivery checker calls it a commit
+    regression. With the monitor off, the members' own OffsetFetches (after a rebalance)
+    never fall in a load of this run, and the bug goes unseen."""
+    safe = GroupClusterRun(GroupClusterConfig(), 4)
+    safe.run()
+    refused = [op for op in _monitor_reads(safe) if op["type"] == "fail"]
+    assert [op["error"] for op in refused] == [COORDINATOR_LOAD_IN_PROGRESS] * 2
+    assert check_group_delivery(safe.history(), "at-least-once")["verdict"] == "valid"
+
+    bug = GroupClusterConfig(bugs=frozenset({"fetch_before_load"}))
+    early = GroupClusterRun(bug, 4)
+    early.run()
+    at = {op["time"] for op in refused}
+    answered = [op for op in _monitor_reads(early) if op["type"] == "ok" and op["time"] in at]
+    assert len(answered) == 2
+    assert all(offset is None for op in answered for offset in op["value"].values())
+    delivery = check_group_delivery(early.history(), "at-least-once")
+    assert delivery["verdict"] == "invalid" and "commit-regression" in delivery["violations"]
+
+    blind = GroupClusterRun(attrs.evolve(bug, monitor_interval_ns=0), 4)
+    blind.run()
+    assert check_group_delivery(blind.history(), "at-least-once")["verdict"] == "valid"
 
 
 def _offsets_leader_alone(
@@ -326,3 +376,5 @@ def test_kmodel_test_workload_group_runs_on_the_cluster(tmp_path: Path) -> None:
     assert modes.exit_code == 0 and "--commit before-process" in modes.output, modes.output
     unknown = CliRunner().invoke(main, ["test", "--workload", "group", "--nemesis", "nonsense"])
     assert unknown.exit_code == 2 and "pause-consumer" in unknown.output
+    kafka = CliRunner().invoke(main, ["test", "--monitor-interval", "2s", "--store", store])
+    assert kafka.exit_code == 2 and "--workload group" in kafka.output, kafka.output

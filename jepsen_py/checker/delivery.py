@@ -5,10 +5,10 @@ The history is docs/history-format.md's, with the group's ops: ``send`` (produce
 ``assign`` (a member's partitions, per generation), ``process`` (the application finished
 processing records: the side effect is done), ``commit`` (OffsetCommit: ``commitSync``,
 ``commitAsync`` or auto commit, ``enable.auto.commit``), ``fetch-offsets`` (OffsetFetch:
-where a member that gets a partition starts), and the nemesis's ``kill-consumer``, whose
-value names the history process of the consumer that died. A committed offset is the
-offset of the next record to read: the last processed + 1 (``KafkaConsumer`` Javadoc,
-"Offsets and Consumer Position").
+where a member that gets a partition starts, or an admin's read of the committed
+offsets), and the nemesis's ``kill-consumer``, whose value names the history process of
+the consumer that died. A committed offset is the offset of the next record to read: the
+last processed + 1 (``KafkaConsumer`` Javadoc, "Offsets and Consumer Position").
 
 What is found, per (run, key) -- a partition as the group consumes it:
 

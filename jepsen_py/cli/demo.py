@@ -176,6 +176,11 @@ def demo(
             f"      delivery ({delivery['mode']}): {delivery['verdict']}; "
             f"{row['records_processed']} records processed, lost {counts.get('lost', 0)}, "
             f"processed twice {sum(duplicated.values())} {duplicated or ''}"
+            + (
+                f", commit regressions {counts['commit-regression']}"
+                if "commit-regression" in counts
+                else ""
+            )
         )
         say(f"      reproduce: {row['command']}")
 

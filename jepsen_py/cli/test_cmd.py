@@ -350,8 +350,8 @@ def _duration(flag: str, text: str) -> int:
     + "; with --workload group, no_generation_check: the group coordinator checks no "
     "generation id (`kmodel check group --bug no_generation_check`); fetch_before_load: a new "
     "coordinator answers OffsetFetch before it has loaded __consumer_offsets (`kmodel check "
-    "offsets --bug fetch_before_load`; random runs rarely reach it, docs/offsets.md has the "
-    "scenario that does). Default: every fence on.",
+    "offsets --bug fetch_before_load`; the offsets monitor's reads that fall in a load see "
+    "the early answer: commit-regression). Default: every fence on.",
 )
 @click.option(
     "--compound",
@@ -400,6 +400,14 @@ def _duration(flag: str, text: str) -> int:
     show_default=True,
     help="With --workload group: partition.assignment.strategy (cooperative-sticky: KIP-429).",
 )
+@click.option(
+    "--monitor-interval",
+    default="1s",
+    show_default=True,
+    help="With --workload group: mean gap between an admin's reads of the group's committed "
+    "offsets (kafka-consumer-groups --describe, a lag monitor), each checked against the "
+    "commits acknowledged before it; 0 turns the monitor off.",
+)
 @click.option("--list-faults", is_flag=True, help="Print the fault catalogue and exit.")
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object as the last line.")
 def test_cmd(
@@ -446,6 +454,7 @@ def test_cmd(
     commit: str,
     offset_reset: str,
     assignor: str,
+    monitor_interval: str,
     list_faults: bool,
     json_mode: bool,
 ) -> None:
@@ -461,6 +470,13 @@ def test_cmd(
         fail_input(f"{given}: the workload topic's log settings apply to --workload kafka")
     if workload == "group" and (engine != "local" or steer or runs > 1):
         fail_input("--runs, --engine and --steer are for --workload kafka")
+    monitor_given = (
+        click.get_current_context().get_parameter_source("monitor_interval")
+        is not click.core.ParameterSource.DEFAULT
+    )
+    if workload != "group" and monitor_given:
+        fail_input("--monitor-interval: the offsets monitor reads a group's commits; it needs "
+                   "--workload group")  # fmt: skip
     if workload == "group":
         _group_test(
             nemesis,
@@ -480,6 +496,7 @@ def test_cmd(
             unclean,
             min_isr,
             recovery,
+            monitor_interval,
         )
     if set(bugs) & GROUP_BUGS:
         fail_input(f"--bug {', '.join(sorted(set(bugs) & GROUP_BUGS))} needs --workload group")
@@ -581,6 +598,7 @@ def _group_test(
     unclean: bool = False,
     min_isr: int = 2,
     recovery: str = "20s",
+    monitor_interval: str = "1s",
 ) -> None:
     """``--workload group``: one run of ``jepsen_py.group_workload`` on the cluster; flags
     left at their defaults take the group workload's (all group faults, 6 partitions, 3
@@ -614,6 +632,7 @@ def _group_test(
             unclean=unclean,
             min_isr=min_isr,
             recovery_ns=_duration("--recovery", recovery) if given("recovery") else None,
+            monitor_interval_ns=_duration("--monitor-interval", monitor_interval),
         )
     except GroupTestError as exc:
         fail_input(str(exc))
@@ -673,6 +692,8 @@ def _group_test(
             flags.append("--unclean")
         if given("nemesis"):
             flags.append(f"--nemesis {nemesis}")
+        if given("monitor_interval"):
+            flags.append(f"--monitor-interval {monitor_interval}")
         command = " ".join(["kmodel test --workload group --seed", str(run_seed), *flags])
         click.echo(f"  reproduce: {command}")
     raise SystemExit(verdict_exit_code(verdict))

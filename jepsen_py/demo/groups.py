@@ -7,7 +7,9 @@ interrupts is lost, nothing processed twice), judged by the delivery checker.
 With every fence on, each generation's assignment gives every partition exactly one owner
 and no zombie's OffsetCommit is accepted; with ``no_generation_check`` (the spec's bug of
 the same name) a commit from a generation the group has left, delivered late, is accepted
-(seed 2). Each
+(seed 2); with ``fetch_before_load`` a new coordinator answers an OffsetFetch before it
+has read ``__consumer_offsets``, and the offsets monitor's read that falls in the load sees
+"no committed offset" below what was acknowledged: a commit regression (seed 2). Each
 run's history and outcome go to the store; the rows report the rebalances (count and
 logical durations)."""
 
@@ -50,6 +52,13 @@ CASES = (
         "the same without the generation check",
         2,
         ("no_generation_check",),
+        False,
+    ),
+    GroupCase(
+        "group-fetch-before-load",
+        "the same, offsets read before the load",
+        2,
+        ("fetch_before_load",),
         False,
     ),
 )
