@@ -4,7 +4,9 @@ A history says *that* an acknowledged write is gone (the final read of its key d
 return it); the cluster's timeline (``impl.timeline``, kept by the simulated world and
 stored as ``cluster.jsonl``) says why. For each lost write this module finds the
 *first leader without it*: the first replica to become leader, in a later leader epoch
-than the one the write was acknowledged in, whose log ended at or below the write's offset.
+than the one the write was acknowledged in, whose log ended at or below the write's offset
+(or the acknowledging leader itself, leading the same epoch again after a crash that no
+controller handled).
 Everything the cluster did after that leader took over -- followers truncating to its log --
 only finishes the loss; the question is how that replica came to be elected. The answer
 names a mechanism (`MECHANISMS`):
@@ -13,11 +15,13 @@ names a mechanism (`MECHANISMS`):
     KIP-966's motivating case. The ISR had shrunk to one replica (a follower lagged past
     ``replica.lag.time.max.ms``, was partitioned away, or the controller let its session
     expire); that replica lost the write in a power loss (its page cache was never written
-    back); it was the only ISR member, so the clean election chose it again, and the other
-    replicas, which had the write, truncated to its log. Kafka before 4.0 loses the write;
-    Eligible Leader Replicas (KIP-966 part 1: Kafka 4.0, on by default for new clusters
-    since 4.1) keeps the replicas removed from the ISR below ``min.insync.replicas``
-    eligible, and a replica that restarts from an unclean shutdown is not.
+    back); it was the only ISR member, so the clean election chose it again (or, when no
+    controller handled its failure while it was down, it resumed the very epoch it led),
+    and the other replicas, which had the write, truncated to its log. Kafka before 4.0
+    loses the write; Eligible Leader Replicas (KIP-966 part 1: Kafka 4.0, on by default
+    for new clusters since 4.1) keeps the replicas removed from the ISR below
+    ``min.insync.replicas`` eligible, and a replica that restarts from an unclean shutdown
+    is not.
 ``unclean-shutdown-leader``
     The same power loss, but the ISR still named other replicas when the one that lost the
     write was elected (it was first in the assignment order). KIP-966 removes a broker that
@@ -101,7 +105,7 @@ MECHANISMS: dict[str, Mechanism] = {
     for m in (
         Mechanism(
             "last-replica-standing",
-            "the last ISR member lost the write in a power loss and was elected again",
+            "the last ISR member lost the write in a power loss and led again",
             "KIP-966 (Eligible Leader Replicas; Kafka 4.0, default for new clusters in 4.1)",
             True,
         ),
@@ -313,23 +317,8 @@ def _explain_one(
 ) -> tuple[str, Leadership | None, tuple[str, ...]]:
     o = write.offset
     ack = _acknowledgement(write, events)
-    written_epoch = ack.leader_epoch if ack is not None else None
-    # Epochs, not times, order the leaders: a deposed leader that has not heard of its
-    # successor may still acknowledge writes after the successor took over (Jepsen 2013).
-    root = next(
-        (
-            e
-            for e in events
-            if isinstance(e, Leadership)
-            and e.log_end_offset <= o
-            and (
-                e.leader_epoch > written_epoch
-                if written_epoch is not None
-                else e.time >= write.invoked_at
-            )
-        ),
-        None,
-    )
+    root = _first_leader_without(write, ack, events)
+    resumed = root is not None and _resumed(root, events)
     start = ack.time if ack is not None else write.invoked_at
     if root is None:
         story = _story(write, ack, None, events, faults, start, start + 60 * NS_PER_S)
@@ -339,6 +328,10 @@ def _explain_one(
         None,
     )
     story = _story(write, ack, root, events, faults, start, root.time)
+    if resumed:
+        # No election: the replica resumed an epoch it had led before its crash, so the
+        # ISR that counts is the store's when it did (the one it had when it went down).
+        election = None
     if election is not None and not election.clean:
         return "unclean-leader-election", root, story
     between = [e for e in events if start <= e.time <= root.time]
@@ -354,7 +347,7 @@ def _explain_one(
     if recovered_short and crashes and not lost_power:
         # The process died with its page cache kept, yet recovery found the log shorter:
         # its disk was damaged (a cut segment, a corrupt batch recovery truncated at).
-        isr = election.previous_isr if election is not None else ()
+        isr = _isr_before(root, election, events, resumed)
         if tuple(isr) == (root.broker,):
             return "last-replica-disk-damage", root, story
         return "disk-damage-leader", root, story
@@ -364,7 +357,7 @@ def _explain_one(
             _lost_in_power_loss(b, o, between, topic, partition) for b in holders
         ):
             return "correlated-power-loss", root, story
-        isr = election.previous_isr if election is not None else ()
+        isr = _isr_before(root, election, events, resumed)
         if tuple(isr) == (root.broker,):
             return "last-replica-standing", root, story
         return "unclean-shutdown-leader", root, story
@@ -377,6 +370,62 @@ def _explain_one(
     if acks in ("0", "1") and not truncated:
         return "acks-leader-failure", root, story
     return "unexplained", root, story
+
+
+def _first_leader_without(
+    write: _Lost, ack: Ack | None, events: Sequence[Event]
+) -> Leadership | None:
+    """The first replica to lead without the write: in a later leader epoch than the one it
+    was acknowledged in (epochs, not times, order the leaders: a deposed leader that has not
+    heard of its successor may still acknowledge writes after the successor took over,
+    Jepsen 2013), or the acknowledging leader itself, again in the same epoch, after it
+    crashed and recovered a log that ends at or below the write. That happens when no
+    controller handled its failure while it was down (the controller died with it, or none
+    could reach ZooKeeper): the store still names it leader of that epoch, so the
+    controller that sees it register again sends it the same LeaderAndIsr
+    (``onBrokerStartup``), and it leads the epoch again with the shorter log."""
+    o = write.offset
+    written_epoch = ack.leader_epoch if ack is not None else None
+    crashed = False
+    for e in events:
+        if ack is not None and e.time > ack.time and isinstance(e, Crash):
+            crashed = crashed or e.broker == ack.broker
+        if not isinstance(e, Leadership) or e.log_end_offset > o:
+            continue
+        if written_epoch is None:
+            if e.time >= write.invoked_at:
+                return e
+        elif e.leader_epoch > written_epoch or (
+            ack is not None
+            and e.leader_epoch == written_epoch
+            and e.broker == ack.broker
+            and e.time > ack.time
+            and crashed
+        ):
+            return e
+    return None
+
+
+def _resumed(root: Leadership, events: Sequence[Event]) -> bool:
+    """Whether ``root`` leads an epoch it had already led before (``_first_leader_without``:
+    back from a crash that no controller handled)."""
+    return any(
+        isinstance(e, Leadership)
+        and e.broker == root.broker
+        and e.leader_epoch == root.leader_epoch
+        and e.time < root.time
+        for e in events
+    )
+
+
+def _isr_before(
+    root: Leadership, election: Election | None, events: Sequence[Event], resumed: bool
+) -> tuple[int, ...]:
+    """The ISR ``root`` was chosen from: the election's previous ISR, or, when it resumed
+    its epoch without an election, the store's ISR at that moment (its last member)."""
+    if resumed:
+        return _isr_at(root.time, events)
+    return tuple(election.previous_isr) if election is not None else ()
 
 
 def _acknowledgement(write: _Lost, events: Sequence[Event]) -> Ack | None:

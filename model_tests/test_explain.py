@@ -62,8 +62,10 @@ def test_the_last_replica_standing_losing_the_write_to_its_disk_is_named() -> No
 def test_a_record_read_but_never_acknowledged_then_lost_is_explained() -> None:
     # Overlapping swarm faults (seed 10): the ISR of t-1 shrinks to b2, whose HW still
     # advances (no KIP-966): a consumer reads offset 56, whose send was refused
-    # (min.insync.replicas); b2 then loses power, recovers without it, and is elected
-    # again. No acknowledged write is lost, but the read record is gone: explained.
+    # (min.insync.replicas); b2, the controller too, then loses power and recovers without
+    # it. No controller handled its failure meanwhile (the others were cut off from the
+    # store), so it leads the same epoch again: the last replica standing. No acknowledged
+    # write is lost, but the read record is gone: explained.
     config = attrs.evolve(
         KAFKA_TODAY,
         nemesis=("partition-bridge", "kill-controller", "sigkill-leader"),
@@ -76,8 +78,33 @@ def test_a_record_read_but_never_acknowledged_then_lost_is_explained() -> None:
     assert check.lost_acknowledged_writes == 0 and "inconsistent-offsets" in check.violations
     (explanation,) = check.read_loss_explanations
     assert (explanation.key, explanation.first_offset) == ("t-1", 56)
-    assert check.read_loss_mechanisms == ["unclean-shutdown-leader"]
-    assert MECHANISMS["unclean-shutdown-leader"].safe
+    assert check.read_loss_mechanisms == ["last-replica-standing"]
+    assert MECHANISMS["last-replica-standing"].safe
+
+
+def test_a_leader_back_in_its_own_epoch_after_a_power_loss_is_the_last_replica_standing() -> None:
+    # The same faults with min.insync.replicas=1: b2 leads both partitions with ISR [2] and
+    # is the controller when it loses power; the other brokers are cut off from the store,
+    # so no controller handles its failure, and back up it leads epoch 2 again with the
+    # shorter log it recovered. No leader of a later epoch is involved: the explainer must
+    # still see the last replica standing (it once called these 38 writes unexplained).
+    config = attrs.evolve(
+        KAFKA_TODAY,
+        min_isr=1,
+        nemesis=("partition-bridge", "kill-controller", "sigkill-leader"),
+        interval_ns=8 * SECOND,
+        rate=50.0,
+        concurrency=2,
+        max_faults=2,
+    )
+    outcome = run_test(config, 10)
+    assert mechanisms(outcome) == {"last-replica-standing"}
+    assert outcome.check.lost_acknowledged_writes == 38
+    assert {(e.leader, e.leader_epoch) for e in outcome.check.loss_explanations} == {(2, 2)}
+    story = "\n".join(outcome.check.loss_explanations[0].story)
+    # Acknowledged in epoch 2 and lost to b2 leading epoch 2 again: no election between.
+    assert "acknowledged by b2 in epoch 2" in story and "b2 becomes leader in epoch 2" in story
+    assert " leads in epoch" not in story.split("b2 loses power")[1].split("restarts")[0]
 
 
 def test_an_unclean_election_is_explained_as_such() -> None:
