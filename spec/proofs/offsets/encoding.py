@@ -333,7 +333,9 @@ class Encoding:
             return i(v) if b(h) else None
 
         def mids(bits: Vec) -> frozenset[MemberId]:
-            return frozenset(self.mid_of(n) for n, bit in zip(self.ids, bits, strict=True) if b(bit))
+            return frozenset(
+                self.mid_of(n) for n, bit in zip(self.ids, bits, strict=True) if b(bit)
+            )
 
         def enum(names: tuple[str, ...], t: Any) -> str:
             n = i(t)
@@ -397,9 +399,7 @@ class Encoding:
             }
         rebalance = z3.And(past, s.gst == G_COMPLETING)
         unknown = z3.And(past, s.gst != G_COMPLETING, z3.Not(self.member(s.gmem, r.mid)))
-        illegal = z3.And(
-            past, s.gst != G_COMPLETING, self.member(s.gmem, r.mid), r.gen != s.ggen
-        )
+        illegal = z3.And(past, s.gst != G_COMPLETING, self.member(s.gmem, r.mid), r.gen != s.ggen)
         ok = z3.And(past, s.gst != G_COMPLETING, self.member(s.gmem, r.mid), r.gen == s.ggen)
         return {
             "not_coordinator": not_coordinator,
@@ -429,9 +429,10 @@ class Encoding:
             "waiting": z3.BoolVal(False),
         }
         defaults.update(fields)
-        return attrs.evolve(
-            s, **{name: _set(getattr(s, name), c, value) for name, value in defaults.items()}
-        )
+        changes: dict[str, Any] = {
+            name: _set(getattr(s, name), c, value) for name, value in defaults.items()
+        }
+        return attrs.evolve(s, **changes)
 
     def _keep(self, s: Sym, c: int) -> dict[str, Any]:
         """Consumer ``c``'s fields, to evolve some of them."""
@@ -466,9 +467,7 @@ class Encoding:
             mid = z3.If(member, s.cmid[c], c * self.k + s.issued[c] + 1)
             issued = _set(s.issued, c, z3.If(member, s.issued[c], s.issued[c] + 1))
             prep = s.gst == G_PREPARING
-            joined = tuple(
-                z3.Or(z3.And(prep, s.gjoin[i - 1]), mid == i) for i in self.ids
-            )
+            joined = tuple(z3.Or(z3.And(prep, s.gjoin[i - 1]), mid == i) for i in self.ids)
             members = tuple(z3.Or(s.gmem[i - 1], mid == i) for i in self.ids)
             post = attrs.evolve(
                 s, gst=z3.IntVal(G_PREPARING), gmem=members, gjoin=joined, issued=issued
@@ -488,9 +487,7 @@ class Encoding:
             ]
             post = attrs.evolve(
                 s,
-                cst=tuple(
-                    z3.If(moved[o], C_AWAITING, s.cst[o]) for o in range(self.n)
-                ),
+                cst=tuple(z3.If(moved[o], C_AWAITING, s.cst[o]) for o in range(self.n)),
                 cgen=tuple(z3.If(moved[o], gen, s.cgen[o]) for o in range(self.n)),
                 gst=z3.IntVal(G_COMPLETING),
                 ggen=gen,
@@ -612,10 +609,7 @@ class Encoding:
             }
             is_fenced = z3.Not(z3.Or(ok, retriable))
             fields = {
-                k: z3.If(
-                    matches, z3.If(is_fenced, fenced[k], answered[k]), kept[k]
-                )
-                for k in kept
+                k: z3.If(matches, z3.If(is_fenced, fenced[k], answered[k]), kept[k]) for k in kept
             }
             post = self._consumer(s, c, **fields)
             old = s.inflight
@@ -639,9 +633,7 @@ class Encoding:
             members = _set(s.gmem, mid - 1, false)
             left = _any(members)
             prep = s.gst == G_PREPARING
-            joined = tuple(
-                z3.And(left, prep, s.gjoin[i - 1], i != mid) for i in self.ids
-            )
+            joined = tuple(z3.And(left, prep, s.gjoin[i - 1], i != mid) for i in self.ids)
             post = attrs.evolve(
                 s,
                 gst=z3.If(left, G_PREPARING, G_EMPTY),
@@ -657,7 +649,7 @@ class Encoding:
             post = s
             for o in range(self.n):
                 kept = self._keep(s, o)
-                reset = {
+                unjoined = {
                     "cst": z3.IntVal(C_UNJOINED),
                     "cmid": s.cmid[o],
                     "cgen": z3.IntVal(0),
@@ -672,7 +664,7 @@ class Encoding:
                 }
                 joining = s.cst[o] == C_JOINING
                 post = self._consumer(
-                    post, o, **{k: z3.If(joining, reset[k], kept[k]) for k in kept}
+                    post, o, **{k: z3.If(joining, unjoined[k], kept[k]) for k in kept}
                 )
             post = attrs.evolve(
                 post,
@@ -758,9 +750,9 @@ def cross_check(enc: Encoding, states: list[State]) -> list[str]:
             fn = getattr(spec, action)
             calls: list[tuple[Any, CSym | None]] = []
             if action == "handle_commit":
-                for r in sorted(s.inflight, key=Commit.key):
-                    if r.slot == arg:
-                        calls.append((r, enc.of_commit(r)))
+                for commit in sorted(s.inflight, key=Commit.key):
+                    if commit.slot == arg:
+                        calls.append((commit, enc.of_commit(commit)))
             else:
                 calls.append((None, None))
             for concrete, r in calls:

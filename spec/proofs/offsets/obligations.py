@@ -177,7 +177,7 @@ def generations_ordered(enc: Encoding, s: Sym) -> Any:
     it, a new coordinator loads it); CompletingRebalance is ahead of what is stored (its
     SyncGroup has not come); a stable member's generation is one SyncGroup stored."""
     terms = [
-        0 <= s.cgen_hist,
+        s.cgen_hist >= 0,
         s.cgen_hist <= s.sgen,
         s.sgen <= s.ggen,
         z3.Implies(s.gst == G_COMPLETING, s.sgen < s.ggen),
@@ -276,33 +276,26 @@ def acked_not_ahead_of_committed(enc: Encoding, s: Sym) -> Any:
 
 
 def _covered_processed(enc: Encoding, s: Sym, upto: Any, held: Callable[[int], Any]) -> Any:
-    return _and(
-        [z3.Implies(o < upto, z3.Or(s.proc[o], held(o))) for o in range(enc.r)]
-    )
+    return _and([z3.Implies(o < upto, z3.Or(s.proc[o], held(o))) for o in range(enc.r)])
 
 
 def committed_processed(enc: Encoding, s: Sym) -> Any:
     """Auxiliary (after-process): every record below the committed offset was processed:
     a consumer commits the offset after the last record it processed."""
-    return _covered_processed(
-        enc, s, covered(s.scom_h, s.scom), lambda o: z3.BoolVal(False)
-    )
+    return _covered_processed(enc, s, covered(s.scom_h, s.scom), lambda o: z3.BoolVal(False))
 
 
 def position_processed(enc: Encoding, s: Sym) -> Any:
     """Auxiliary (after-process): every record below a consumer's position was processed,
     or is the one it polled and holds: it starts at the committed offset."""
-    return _and(
-        [
-            z3.Implies(
-                s.pos_h[c],
-                _covered_processed(
-                    enc, s, s.pos[c], lambda o, c=c: z3.And(s.pen_h[c], s.pen[c] == o)
-                ),
-            )
-            for c in range(enc.n)
-        ]
-    )
+    terms = []
+    for c in range(enc.n):
+
+        def held(o: int, c: int = c) -> Any:
+            return z3.And(s.pen_h[c], s.pen[c] == o)
+
+        terms.append(z3.Implies(s.pos_h[c], _covered_processed(enc, s, s.pos[c], held)))
+    return _and(terms)
 
 
 # --- auxiliary invariants of every commit in flight ----------------------------------------------
@@ -312,9 +305,7 @@ def viable(enc: Encoding, s: Sym, q: CSym) -> Any:
     """The commit would be accepted now, or once the new coordinator has loaded."""
     loaded = z3.And(enc.member(s.gmem, q.mid), q.gen == s.ggen)
     loading = z3.And(enc.member(s.smem, q.mid), q.gen == s.sgen)
-    return z3.And(
-        q.coord == s.gcoord, s.gst != G_COMPLETING, z3.If(s.loading, loading, loaded)
-    )
+    return z3.And(q.coord == s.gcoord, s.gst != G_COMPLETING, z3.If(s.loading, loading, loaded))
 
 
 def inflight_well_formed(enc: Encoding, s: Sym, q: CSym) -> Any:
@@ -501,7 +492,9 @@ def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
     init = enc.init()
     results: list[Result] = []
     for inv in invs:
-        results.append(Result(inv.name, "Init", PROVED if holds_on(enc, inv, init) else COUNTEREXAMPLE))
+        results.append(
+            Result(inv.name, "Init", PROVED if holds_on(enc, inv, init) else COUNTEREXAMPLE)
+        )
     pre = enc.fresh("s_")
     w1, w2 = enc.fresh_commit("w1_"), enc.fresh_commit("w2_")
     enabled = []
@@ -536,7 +529,7 @@ def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
             if answer == z3.unsat:
                 results.append(Result(name, label, PROVED))
             elif answer == z3.sat:
-                model = solver.model()
+                model = _small_model(solver, _numbers(pre, [w1, w2] + ([r] if r else [])))
 
                 def value(t: Any, model: Any = model) -> Any:
                     return model.eval(t, model_completion=True)
@@ -550,6 +543,29 @@ def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
                 results.append(Result(name, label, UNKNOWN))
             solver.pop()
     return Run(params, tuple(results), tuple(enabled))
+
+
+def _numbers(s: Sym, commits: list[CSym]) -> list[Any]:
+    """The unbounded integers of an obligation: generations and coordinator numbers."""
+    terms = [s.ggen, s.sgen, s.cgen_hist, s.gcoord, *s.cgen]
+    for q in commits:
+        terms += [q.gen, q.coord]
+    return terms
+
+
+def _small_model(solver: z3.Solver, numbers: list[Any]) -> Any:
+    """A model with the smallest generations and coordinator numbers tried (so that a
+    counterexample reads like a short run), or the one z3 found."""
+    for bound in (1, 2, 3, 5, 8):
+        solver.push()
+        solver.add(*[z3.And(t >= 0, t <= bound) for t in numbers])
+        found = solver.check() == z3.sat
+        model = solver.model() if found else None
+        solver.pop()
+        if model is not None:
+            return model
+    solver.check()
+    return solver.model()
 
 
 def render(run: Run) -> str:
