@@ -298,6 +298,52 @@ def position_processed(enc: Encoding, s: Sym) -> Any:
     return _and(terms)
 
 
+def _held_acked(enc: Encoding, s: Sym, o: Any) -> Any:
+    """Some consumer holds record ``o`` and has heard that the commit past it is accepted:
+    it will process it (unless it crashes)."""
+    return z3.Or(
+        *[
+            z3.And(s.pen_h[c], s.pen[c] == o, covered(s.ack_h[c], s.ack[c]) > o)
+            for c in range(enc.n)
+        ]
+    )
+
+
+def committed_held_or_processed(enc: Encoding, s: Sym) -> Any:
+    """Auxiliary (before-process): every record below the committed offset was processed, or
+    is held by a consumer that heard its commit past the record accepted and so will
+    process it: ``AtLeastOnce`` with the holder's knowledge (only a crash breaks it)."""
+    return _covered_processed(enc, s, covered(s.scom_h, s.scom), lambda o: _held_acked(enc, s, o))
+
+
+def position_acked(enc: Encoding, s: Sym) -> Any:
+    """Auxiliary (before-process): a consumer polls a record only once its commit up to it is
+    acknowledged (it starts where OffsetFetch said the commit is, and processes a record
+    only after the commit past it is answered)."""
+    terms = []
+    for c in range(enc.n):
+        acked = covered(s.ack_h[c], s.ack[c])
+        terms += [
+            z3.Implies(s.pen_h[c], acked >= s.pen[c]),
+            z3.Implies(z3.And(s.pos_h[c], z3.Not(s.pen_h[c]), s.pos[c] < enc.r), acked >= s.pos[c]),
+        ]
+    return _and(terms)
+
+
+def waiting_holds(enc: Encoding, s: Sym) -> Any:
+    """Auxiliary (before-process): a consumer waiting for its commit holds the record the
+    commit is past, and has not heard it committed (it cannot process it yet)."""
+    return _and(
+        [
+            z3.Implies(
+                s.waiting[c],
+                z3.And(s.pen_h[c], covered(s.ack_h[c], s.ack[c]) <= s.pen[c]),
+            )
+            for c in range(enc.n)
+        ]
+    )
+
+
 # --- auxiliary invariants of every commit in flight ----------------------------------------------
 
 
@@ -370,6 +416,34 @@ def inflight_processed(enc: Encoding, s: Sym, q: CSym) -> Any:
     return _covered_processed(enc, s, q.off, lambda o: z3.BoolVal(False))
 
 
+def matching_commit_at_position(enc: Encoding, s: Sym, q: CSym) -> Any:
+    """Auxiliary (before-process): a stable consumer still in its commit's generation
+    committed its position, which does not move until the answer (it holds a record)."""
+    return z3.Implies(
+        z3.And(_sender(enc, s, q, "cst") == C_STABLE, _from_sender(enc, s, q)),
+        q.off == _sender(enc, s, q, "pos"),
+    )
+
+
+def viable_commit_held_or_processed(enc: Encoding, s: Sym, q: CSym) -> Any:
+    """Auxiliary (before-process): below a commit that can be accepted, every record was
+    processed or is held by a consumer that will process it, except the last, which its
+    sender holds while it waits (so a crash of the sender is what loses it)."""
+    sender_holds = [
+        z3.And(
+            _sender(enc, s, q, "cst") == C_STABLE,
+            _from_sender(enc, s, q),
+            _sender(enc, s, q, "pen_h"),
+            _sender(enc, s, q, "pen") == o,
+        )
+        for o in range(enc.r)
+    ]
+    return z3.Implies(
+        viable(enc, s, q),
+        _covered_processed(enc, s, q.off, lambda o: z3.Or(_held_acked(enc, s, o), sender_holds[o])),
+    )
+
+
 def one_commit_per_generation(enc: Encoding, s: Sym, a: CSym, b: CSym) -> Any:
     """Auxiliary, of two distinct commits in flight: a consumer has at most one commit in
     flight per member id and generation (it sends the next only after the answer, or in a
@@ -390,11 +464,22 @@ class Invariant:
 SPEC_INVARIANTS = ("AtLeastOnce", "CommittedWithinOwnerProgress")
 TRANSITIONS = ("StaleGenerationNeverCommits", "CommittedNeverRegresses")
 AFTER_PROCESS_ONLY = frozenset({"CommittedProcessed", "PositionProcessed", "InflightProcessed"})
+BEFORE_PROCESS_ONLY = frozenset(
+    {
+        "CommittedHeldOrProcessed",
+        "PositionAcked",
+        "WaitingHolds",
+        "MatchingCommitAtPosition",
+        "ViableCommitHeldOrProcessed",
+    }
+)
 
 
 def invariants(params: Params) -> tuple[Invariant, ...]:
-    """The strengthening for ``params``: the after-process facts only when committing
-    after processing (committing before, they are false, and so is ``AtLeastOnce``)."""
+    """The strengthening for ``params``: committing after processing, every record below a
+    commit, a position or the committed offset was processed; committing before, it was
+    processed or is held by a consumer (which only a crash breaks: ``AtLeastOnce`` is
+    false)."""
     every = (
         Invariant("AtLeastOnce", "spec", "state", at_least_once),
         Invariant("CommittedWithinOwnerProgress", "spec", "state", committed_within_owner_progress),
@@ -408,16 +493,21 @@ def invariants(params: Params) -> tuple[Invariant, ...]:
         Invariant("AckedNotAheadOfCommitted", "aux", "state", acked_not_ahead_of_committed),
         Invariant("CommittedProcessed", "aux", "state", committed_processed),
         Invariant("PositionProcessed", "aux", "state", position_processed),
+        Invariant("CommittedHeldOrProcessed", "aux", "state", committed_held_or_processed),
+        Invariant("PositionAcked", "aux", "state", position_acked),
+        Invariant("WaitingHolds", "aux", "state", waiting_holds),
         Invariant("InflightWellFormed", "aux", "commit", inflight_well_formed),
         Invariant("MatchingStableCommitWaits", "aux", "commit", matching_stable_commit_waits),
         Invariant("InflightBehindSender", "aux", "commit", inflight_behind_sender),
         Invariant("ViableCommitFromOwner", "aux", "commit", viable_commit_from_owner),
         Invariant("ViableCommitAhead", "aux", "commit", viable_commit_ahead),
         Invariant("InflightProcessed", "aux", "commit", inflight_processed),
+        Invariant("MatchingCommitAtPosition", "aux", "commit", matching_commit_at_position),
+        Invariant("ViableCommitHeldOrProcessed", "aux", "commit", viable_commit_held_or_processed),
         Invariant("OneCommitPerGeneration", "aux", "pair", one_commit_per_generation),
     )
-    after = params.commit == "after-process"
-    return tuple(i for i in every if after or i.name not in AFTER_PROCESS_ONLY)
+    skip = BEFORE_PROCESS_ONLY if params.commit == "after-process" else AFTER_PROCESS_ONLY
+    return tuple(i for i in every if i.name not in skip)
 
 
 def holds(enc: Encoding, inv: Invariant, s: Sym, commits: list[CSym]) -> Any:
