@@ -31,7 +31,12 @@ committed offset (``ViableCommitAhead``). A consumer starts at the committed off
 coordinator caches, which is the stored one once loaded (``CacheIsStored``), so the owner's
 position is never behind it (``StoredOwnerProgress``). Committing after processing, every
 offset below a commit, a position or the committed offset was processed
-(``CommittedProcessed``, ``PositionProcessed``, ``InflightProcessed``).
+(``CommittedProcessed``, ``PositionProcessed``, ``InflightProcessed``). Committing before
+processing, every record below the committed offset was processed or is held by a consumer
+that heard its commit past it accepted (``CommittedHeldOrProcessed``, with
+``PositionAcked``, ``WaitingHolds``, ``MatchingCommitAtPosition`` and
+``ViableCommitHeldOrProcessed``): only a crash of that consumer breaks it, which is how
+committing before processing loses a record.
 """
 
 from __future__ import annotations
