@@ -59,8 +59,10 @@ def test_offsets_flags_are_its_own() -> None:
     assert code == 2 and "records must be 1..4" in err
 
 
-def test_prove_offsets_refuses_rather_than_claims_a_proof() -> None:
-    code, out, err = run("prove", "offsets")
-    assert code == 2
-    assert "no z3 encoding" in err and "kmodel check offsets" in err
-    assert out == ""
+def test_prove_offsets_takes_the_flags_of_check_offsets_and_no_other_spec_s() -> None:
+    code, out, _ = run("prove", "offsets", "--members", "1", "--records", "1", "--json")
+    assert code == 0, out
+    payload = last_json(out)
+    assert (payload["members"], payload["records"], payload["status"]) == (1, 1, "proved")
+    code, _, err = run("prove", "offsets", "--topic-partitions", "2")
+    assert code == 2 and "--topic-partitions is a flag of spec group" in err

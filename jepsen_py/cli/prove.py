@@ -20,6 +20,7 @@ import click
 from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
 from jepsen_py.cli.prove_controller import prove_controller
 from jepsen_py.cli.prove_group import prove_group
+from jepsen_py.cli.prove_offsets import prove_offsets
 from jepsen_py.cli.prove_rebalance import prove_rebalance
 from jepsen_py.cli.replication_flags import replication_params
 from jepsen_py.cli.specs import prove_foreign_flags
@@ -28,6 +29,9 @@ from spec.controller import MODES
 from spec.framework import SpecError
 from spec.group import BUGS as GROUP_BUGS
 from spec.group import PROTOCOLS as GROUP_PROTOCOLS
+from spec.offsets import BUGS as OFFSETS_BUGS
+from spec.offsets import COMMITS as OFFSETS_COMMITS
+from spec.offsets import RESETS as OFFSETS_RESETS
 from spec.proofs.bmc import bmc
 from spec.proofs.encoding import ENCODED_BUGS, Config, EncodingError
 from spec.proofs.obligations import COUNTEREXAMPLE, PROVED, Result, Run, applicable
@@ -38,14 +42,6 @@ from spec.replication import ACKS, MODELS, TRUNCATIONS, Params, Replication
 from spec.trace import render_table
 
 SPECS = ("replication", "controller", "group", "rebalance", "offsets")
-
-
-OFFSETS_NOT_ENCODED = (
-    "the offsets spec has no z3 encoding yet: none of its invariants (AtLeastOnce, "
-    "CommittedWithinOwnerProgress, StaleGenerationNeverCommits, CommittedNeverRegresses) is "
-    "proved inductive; check them within bounds with kmodel check offsets"
-)
-"""Why ``kmodel prove offsets`` refuses (exit 2), rather than report a proof it has not done."""
 
 GROUP_ENCODED_BUGS = tuple(
     sorted(bug for bug in GROUP_BUGS if bug in ("assign_before_revoked", "no_member_epoch_fencing"))
@@ -138,9 +134,29 @@ def exit_code(run: Run) -> int:
     default=None,
     help="group: only consumer (KIP-848, the default) is encoded.",
 )
-@click.option("--members", type=int, default=None, help="group: consumers, 1 to 3 (default 2).")
+@click.option(
+    "--members", type=int, default=None, help="group, offsets: consumers, 1 to 3 (default 2)."
+)
 @click.option(
     "--topic-partitions", type=int, default=None, help="group: partitions, 1 to 3 (default 2)."
+)
+@click.option(
+    "--commit",
+    type=click.Choice(OFFSETS_COMMITS),
+    default=None,
+    help="offsets: the consumer commits after processing (default) or before.",
+)
+@click.option(
+    "--offset-reset",
+    type=click.Choice(OFFSETS_RESETS),
+    default=None,
+    help="offsets: auto.offset.reset without a committed offset (default earliest).",
+)
+@click.option(
+    "--records",
+    type=int,
+    default=None,
+    help="offsets: records in the partition, 1 to 4 (default 2).",
 )
 @click.option(
     "--bug",
@@ -148,14 +164,19 @@ def exit_code(run: Run) -> int:
     multiple=True,
     type=click.Choice(
         sorted(
-            set(ENCODED_BUGS) | set(CONTROLLER_BUGS) | set(GROUP_ENCODED_BUGS) | set(REBALANCE_BUGS)
+            set(ENCODED_BUGS)
+            | set(CONTROLLER_BUGS)
+            | set(GROUP_ENCODED_BUGS)
+            | set(REBALANCE_BUGS)
+            | set(OFFSETS_BUGS)
         )
     ),
     help="Prove a deliberately broken variant (to see an obligation fail). Per spec: "
     f"replication: {', '.join(sorted(ENCODED_BUGS))}; "
     f"controller: {', '.join(sorted(CONTROLLER_BUGS))}; "
     f"group: {', '.join(sorted(GROUP_ENCODED_BUGS))}; "
-    f"rebalance: {', '.join(sorted(REBALANCE_BUGS))}.",
+    f"rebalance: {', '.join(sorted(REBALANCE_BUGS))}; "
+    f"offsets: {', '.join(sorted(OFFSETS_BUGS))}.",
 )
 @click.option(
     "--timeout",
@@ -203,6 +224,9 @@ def prove_cmd(
     protocol: str | None,
     members: int | None,
     topic_partitions: int | None,
+    commit: str | None,
+    offset_reset: str | None,
+    records: int | None,
     bugs: tuple[str, ...],
     timeout: float,
     invariants: tuple[str, ...],
@@ -233,6 +257,7 @@ def prove_cmd(
         "controller": tuple(CONTROLLER_BUGS),
         "group": GROUP_ENCODED_BUGS,
         "rebalance": REBALANCE_BUGS,
+        "offsets": tuple(OFFSETS_BUGS),
     }.get(spec_name, tuple(ENCODED_BUGS))
     wrong = [bug for bug in bugs if bug not in known_bugs]
     if wrong:
@@ -241,7 +266,7 @@ def prove_cmd(
             + ", ".join(sorted(known_bugs))
         )
     if spec_name == "offsets":
-        fail_input(OFFSETS_NOT_ENCODED)
+        prove_offsets(commit, offset_reset, members, records, bugs, timeout, json_mode)
     if spec_name == "rebalance":
         prove_rebalance(brokers, min_isr, bugs, timeout, json_mode)
     if spec_name == "controller":

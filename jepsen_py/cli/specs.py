@@ -359,7 +359,7 @@ PROVE_FLAGS: dict[str, tuple[str, ...]] = {
     "controller": ("brokers", "partitions", "mode"),
     "group": ("protocol", "members", "topic_partitions"),
     "rebalance": ("brokers", "min_isr"),
-    "offsets": (),
+    "offsets": ("members", "commit", "offset_reset", "records"),
 }
 """The flags of ``kmodel prove`` each spec reads (the others are shared)."""
 
