@@ -534,7 +534,8 @@ class GroupClusterRun:
 
     def _monitor(self) -> None:
         """The offsets monitor's read (see the module docstring); nothing is logged when no
-        running broker is named coordinator (its FindCoordinator would have failed)."""
+        running broker is named coordinator (the admin's call would fail or time out without
+        reaching one: no OffsetFetch was handled)."""
         b = self._coordinator()
         if b is None or not self.cluster.running(self.cluster.broker_names[b]):
             return
