@@ -7,6 +7,7 @@ modules are loaded, never how long anything takes (benchmarks/cli_startup.py tim
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,63 @@ def test_verify_of_a_small_history_loads_no_heavy_dependency() -> None:
     assert done.returncode in (0, 1), done.stderr
     assert "engine: local" in done.stderr
     assert loaded == []
+
+
+LOG_ONLY = (
+    "jepsen_py.checker.anomalies",
+    "jepsen_py.checker.kafka_log",
+    "jepsen_py.checker.verdict",
+)
+"""The Kafka-log checker: what only a Kafka history needs checked."""
+LATER = ("multiprocessing", "shutil", "jepsen_py.checker.spark.session")
+"""Forked workers (big inputs), the search for Java and Spark's session (the Spark engine)."""
+
+
+def _modules_after(code: str, names: tuple[str, ...]) -> tuple[list[str], str]:
+    """Which of ``names`` a fresh interpreter running ``code`` had imported at exit."""
+    probe = (
+        "import atexit, sys\n"
+        f"_NAMES = {names!r}\n"
+        "atexit.register(lambda: sys.stderr.write("
+        "'MODS=' + ','.join(sorted(set(_NAMES) & set(sys.modules))) + '\\n'))\n"
+    )
+    _, done = _loaded_after(probe + code)
+    assert done.returncode in (0, 1), done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("MODS=")]
+    return [name for name in line.removeprefix("MODS=").split(",") if name], done.stderr
+
+
+def _register_history(tmp_path: Path) -> Path:
+    ops = [
+        (0, "invoke", "write", 1),
+        (0, "ok", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+    ]
+    lines = [
+        json.dumps({"process": p, "type": t, "f": f, "value": v, "key": "r"}) for p, t, f, v in ops
+    ]
+    path = tmp_path / "register.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_verify_of_a_register_history_loads_neither_the_log_checker_nor_workers(
+    tmp_path: Path,
+) -> None:
+    """A register (or key-value) history is checked by the WGL search alone: the Kafka-log
+    checker, multiprocessing (forked workers check big inputs only), shutil (the search for
+    Java) and Spark's session stay unimported."""
+    path = _register_history(tmp_path)
+    args = ("verify", "--engine", "local", "--model", "cas-register", str(path))
+    loaded, stderr = _modules_after(_cli(*args), LOG_ONLY + LATER)
+    assert loaded == [], stderr
+
+
+def test_verify_of_a_kafka_history_loads_the_log_checker() -> None:
+    """The probe above is not blind: a Kafka history does load the log checker."""
+    loaded, stderr = _modules_after(_cli("verify", "--engine", "local", str(SMALL)), LOG_ONLY)
+    assert loaded == sorted(LOG_ONLY), stderr
 
 
 @needs_porcupine
