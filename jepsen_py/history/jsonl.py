@@ -38,7 +38,7 @@ def op_from_record(record: Any, ordinal: int, line: int | None) -> Op:
         raise RecordError(f"expected a JSON object, got {type(record).__name__}")
     get = record.get
     type_ = get("type")
-    if type_ not in OP_TYPES:
+    if type(type_) is not str or type_ not in OP_TYPES:  # str first: a list is unhashable
         if type_ is None:
             raise RecordError(f"missing field 'type' (one of {_TYPES})")
         raise RecordError(f"unknown type {show(type_)}: expected one of {_TYPES}")
