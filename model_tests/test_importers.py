@@ -149,6 +149,20 @@ def test_malformed_edn_is_rejected_with_its_line(tmp_path: Path) -> None:
     assert "op map" in rejections.items[1].reason
 
 
+def test_an_edn_map_keyed_by_a_map_or_vector_is_rejected_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "h.edn"
+    path.write_text(
+        "{:process 0, :type :invoke, :f :read, :value nil}\n"
+        "{{:a 1} 2, :process 0}\n"
+        "{:process 0, :value {[1 2] 3}}\n"
+        "{:process 0, :type :ok, :f :read, :value 1}\n"
+    )
+    rejections = Rejections(str(path))
+    assert [o.line for o in read_edn(path, rejections)] == [1, 4]
+    assert [r.line for r in rejections] == [2, 3]
+    assert all("a map key must be" in r.reason for r in rejections)
+
+
 def test_knossos_fail_op_and_nil_read_constrain_nothing(tmp_path: Path) -> None:
     path = tmp_path / "h.edn"
     path.write_text(
