@@ -25,6 +25,7 @@ from jepsen_py.history import (
     detect_format,
     read_edn,
     read_etcd_log,
+    read_kv,
     validate,
 )
 from jepsen_py.history.edn import decode_form
@@ -318,3 +319,40 @@ def test_edn_whole_line_shortcut_is_taken_for_jepsen_op_lines() -> None:
     assert FLAT_LINE.fullmatch('{:process 0, :type :ok, :f :get, :key "7", :value "x 0 1 y"}')
     assert not FLAT_LINE.fullmatch("{:a {:b 1}}")
     assert not FLAT_LINE.fullmatch("{:a 1} {:b 2}")
+
+
+# --- Porcupine's kv layout: one regex per line, the EDN importer's ops ----------------------
+
+_KV_LINES = st.sampled_from(
+    [
+        '{:process 0, :type :invoke, :f :append, :key "0", :value "x 0 0 y"}',
+        '{:process 0, :type :ok, :f :append, :key "0", :value "x 0 0 y"}',
+        '{:process 12, :type :invoke, :f :get, :key "3", :value nil}',
+        '{:process 12, :type :ok, :f :get, :key "3", :value ""}',
+        '{:process 5, :type :info, :f :put, :key "k 1", :value "v"},',
+        '  {:process 7, :type :fail, :f :get, :key "9", :value nil}  ',
+        '{:process 1, :type :bogus, :f :get, :key "3", :value nil}',
+        '{:process 1, :type :ok, :f :get, :key "3", :value 4}',
+        '{:process 1, :type :ok, :f :get, :key "3", :value "a\\"b"}',
+        '{:process -1, :type :ok, :f :get, :key "3", :value nil}',
+        '{:process 2, :type :invoke, :f :get, :key "3", :value nil, :time 5}',
+        '{:type :invoke, :process 2, :f :get, :key "3", :value nil}',
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_KV_LINES, _KV_LINES, _EDN_PIECES, st.just("\udcff")), max_size=10))
+def test_kv_reader_reads_every_file_as_the_edn_importer_does(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    """`read_kv` takes the lines of Porcupine's layout by one regex and hands the rest of the
+    file to the EDN importer: the ops, their lines and the rejections are the EDN importer's
+    whole, for files of the layout, of other EDN, of both, and with undecodable lines."""
+    path = tmp_path_factory.mktemp("kv") / "h.txt"
+    path.write_bytes(b"".join(line.encode("utf-8", "surrogateescape") + b"\n" for line in lines))
+    fast, whole = Rejections(str(path)), Rejections(str(path))
+    ops = list(read_kv(path, fast))
+    assert ops == list(read_edn(path, whole))
+    assert [op.line for op in ops] == [op.line for op in read_edn(path, Rejections(str(path)))]
+    assert [(r.line, r.reason) for r in fast] == [(r.line, r.reason) for r in whole]

@@ -188,18 +188,19 @@ def split_forms(lines: Iterator[str], *, whole_lines: bool = True) -> Iterator[t
 
 
 def _forms(
-    lines: Iterator[str], whole_lines: bool
+    lines: Iterator[str], whole_lines: bool, first_line: int = 1, seen_form: bool = False
 ) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
     """`split_forms`, with a third item: the map a line taken whole is when it is a flat one
-    (`_flat_pairs`: decoded once, as the line is recognised), else None."""
+    (`_flat_pairs`: decoded once, as the line is recognised), else None. ``first_line``:
+    the number of the first of ``lines``; ``seen_form``: whether forms came before them
+    (then a ``[`` opens a vector, not the wrapping one)."""
     depth = 0
     base = 0  # 1 inside the wrapping vector or list
     wrap = ""  # the character that closes it
-    seen_form = False
     buffer: list[str] = []
     start = 0
     in_string = False
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first_line):
         if whole_lines and depth == base and not buffer and not in_string:
             text = line.strip(" \t\r\n,")
             if text[:1] == "{":
@@ -315,17 +316,27 @@ def read_edn(path: str | os.PathLike[str], rejections: Rejections | None = None)
         handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
     except OSError as exc:
         raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
-    ordinal = 0
     with handle:
-        for line, text, flat in _forms(decoded_lines(handle, sink), True):
-            if text in _CLOSE:
-                sink.reject(line, f"unbalanced {text!r}: no form is open here")
-                continue
-            try:
-                form = flat if flat is not None else decode_form(text)
-                op = op_from_edn(form, ordinal, line)
-            except (ValueError, RecordError) as exc:
-                sink.reject(line, str(exc))
-                continue
-            ordinal += 1
-            yield op
+        yield from edn_ops(decoded_lines(handle, sink), sink)
+
+
+def edn_ops(
+    lines: Iterator[str], sink: Rejections, *, first_line: int = 1, ordinal: int = 0
+) -> Iterator[Op]:
+    """The ops of EDN text ``lines`` (`read_edn` of a file's lines): malformed forms go to
+    ``sink``. To read the rest of a file of which another reader took the first lines, each
+    one op: ``first_line`` is the number of the first of ``lines``, ``ordinal`` the number of
+    ops read before (the next op's default ``index``; after one, a ``[`` opens a vector, not
+    a wrapping one)."""
+    for line, text, flat in _forms(lines, True, first_line, seen_form=ordinal > 0):
+        if text in _CLOSE:
+            sink.reject(line, f"unbalanced {text!r}: no form is open here")
+            continue
+        try:
+            form = flat if flat is not None else decode_form(text)
+            op = op_from_edn(form, ordinal, line)
+        except (ValueError, RecordError) as exc:
+            sink.reject(line, str(exc))
+            continue
+        ordinal += 1
+        yield op

@@ -16,18 +16,23 @@ Lines that do not start like an event (``INFO jepsen.util - N :type``) are not e
 are skipped; a line that does but matches no event shape is rejected with its number.
 Ops get ``index`` and ``time`` from their order in the file (the logs carry no time).
 
-Key-value histories (``kv/cNN-*.txt``): EDN maps, one per line, with ``:key``; read by the
-EDN importer. Each key's value is a string, initially "" (`PORCUPINE_KV`).
+Key-value histories (``kv/cNN-*.txt``): EDN maps, one per line, with ``:key``. Each key's
+value is a string, initially "" (`PORCUPINE_KV`). Porcupine writes every line in one layout,
+``{:process N, :type :T, :f :F, :key "K", :value V}`` with V nil or a string, and its own
+test parses them with one regex per line; `read_kv` does too (`KV_LINE`), and hands the file
+from its first line of any other layout on to the EDN importer, which reads what the regex
+reads the same way.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from jepsen_py.history.edn import decoded_lines, read_edn
+from jepsen_py.history.edn import decoded_lines, edn_ops
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import Conventions, HistoryError, Rejections, show
 
@@ -128,6 +133,32 @@ def read_etcd_log(
             ordinal += 1
 
 
+KV_LINE = re.compile(
+    r"\{:process (\d+), :type :(invoke|ok|fail|info), :f :([A-Za-z_][\w\-.?!*+/]*), "
+    r':key "([^"\\]*)", :value (?:(nil)|"([^"\\]*)")\}'
+)
+"""A line of Porcupine's key-value layout (blanks and commas around it stripped): process,
+type, f, key, and the value, nil or a string without escapes."""
+
+
 def read_kv(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
-    """Stream the ops of one Porcupine key-value history (conventions: `PORCUPINE_KV`)."""
-    return read_edn(path, rejections)
+    """Stream the ops of one Porcupine key-value history (conventions: `PORCUPINE_KV`):
+    lines of `KV_LINE`'s layout by that regex, a few times faster than the EDN importer
+    decodes them; from the first other line on, the EDN importer (`edn_ops`)."""
+    name = str(path)
+    sink = rejections if rejections is not None else Rejections(name, strict=True)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
+    except OSError as exc:
+        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    with handle:
+        lines = decoded_lines(handle, sink)
+        for ordinal, line in enumerate(lines):  # each line before the first other one: an op
+            event = KV_LINE.fullmatch(line.strip(" \t\r\n,"))
+            if event is None:
+                rest = itertools.chain((line,), lines)
+                yield from edn_ops(rest, sink, first_line=ordinal + 1, ordinal=ordinal)
+                return
+            process, type_, f, key, nil, value = event.groups()
+            value = None if nil is not None else value
+            yield Op(ordinal, ordinal, int(process), type_, f, key, value, None, ordinal + 1)
