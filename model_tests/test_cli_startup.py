@@ -171,3 +171,24 @@ def test_every_subcommand_runs_through_the_lazy_group() -> None:
     for name in COMMANDS:
         assert main.get_command(ctx, name) is load_command(name)
     assert main.get_command(ctx, "no-such-command") is None
+
+
+def test_the_console_entry_freezes_the_heap_as_the_process_ends() -> None:
+    """``main()`` (the console script) ends with `gc.freeze`, so the interpreter's last
+    collections skip what the command made; click's test runner, which calls ``main.main``
+    in a process that goes on, leaves the collector as it was."""
+    probe = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: sys.stderr.write(f'FROZEN={gc.get_freeze_count()}\\n'))\n"
+    )
+    for code, frozen in (
+        (_cli("verify", "--engine", "local", str(SMALL)), True),
+        (
+            "from click.testing import CliRunner\nfrom jepsen_py.cli import main\n"
+            f"CliRunner().invoke(main, ['verify', '--engine', 'local', {str(SMALL)!r}])",
+            False,
+        ),
+    ):
+        _, done = _loaded_after(probe + code)
+        (line,) = [line for line in done.stderr.splitlines() if line.startswith("FROZEN=")]
+        assert (int(line.removeprefix("FROZEN=")) > 0) is frozen, done.stderr

@@ -11,8 +11,9 @@ command's own.
 
 from __future__ import annotations
 
+import gc
 import importlib
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import click
 
@@ -94,6 +95,18 @@ def load_command(name: str) -> click.Command:
 
 class LazyGroup(click.Group):
     """A click group whose `COMMANDS` are imported when run, not when listed."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The console script's entry (click's test runner calls `main` instead): run the
+        command, then freeze the heap (`gc.freeze`) as the process ends, so that the
+        interpreter's last collections at exit do not walk every object the command
+        imported and made (a tenth of ``kmodel verify``'s time on Porcupine's kv corpus).
+        Objects still die by their reference counts; files are closed by the ``with`` that
+        opened them."""
+        try:
+            return self.main(*args, **kwargs)
+        finally:
+            gc.freeze()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *COMMANDS})
