@@ -130,6 +130,20 @@ def test_verify_of_a_register_history_loads_neither_the_log_checker_nor_workers(
     assert loaded == [], stderr
 
 
+@needs_porcupine
+def test_verify_of_porcupine_logs_loads_no_other_reader() -> None:
+    """Porcupine's etcd and kv logs are read by their own readers: the EDN and JSONL
+    readers stay unimported (the kv reader hands a line of another layout to the EDN one)."""
+    others = ("jepsen_py.history.edn", "jepsen_py.history.jsonl", "jepsen_py.history.parquet")
+    for fmt, model, folder in (
+        ("porcupine-etcd", "cas-register", "jepsen"),
+        ("porcupine-kv", "kv", "kv"),
+    ):
+        args = ("verify", "--engine", "local", "--format", fmt, "--model", model)
+        loaded, stderr = _modules_after(_cli(*args, str(PORCUPINE / folder)), others)
+        assert loaded == [], stderr
+
+
 def test_verify_of_a_kafka_history_loads_the_log_checker() -> None:
     """The probe above is not blind: a Kafka history does load the log checker."""
     loaded, stderr = _modules_after(_cli("verify", "--engine", "local", str(SMALL)), LOG_ONLY)

@@ -16,7 +16,7 @@ Op maps: ``:process`` (integer, or a keyword such as ``:nemesis``), ``:type``
 ``:index``, ``:time`` are used when present. Keywords become their names ("read"), vectors
 become lists, nil becomes None. A cas value is ``[expected new]``.
 
-Knossos conventions (`KNOSSOS`): a ``fail`` op had no effect and constrains nothing; an
+Knossos conventions (`validate.KNOSSOS`): a ``fail`` op had no effect and constrains nothing; an
 ``ok`` read of nil observed nothing and constrains nothing; an ``info`` op stays pending to
 the end of the history.
 """
@@ -29,11 +29,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record
+from jepsen_py.history.jsonl import RecordError, op_from_record
 from jepsen_py.history.op import Op
-from jepsen_py.history.validate import Conventions, HistoryError, Rejections, show
-
-KNOSSOS = Conventions("knossos", nil_read_constrains=False)
+from jepsen_py.history.text import decoded_lines
+from jepsen_py.history.validate import HistoryError, Rejections, show
 
 _OPEN = "{[("
 _CLOSE = "}])"
@@ -279,17 +278,6 @@ def _forms(
                 buffer, depth, in_string = [], base, False
     if buffer:
         yield start, "".join(buffer), None
-
-
-def decoded_lines(handle: Iterator[bytes], sink: Rejections) -> Iterator[str]:
-    """The lines of a binary file as text; a line that is not UTF-8 is rejected (with its
-    number) and read as an empty line, so line numbers stay right."""
-    for number, raw in enumerate(handle, start=1):
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError:
-            sink.reject(number, NOT_UTF8)
-            yield "\n"
 
 
 def op_from_edn(form: Any, ordinal: int, line: int) -> Op:

@@ -19,13 +19,11 @@ from typing import IO, Any
 import orjson
 
 from jepsen_py.history.op import OP_TYPES, Op
+from jepsen_py.history.text import NOT_UTF8
 from jepsen_py.history.validate import HistoryError, Rejections, show
 from jepsen_py.history.writer import HistoryWriter
 
 _TYPES = ", ".join(sorted(OP_TYPES))
-
-NOT_UTF8 = "the line is not UTF-8 text (undecodable bytes); write histories as UTF-8"
-"""The rejection of a line whose bytes do not decode (every reader, both engines)."""
 
 
 class RecordError(ValueError):

@@ -3,7 +3,7 @@
 
 etcd logs (``jepsen/etcd_NNN.log``, one compare-and-set register, initially nil): one event
 per line, ``INFO  jepsen.util - PROCESS<tab>:TYPE<tab>:F<tab>VALUE``. Read with one regex
-per event shape, as Porcupine's own test does; their meaning (`ETCD`):
+per event shape, as Porcupine's own test does; their meaning (`validate.ETCD`):
 
 - ``:ok :read nil``: the register had no value yet (it constrains: nil was read);
 - ``:fail :cas [from to]``: the cas completed: it compared, found another value, and did not
@@ -17,11 +17,11 @@ are skipped; a line that does but matches no event shape is rejected with its nu
 Ops get ``index`` and ``time`` from their order in the file (the logs carry no time).
 
 Key-value histories (``kv/cNN-*.txt``): EDN maps, one per line, with ``:key``. Each key's
-value is a string, initially "" (`PORCUPINE_KV`). Porcupine writes every line in one layout,
-``{:process N, :type :T, :f :F, :key "K", :value V}`` with V nil or a string, and its own
-test parses them with one regex per line; `read_kv` does too (`KV_LINE`), and hands the file
-from its first line of any other layout on to the EDN importer, which reads what the regex
-reads the same way.
+value is a string, initially "" (`validate.PORCUPINE_KV`). Porcupine writes every line in
+one layout, ``{:process N, :type :T, :f :F, :key "K", :value V}`` with V nil or a string,
+and its own test parses them with one regex per line; `read_kv` does too (`KV_LINE`), and
+hands the file from its first line of any other layout on to the EDN importer, which reads
+what the regex reads the same way.
 """
 
 from __future__ import annotations
@@ -32,12 +32,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from jepsen_py.history.edn import decoded_lines, edn_ops
 from jepsen_py.history.op import Op
-from jepsen_py.history.validate import Conventions, HistoryError, Rejections, show
-
-ETCD = Conventions("porcupine-etcd", nil_read_constrains=True, fail_completes=frozenset({"cas"}))
-PORCUPINE_KV = Conventions("porcupine-kv")
+from jepsen_py.history.text import decoded_lines
+from jepsen_py.history.validate import HistoryError, Rejections, show
 
 _PREFIX = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(\w+)\s+:(\w+)\s*(.*?)\s*$")
 _PAIR = re.compile(r"\[\s*(-?\d+)\s+(-?\d+)\s*\]")
@@ -76,7 +73,7 @@ def _value(text: str, shapes: tuple[str, ...]) -> tuple[bool, Any]:
 def read_etcd_log(
     path: str | os.PathLike[str], rejections: Rejections | None = None
 ) -> Iterator[Op]:
-    """Stream the ops of one Porcupine/Jepsen etcd log (conventions: `ETCD`).
+    """Stream the ops of one Porcupine/Jepsen etcd log (conventions: `validate.ETCD`).
 
     An ``info`` or ``fail`` completion whose log value is ``:timed-out`` carries its
     invocation's value instead (Jepsen's op map has the value and the error apart; the log
@@ -137,7 +134,7 @@ type, f, key, and the value, nil or a string without escapes."""
 
 
 def read_kv(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
-    """Stream the ops of one Porcupine key-value history (conventions: `PORCUPINE_KV`):
+    """Stream the ops of one Porcupine key-value history (conventions: `validate.PORCUPINE_KV`):
     lines of `KV_LINE`'s layout by that regex, a few times faster than the EDN importer
     decodes them; from the first other line on, the EDN importer (`edn_ops`)."""
     name = str(path)
@@ -151,6 +148,9 @@ def read_kv(path: str | os.PathLike[str], rejections: Rejections | None = None) 
         for ordinal, line in enumerate(lines):  # each line before the first other one: an op
             event = KV_LINE.fullmatch(line.strip(" \t\r\n,"))
             if event is None:
+                # here: a file all of Porcupine's layout never needs the EDN importer
+                from jepsen_py.history.edn import edn_ops
+
                 rest = itertools.chain((line,), lines)
                 yield from edn_ops(rest, sink, first_line=ordinal + 1, ordinal=ordinal)
                 return
