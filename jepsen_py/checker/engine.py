@@ -49,7 +49,7 @@ from jepsen_py.checker.records import (
 )
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.taxonomy import ANOMALIES, GROUP_FS, KAFKA, LOG_FS, REASSIGN_FS
-from jepsen_py.checker.wgl import check_partitions
+from jepsen_py.checker.wgl import PartitionResult, check_partitions
 from jepsen_py.history import (
     FORMATS,
     Format,
@@ -224,9 +224,12 @@ def check_groups_wgl(
             parts.append(part)
             owner.append(g)
     checked = check_partitions(model, parts, timeout=timeout, parallel=parallel)
+    by_group: list[list[PartitionResult | None]] = [[] for _ in order]
+    for p, result in enumerate(checked.results):  # one pass: a history may have many keys
+        by_group[owner[p]].append(result)
     results: list[KeyResult] = []
     for g, (run, key) in enumerate(order):
-        mine = [checked.results[p] for p in range(len(parts)) if owner[p] == g]
+        mine = by_group[g]
         done = [r for r in mine if r is not None]
         verdicts = [r.verdict for r in done] + [Verdict.UNKNOWN] * (len(mine) - len(done))
         verdict = Verdict.combine(verdicts)
