@@ -57,7 +57,7 @@ _HOMES = {
     "ParquetHistoryWriter": "jepsen_py.history.parquet",
 }
 """Where each reader and writer lives; imported on first use (PEP 562). pyarrow, which the
-Parquet module imports, takes a fifth of a second; the others a millisecond or so each."""
+Parquet module imports, takes a fifth of a second; the others a millisecond or less each."""
 
 
 def __getattr__(name: str) -> Any:
