@@ -13,17 +13,18 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jepsen_py.checker.anomalies import (
-    ANOMALIES,
-    CLASSES,
-    VIOLATIONS,
-    find_anomalies,
-    observe,
-    summarize,
-)
+from jepsen_py.checker.anomalies import find_anomalies, observe, summarize
 from jepsen_py.checker.histgen import INJECTORS, LogWorkload, generate
 from jepsen_py.checker.result import Verdict
-from jepsen_py.checker.verdict import KAFKA, LINEARIZABLE, NONLINEARIZABLE, check_keys
+from jepsen_py.checker.taxonomy import (
+    ANOMALIES,
+    CLASSES,
+    KAFKA,
+    LINEARIZABLE,
+    NONLINEARIZABLE,
+    VIOLATIONS,
+)
+from jepsen_py.checker.verdict import check_keys
 from jepsen_py.history.op import Op
 
 

@@ -24,11 +24,12 @@ from typing import Any
 import attrs
 import pytest
 
-from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS, observe
+from jepsen_py.checker.anomalies import observe
 from jepsen_py.checker.kafka_log_model import brute_force_check
 from jepsen_py.checker.kafka_oracle import kafka_consistent
 from jepsen_py.checker.kafkagen import SmallWorkload, generate_small
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.taxonomy import ANOMALIES, VIOLATIONS
 from jepsen_py.history.op import Op
 
 QUICK = 1000

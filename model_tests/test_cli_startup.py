@@ -7,6 +7,7 @@ modules are loaded, never how long anything takes (benchmarks/cli_startup.py tim
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,77 @@ def test_verify_of_a_small_history_loads_no_heavy_dependency() -> None:
     assert loaded == []
 
 
+LOG_ONLY = (
+    "jepsen_py.checker.anomalies",
+    "jepsen_py.checker.kafka_log",
+    "jepsen_py.checker.verdict",
+)
+"""The Kafka-log checker: what only a Kafka history needs checked."""
+LATER = ("multiprocessing", "shutil", "jepsen_py.checker.spark.session")
+"""Forked workers (big inputs), the search for Java and Spark's session (the Spark engine)."""
+
+
+def _modules_after(code: str, names: tuple[str, ...]) -> tuple[list[str], str]:
+    """Which of ``names`` a fresh interpreter running ``code`` had imported at exit."""
+    probe = (
+        "import atexit, sys\n"
+        f"_NAMES = {names!r}\n"
+        "atexit.register(lambda: sys.stderr.write("
+        "'MODS=' + ','.join(sorted(set(_NAMES) & set(sys.modules))) + '\\n'))\n"
+    )
+    _, done = _loaded_after(probe + code)
+    assert done.returncode in (0, 1), done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("MODS=")]
+    return [name for name in line.removeprefix("MODS=").split(",") if name], done.stderr
+
+
+def _register_history(tmp_path: Path) -> Path:
+    ops = [
+        (0, "invoke", "write", 1),
+        (0, "ok", "write", 1),
+        (1, "invoke", "read", None),
+        (1, "ok", "read", 1),
+    ]
+    lines = [
+        json.dumps({"process": p, "type": t, "f": f, "value": v, "key": "r"}) for p, t, f, v in ops
+    ]
+    path = tmp_path / "register.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_verify_of_a_register_history_loads_neither_the_log_checker_nor_workers(
+    tmp_path: Path,
+) -> None:
+    """A register (or key-value) history is checked by the WGL search alone: the Kafka-log
+    checker, multiprocessing (forked workers check big inputs only), shutil (the search for
+    Java) and Spark's session stay unimported."""
+    path = _register_history(tmp_path)
+    args = ("verify", "--engine", "local", "--model", "cas-register", str(path))
+    loaded, stderr = _modules_after(_cli(*args), LOG_ONLY + LATER)
+    assert loaded == [], stderr
+
+
+@needs_porcupine
+def test_verify_of_porcupine_logs_loads_no_other_reader() -> None:
+    """Porcupine's etcd and kv logs are read by their own readers: the EDN and JSONL
+    readers stay unimported (the kv reader hands a line of another layout to the EDN one)."""
+    others = ("jepsen_py.history.edn", "jepsen_py.history.jsonl", "jepsen_py.history.parquet")
+    for fmt, model, folder in (
+        ("porcupine-etcd", "cas-register", "jepsen"),
+        ("porcupine-kv", "kv", "kv"),
+    ):
+        args = ("verify", "--engine", "local", "--format", fmt, "--model", model)
+        loaded, stderr = _modules_after(_cli(*args, str(PORCUPINE / folder)), others)
+        assert loaded == [], stderr
+
+
+def test_verify_of_a_kafka_history_loads_the_log_checker() -> None:
+    """The probe above is not blind: a Kafka history does load the log checker."""
+    loaded, stderr = _modules_after(_cli("verify", "--engine", "local", str(SMALL)), LOG_ONLY)
+    assert loaded == sorted(LOG_ONLY), stderr
+
+
 @needs_porcupine
 def test_auto_checks_the_porcupine_corpus_locally_without_starting_spark() -> None:
     """Porcupine's 102 etcd logs (660 KB): ``--engine auto`` takes the local engine and
@@ -113,3 +185,24 @@ def test_every_subcommand_runs_through_the_lazy_group() -> None:
     for name in COMMANDS:
         assert main.get_command(ctx, name) is load_command(name)
     assert main.get_command(ctx, "no-such-command") is None
+
+
+def test_the_console_entry_freezes_the_heap_as_the_process_ends() -> None:
+    """``main()`` (the console script) ends with `gc.freeze`, so the interpreter's last
+    collections skip what the command made; click's test runner, which calls ``main.main``
+    in a process that goes on, leaves the collector as it was."""
+    probe = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: sys.stderr.write(f'FROZEN={gc.get_freeze_count()}\\n'))\n"
+    )
+    for code, frozen in (
+        (_cli("verify", "--engine", "local", str(SMALL)), True),
+        (
+            "from click.testing import CliRunner\nfrom jepsen_py.cli import main\n"
+            f"CliRunner().invoke(main, ['verify', '--engine', 'local', {str(SMALL)!r}])",
+            False,
+        ),
+    ):
+        _, done = _loaded_after(probe + code)
+        (line,) = [line for line in done.stderr.splitlines() if line.startswith("FROZEN=")]
+        assert (int(line.removeprefix("FROZEN=")) > 0) is frozen, done.stderr

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from jepsen_py.checker.anomalies import AT_LEAST_ONCE, AT_MOST_ONCE
 from jepsen_py.checker.delivery import DeliveryKey, check_delivery
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.taxonomy import AT_LEAST_ONCE, AT_MOST_ONCE
 from jepsen_py.history.op import Op
 
 K = "t-0"

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from jepsen_py.checker.anomalies import DELIVERIES
 from jepsen_py.checker.delivery_engine import verify_delivery_path
+from jepsen_py.checker.taxonomy import DELIVERIES
 from jepsen_py.cli.verify import verify
 
 CORPUS = Path(__file__).resolve().parent / "corpora" / "delivery"

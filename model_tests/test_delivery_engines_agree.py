@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from jepsen_py.checker.anomalies import DELIVERIES
 from jepsen_py.checker.delivery_engine import verify_delivery_path
 from jepsen_py.checker.deliverygen import GroupWorkload, generate_group
 from jepsen_py.checker.records import InputResult
+from jepsen_py.checker.taxonomy import DELIVERIES
 from jepsen_py.history.jsonl import op_to_record
 
 CORPUS = Path(__file__).resolve().parent / "corpora" / "delivery"

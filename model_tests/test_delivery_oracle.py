@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jepsen_py.checker.anomalies import AT_LEAST_ONCE, DELIVERY_ANOMALIES
 from jepsen_py.checker.delivery import check_delivery
 from jepsen_py.checker.delivery_oracle import oracle
 from jepsen_py.checker.deliverygen import GroupWorkload, generate_group
+from jepsen_py.checker.taxonomy import AT_LEAST_ONCE, DELIVERY_ANOMALIES
 from jepsen_py.history.op import Op
 
 

@@ -18,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jepsen_py import generator as g
-from jepsen_py.checker.anomalies import VIOLATIONS, observe
+from jepsen_py.checker.anomalies import observe
 from jepsen_py.checker.kafka_log import check_log
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.taxonomy import VIOLATIONS
 from jepsen_py.fault_verbs import fault_ops
 from jepsen_py.generator import MILLISECOND, NEMESIS, SECOND, Invocation
 from jepsen_py.history.op import Op

@@ -4,6 +4,7 @@ that give their events meaning (each shown to change a verdict)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from jepsen_py.history import (
     detect_format,
     read_edn,
     read_etcd_log,
+    read_kv,
     validate,
 )
 from jepsen_py.history.edn import decode_form
@@ -93,6 +95,46 @@ def test_edn_fast_path_agrees_with_edn_format() -> None:
     )
 
 
+_EDN_KEYS = st.sampled_from([":process", ":type", ":f", ":key", ":value", ":a-b?", ":x.y"])
+_EDN_FLAT_VALUES = ["nil", "true", "0", "-12", '"s"', '"a b"', '""', ":kw", '[1 :a "z" nil]', "[]"]
+_EDN_VALUES = st.sampled_from(
+    [*_EDN_FLAT_VALUES, '"x}"', "{:b 1}", "#{1}", "(1)", "1a", "nilx", ":", '"q\\""']
+)
+_EDN_GAPS = st.sampled_from([" ", ", ", ",", "  ", "\t", "", "\n"])
+
+
+@st.composite
+def _edn_maps(draw: st.DrawFn) -> str:
+    """Maps of pairs whose values are flat scalars and vectors, or not (nested maps, sets,
+    lists, malformed atoms), with any blanks and commas, and endings good and bad."""
+    body = ""
+    for _ in range(draw(st.integers(0, 5))):
+        body += draw(_EDN_KEYS) + draw(_EDN_GAPS.filter(bool)) + draw(_EDN_VALUES)
+        body += draw(_EDN_GAPS)
+    return "{" + body + draw(st.sampled_from(["}", " }", ", }", "}}", "", "x}"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_edn_maps())
+def test_edn_fast_path_decodes_every_map_as_edn_format_does(text: str) -> None:
+    """The one-regex decoding of flat maps takes exactly the maps it decodes right: every
+    map decodes (or is refused) as edn_format alone decodes (or refuses) it."""
+    import edn_format
+
+    from jepsen_py.history.edn import plain
+
+    try:
+        fast: Any = decode_form(text)
+    except ValueError:
+        fast = ValueError
+    try:
+        forms = edn_format.loads_all(text)
+        slow: Any = plain(forms[0]) if len(forms) == 1 else ValueError
+    except Exception:  # edn_format raises its own and PLY's errors
+        slow = ValueError
+    assert fast == slow
+
+
 def test_malformed_edn_is_rejected_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "h.edn"
     path.write_text(
@@ -106,6 +148,20 @@ def test_malformed_edn_is_rejected_with_its_line(tmp_path: Path) -> None:
     assert [o.line for o in ops] == [1, 4]
     assert [r.line for r in rejections] == [2, 3]
     assert "op map" in rejections.items[1].reason
+
+
+def test_an_edn_map_keyed_by_a_map_or_vector_is_rejected_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "h.edn"
+    path.write_text(
+        "{:process 0, :type :invoke, :f :read, :value nil}\n"
+        "{{:a 1} 2, :process 0}\n"
+        "{:process 0, :value {[1 2] 3}}\n"
+        "{:process 0, :type :ok, :f :read, :value 1}\n"
+    )
+    rejections = Rejections(str(path))
+    assert [o.line for o in read_edn(path, rejections)] == [1, 4]
+    assert [r.line for r in rejections] == [2, 3]
+    assert all("a map key must be" in r.reason for r in rejections)
 
 
 def test_knossos_fail_op_and_nil_read_constrain_nothing(tmp_path: Path) -> None:
@@ -263,3 +319,40 @@ def test_edn_whole_line_shortcut_is_taken_for_jepsen_op_lines() -> None:
     assert FLAT_LINE.fullmatch('{:process 0, :type :ok, :f :get, :key "7", :value "x 0 1 y"}')
     assert not FLAT_LINE.fullmatch("{:a {:b 1}}")
     assert not FLAT_LINE.fullmatch("{:a 1} {:b 2}")
+
+
+# --- Porcupine's kv layout: one regex per line, the EDN importer's ops ----------------------
+
+_KV_LINES = st.sampled_from(
+    [
+        '{:process 0, :type :invoke, :f :append, :key "0", :value "x 0 0 y"}',
+        '{:process 0, :type :ok, :f :append, :key "0", :value "x 0 0 y"}',
+        '{:process 12, :type :invoke, :f :get, :key "3", :value nil}',
+        '{:process 12, :type :ok, :f :get, :key "3", :value ""}',
+        '{:process 5, :type :info, :f :put, :key "k 1", :value "v"},',
+        '  {:process 7, :type :fail, :f :get, :key "9", :value nil}  ',
+        '{:process 1, :type :bogus, :f :get, :key "3", :value nil}',
+        '{:process 1, :type :ok, :f :get, :key "3", :value 4}',
+        '{:process 1, :type :ok, :f :get, :key "3", :value "a\\"b"}',
+        '{:process -1, :type :ok, :f :get, :key "3", :value nil}',
+        '{:process 2, :type :invoke, :f :get, :key "3", :value nil, :time 5}',
+        '{:type :invoke, :process 2, :f :get, :key "3", :value nil}',
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_KV_LINES, _KV_LINES, _EDN_PIECES, st.just("\udcff")), max_size=10))
+def test_kv_reader_reads_every_file_as_the_edn_importer_does(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    """`read_kv` takes the lines of Porcupine's layout by one regex and hands the rest of the
+    file to the EDN importer: the ops, their lines and the rejections are the EDN importer's
+    whole, for files of the layout, of other EDN, of both, and with undecodable lines."""
+    path = tmp_path_factory.mktemp("kv") / "h.txt"
+    path.write_bytes(b"".join(line.encode("utf-8", "surrogateescape") + b"\n" for line in lines))
+    fast, whole = Rejections(str(path)), Rejections(str(path))
+    ops = list(read_kv(path, fast))
+    assert ops == list(read_edn(path, whole))
+    assert [op.line for op in ops] == [op.line for op in read_edn(path, Rejections(str(path)))]
+    assert [(r.line, r.reason) for r in fast] == [(r.line, r.reason) for r in whole]

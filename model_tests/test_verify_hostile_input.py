@@ -101,6 +101,21 @@ def test_undecodable_bytes_are_rejected_line_by_line_in_every_text_format(
     assert [(r.line, r.reason) for r in sink] == [(2, NOT_UTF8)]
 
 
+def test_a_type_that_is_no_string_is_rejected_not_a_crash(tmp_path: Path) -> None:
+    """A ``type`` that is a list (unhashable) is a malformed line like any other: rejected
+    with its line and the reason, in JSONL and in EDN alike."""
+    lines = [orjson.dumps(op_record(op)) for op in CLEAN]
+    lines.insert(1, b'{"process": 7, "type": [1], "f": "send", "value": 3}')
+    (tmp_path / "h.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    result = verify_path(tmp_path / "h.jsonl")
+    assert [r.line for r in result.rejected] == [2]
+    assert "unknown type [1]" in result.rejected[0].reason
+    (tmp_path / "h.edn").write_text("{:process 0 :type [:ok] :f :read :value 1}\n")
+    sink = Rejections(str(tmp_path / "h.edn"))
+    assert list(read_edn(tmp_path / "h.edn", sink)) == []
+    assert [r.line for r in sink] == [1] and "unknown type" in sink.items[0].reason
+
+
 def op_record(op: Op) -> dict[str, Any]:
     from jepsen_py.history.jsonl import op_to_record
 

@@ -33,7 +33,7 @@ What the pass reads, per (run, key) -- a partition -- and per consumer (run, pro
   whose start lies below the ``log_start`` it reports starts, for ``poll-skip`` and for
   what it covers, at that log start (the consumer's ``auto.offset.reset``).
 
-Anomalies (``CLASSES`` gives each its class):
+Anomalies (`taxonomy.CLASSES` gives each its class):
 
 - ``inconsistent-offsets`` (violation): one offset holds two values (two
   acknowledgements, or reads, disagree: log divergence after an unclean election);
@@ -94,119 +94,13 @@ from typing import Any
 import attrs
 
 from jepsen_py.checker.kafka_log import freeze
+from jepsen_py.checker.taxonomy import ANOMALIES, LOG_FS, REASSIGN_FS, VIOLATIONS
 
-VIOLATION = "violation"
-INFORMATIONAL = "informational"
-
-CLASSES: dict[str, str] = {
-    "inconsistent-offsets": VIOLATION,
-    "duplicate": VIOLATION,
-    "aborted-read": VIOLATION,
-    "lost-write": VIOLATION,
-    "unseen": INFORMATIONAL,
-    "deleted-by-retention": INFORMATIONAL,
-    "poll-skip": VIOLATION,
-    "nonmonotonic-poll": VIOLATION,
-    "int-poll-skip": VIOLATION,
-    "int-nonmonotonic-poll": VIOLATION,
-    "nonmonotonic-send": VIOLATION,
-    "stale-read": INFORMATIONAL,
-}
-"""Every anomaly's class, in the order reports list them."""
-
-ANOMALIES: tuple[str, ...] = tuple(CLASSES)
-VIOLATIONS: frozenset[str] = frozenset(n for n, c in CLASSES.items() if c == VIOLATION)
-
-DESCRIPTIONS: dict[str, str] = {
-    "inconsistent-offsets": "one offset holds two values",
-    "duplicate": "one value sits at two offsets",
-    "aborted-read": "a poll returned the value of a send that failed",
-    "lost-write": "a record that must be in the log was not returned by a read that "
-    "covered it (or by the complete final read)",
-    "unseen": "an acknowledged send no poll returned (nobody read where it is)",
-    "deleted-by-retention": "a record below the log start no read returned: retention deleted it",
-    "poll-skip": "a poll jumped over an offset known to exist",
-    "nonmonotonic-poll": "a poll started below the consumer's position",
-    "int-poll-skip": "a poll's successive records jump over an offset known to exist",
-    "int-nonmonotonic-poll": "a poll's successive records go backwards or repeat",
-    "nonmonotonic-send": "a producer's successive acknowledged sends do not get increasing offsets",
-    "stale-read": "a poll reported a high watermark below an offset already shown to exist",
-}
-"""One line per anomaly, for explanations (docs/checking.md has the definitions)."""
-
-AT_LEAST_ONCE = "at-least-once"
-AT_MOST_ONCE = "at-most-once"
-DELIVERIES = (AT_LEAST_ONCE, AT_MOST_ONCE)
-"""``--delivery``: the guarantee a consumer group's delivery is held to
-(`jepsen_py.checker.delivery`; the ``KafkaConsumer`` Javadoc, "Offsets and Consumer
-Position": committing after processing gives at least once, before it at most once)."""
-
-DELIVERY_CLASSES: dict[str, dict[str, str]] = {
-    AT_LEAST_ONCE: {
-        "lost": VIOLATION,
-        "duplicated-rebalance": INFORMATIONAL,
-        "duplicated-crash": INFORMATIONAL,
-        "duplicated-seek": INFORMATIONAL,
-        "duplicated-unexplained": VIOLATION,
-        "commit-regression": VIOLATION,
-    },
-    AT_MOST_ONCE: {
-        "lost": INFORMATIONAL,
-        "duplicated-rebalance": VIOLATION,
-        "duplicated-crash": VIOLATION,
-        "duplicated-seek": VIOLATION,
-        "duplicated-unexplained": VIOLATION,
-        "commit-regression": VIOLATION,
-    },
-}
-"""The delivery anomalies' class under each ``--delivery`` (docs/checking.md, "Delivery
-semantics"): which one is a violation depends on what the consumers promise."""
-
-DELIVERY_ANOMALIES: tuple[str, ...] = tuple(DELIVERY_CLASSES[AT_LEAST_ONCE])
-assert all(tuple(c) == DELIVERY_ANOMALIES for c in DELIVERY_CLASSES.values())
-
-DESCRIPTIONS.update(
-    {
-        "lost": "an acknowledged record the group's committed offset passed, that no "
-        "member processed",
-        "duplicated-rebalance": "a record processed again by the partition's next owner, "
-        "which started before a commit covering it was acknowledged",
-        "duplicated-crash": "a record processed again after its processor was killed "
-        "before a commit covering it was acknowledged",
-        "duplicated-seek": "a record processed again after its consumer sought back to it "
-        "(KafkaConsumer.seek: a deliberate rewind)",
-        "duplicated-unexplained": "a record processed twice with neither a rebalance, "
-        "a crash nor a seek back to explain it",
-        "commit-regression": "an OffsetFetch returned less than a commit already "
-        "acknowledged (the committed offset went backwards)",
-    }
-)
-
-
-def violations_of(consistency: str | None) -> frozenset[str]:
-    """The anomalies classed as violations when ``consistency`` decides: a ``--delivery``
-    mode's (`DELIVERY_CLASSES`), else the Kafka-log taxonomy's (`VIOLATIONS`)."""
-    classes = DELIVERY_CLASSES.get(consistency or "")
-    if classes is None:
-        return VIOLATIONS
-    return frozenset(n for n, c in classes.items() if c == VIOLATION)
-
-
-def class_of(name: str, consistency: str | None) -> str:
-    """``name``'s class (violation or informational) when ``consistency`` decides."""
-    classes = DELIVERY_CLASSES.get(consistency or "")
-    if classes is not None and name in classes:
-        return classes[name]
-    return CLASSES[name]
-
-
-LOG_FS = frozenset({"send", "poll"})
-GROUP_FS = frozenset({"process", "commit", "fetch-offsets", "seek"})
-"""The client ops a consumer group's delivery adds to a Kafka history (docs/history-format.md):
-the delivery check reads them (`jepsen_py.checker.delivery`), the Kafka-log check leaves
-them aside."""
-REASSIGN_FS = frozenset({"assign", "subscribe"})
-"""Ops that set which keys a consumer reads (Kafka's ``assign``/``subscribe``)."""
+# The taxonomy's names lived here before `taxonomy` held them; these stay importable from
+# here for the modules that still take them from this one.
+from jepsen_py.checker.taxonomy import AT_LEAST_ONCE as AT_LEAST_ONCE
+from jepsen_py.checker.taxonomy import CLASSES as CLASSES
+from jepsen_py.checker.taxonomy import DESCRIPTIONS as DESCRIPTIONS
 
 Witness = tuple[int, ...]
 

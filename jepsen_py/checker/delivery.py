@@ -44,7 +44,7 @@ What is found, per (run, key) -- a partition as the group consumes it:
   `Problem` says so; a seek to above ``c`` (a rewind to an offset at or above what the
   fetch returned) leaves it judged.
 
-Which of these is a violation is ``--delivery``'s (`anomalies.DELIVERY_CLASSES`): at least
+Which of these is a violation is ``--delivery``'s (`taxonomy.DELIVERY_CLASSES`): at least
 once forbids ``lost`` and unexplained duplicates, at most once every duplicate;
 ``commit-regression`` is always one. The verdict is `verdict.delivery_verdict`, the rule
 every engine applies.
@@ -68,7 +68,8 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from jepsen_py.checker.anomalies import DELIVERY_ANOMALIES, KeyAnomalies, Problem
+from jepsen_py.checker.anomalies import KeyAnomalies, Problem
+from jepsen_py.checker.taxonomy import DELIVERY_ANOMALIES
 from jepsen_py.checker.verdict import DeliveryVerdict, delivery_verdict
 from jepsen_py.history.op import Op
 

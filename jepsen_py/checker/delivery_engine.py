@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import DeliveryKey, check_delivery, split_op
 from jepsen_py.checker.records import InputResult, KeyResult, downgrade
+from jepsen_py.checker.taxonomy import GROUP_FS
 from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, history_format
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import validate
@@ -96,7 +96,7 @@ def delivery_result(
     keys (`delivery.check_delivery`, or the Spark job's), ``op_at`` the op at a position,
     ``rejected`` its rejected lines (a key with some is UNKNOWN; a keyless one makes the
     input UNKNOWN), ``counted`` the ops accepted and how many of them are a group's
-    (`anomalies.GROUP_FS`), ``started`` when its check began. An input without a group op
+    (`taxonomy.GROUP_FS`), ``started`` when its check began. An input without a group op
     is not a consumer group's history: nothing was checked, it is UNKNOWN."""
     ops, group_ops = counted
     if not checked or not group_ops:

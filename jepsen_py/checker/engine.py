@@ -36,7 +36,6 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import ANOMALIES, GROUP_FS, LOG_FS, REASSIGN_FS
 from jepsen_py.checker.model import Model, Operation, operations
 from jepsen_py.checker.models import MODELS, UNSET, model_named
 from jepsen_py.checker.records import (
@@ -49,8 +48,8 @@ from jepsen_py.checker.records import (
     line_of,
 )
 from jepsen_py.checker.result import Verdict
-from jepsen_py.checker.verdict import KAFKA, check_keys
-from jepsen_py.checker.wgl import check_partitions
+from jepsen_py.checker.taxonomy import ANOMALIES, GROUP_FS, KAFKA, LOG_FS, REASSIGN_FS
+from jepsen_py.checker.wgl import PartitionResult, check_partitions
 from jepsen_py.history import (
     FORMATS,
     Format,
@@ -225,9 +224,12 @@ def check_groups_wgl(
             parts.append(part)
             owner.append(g)
     checked = check_partitions(model, parts, timeout=timeout, parallel=parallel)
+    by_group: list[list[PartitionResult | None]] = [[] for _ in order]
+    for p, result in enumerate(checked.results):  # one pass: a history may have many keys
+        by_group[owner[p]].append(result)
     results: list[KeyResult] = []
     for g, (run, key) in enumerate(order):
-        mine = [checked.results[p] for p in range(len(parts)) if owner[p] == g]
+        mine = by_group[g]
         done = [r for r in mine if r is not None]
         verdicts = [r.verdict for r in done] + [Verdict.UNKNOWN] * (len(mine) - len(done))
         verdict = Verdict.combine(verdicts)
@@ -263,6 +265,10 @@ def check_groups_log(
     anomaly taxonomy, decided under ``consistency``); returns the key results and the
     anomalies (name -> witnessing op groups, all keys). ``max_witnesses`` caps the
     witnesses kept per anomaly and key (the counts stay exact)."""
+    # here: the Kafka-log checker and the anomaly pass (verdict, kafka_log, anomalies) load
+    # only for Kafka logs, never for a register or key-value history
+    from jepsen_py.checker.verdict import check_keys
+
     results: list[KeyResult] = []
     anomalies: dict[str, list[list[Op]]] = {}
     for run, key in group_order(groups):
@@ -531,8 +537,8 @@ def verify_paths(paths: Sequence[str], **options: Any) -> Iterator[InputResult]:
     if (
         workers < 2
         or options.get("parallel") is False
-        or not _can_fork()
         or sum(_size(p) for p in paths) <= PARALLEL_FILES_ABOVE_BYTES
+        or not _can_fork()  # last: it imports multiprocessing, which small inputs never need
     ):
         for path in paths:
             yield verify_path(path, **options)
@@ -560,7 +566,7 @@ def _run_file(path: str) -> InputResult:
 
 
 def _can_fork() -> bool:
-    import multiprocessing
+    import multiprocessing  # here: only inputs checked in forked workers need it (5 ms)
 
     return "fork" in multiprocessing.get_all_start_methods()
 

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from jepsen_py.checker.anomalies import ANOMALIES, DELIVERY_ANOMALIES, violations_of
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.taxonomy import ANOMALIES, DELIVERY_ANOMALIES, violations_of
 from jepsen_py.checker.wgl import PartitionResult
 from jepsen_py.history.op import Op
 from jepsen_py.history.validate import Rejection

@@ -31,7 +31,7 @@ from typing import IO, Any
 import attrs
 import orjson
 
-from jepsen_py.checker.anomalies import REASSIGN_FS
+from jepsen_py.checker.taxonomy import REASSIGN_FS
 from jepsen_py.history.op import Op
 
 BUCKET_BYTES = 48 << 20

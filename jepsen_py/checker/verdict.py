@@ -28,28 +28,21 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import (
-    ANOMALIES,
-    DELIVERIES,
-    DESCRIPTIONS,
-    LOG_FS,
-    VIOLATIONS,
-    FinalRead,
-    KeyAnomalies,
-    Observer,
-    violations_of,
-)
+from jepsen_py.checker.anomalies import FinalRead, KeyAnomalies, Observer
 from jepsen_py.checker.kafka_log import LogResult, check_log
 from jepsen_py.checker.result import Verdict
+from jepsen_py.checker.taxonomy import (
+    ANOMALIES,
+    CONSISTENCIES,
+    DELIVERIES,
+    DESCRIPTIONS,
+    KAFKA,
+    LOG_FS,
+    NONLINEARIZABLE,
+    VIOLATIONS,
+    violations_of,
+)
 from jepsen_py.history.op import Op
-
-KAFKA = "kafka"
-LINEARIZABLE = "linearizable"
-CONSISTENCIES = (KAFKA, LINEARIZABLE)
-"""``--consistency``: what decides a Kafka-log key's verdict."""
-
-NONLINEARIZABLE = "nonlinearizable"
-"""The violation named when linearizability decides and fails."""
 
 LineOf = Callable[[int], "int | None"]
 
@@ -192,7 +185,7 @@ class DeliveryVerdict:
 def delivery_verdict(found: KeyAnomalies, delivery: str, line_of: LineOf) -> DeliveryVerdict:
     """The verdict on one key of a consumer group's delivery under ``delivery``
     (``--delivery``), by the same rule as the Kafka-log taxonomy's (`guarantees`), with
-    the mode's classes (`anomalies.DELIVERY_CLASSES`). Every engine calls this."""
+    the mode's classes (`taxonomy.DELIVERY_CLASSES`). Every engine calls this."""
     if delivery not in DELIVERIES:
         raise ValueError(f"delivery {delivery!r}: expected one of {DELIVERIES}")
     broken_set = violations_of(delivery)

@@ -47,7 +47,6 @@ there: the counterexample of `report_html` and of the CLI.
 from __future__ import annotations
 
 import os
-import queue as queue_module
 import time
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
@@ -502,7 +501,9 @@ def _check_in_workers(
         w = loads.index(min(loads))
         shares[w][i] = parts[i]
         loads[w] += len(parts[i])
-    import multiprocessing  # here: a check small enough for one process never needs it
+    # here: a check small enough for one process never needs them (queue brings threading)
+    import multiprocessing
+    import queue as queue_module
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context: Any = multiprocessing.get_context(method)

@@ -63,7 +63,7 @@ def check_swarm_flags(options: SwarmOptions) -> list[tuple[str, str]]:
         if options.spark_conf:
             fail_input("--spark-conf is for --engine spark")
         return []
-    from jepsen_py.checker.spark.session import master_problem
+    from jepsen_py.checker.spark.flags import master_problem
 
     if options.master is not None and (problem := master_problem(options.master)) is not None:
         fail_input(problem)

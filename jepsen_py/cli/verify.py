@@ -21,7 +21,6 @@ else 0.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -29,20 +28,21 @@ from typing import Any
 import click
 import orjson
 
-from jepsen_py.checker.anomalies import (
-    ANOMALIES,
-    DELIVERIES,
-    DELIVERY_ANOMALIES,
-    DESCRIPTIONS,
-    class_of,
-)
 from jepsen_py.checker.engine import MODEL_NAMES, NOT_CHECKED, verify_paths
 from jepsen_py.checker.models import UNSET
 from jepsen_py.checker.records import WITNESSES_SHOWN, InputResult, KeyResult, line_of
 from jepsen_py.checker.result import Verdict
-from jepsen_py.checker.spark.session import master_problem, memory_problem
+from jepsen_py.checker.spark.flags import master_problem, memory_problem
+from jepsen_py.checker.taxonomy import (
+    ANOMALIES,
+    CONSISTENCIES,
+    DELIVERIES,
+    DELIVERY_ANOMALIES,
+    DESCRIPTIONS,
+    KAFKA,
+    class_of,
+)
 from jepsen_py.checker.totals import exit_code, summary, totals
-from jepsen_py.checker.verdict import CONSISTENCIES, KAFKA
 from jepsen_py.cli.common import emit_json, fail_input
 from jepsen_py.history import FORMATS, list_histories
 
@@ -181,9 +181,16 @@ def choose_engine(paths: tuple[str, ...], cores: int | None = None) -> tuple[str
             f"{what}, but {cores} core(s): Spark local[*] would have no more than the local "
             f"engine's {SPILL_WORKERS} processes, and its start-up besides"
         )
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    if not _has_java():
         return "local", f"{what}, but no Java for Spark (scripts/check-java says how)"
     return "spark", f"{what}: more than {AUTO_SPARK_BYTES >> 20} MB on {cores} cores"
+
+
+def _has_java() -> bool:
+    """Whether Spark can start a JVM here: ``java`` on the PATH, or ``JAVA_HOME`` set."""
+    import shutil  # here: the local engine never looks for Java (shutil pulls in bz2, lzma)
+
+    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
 
 
 def local_paths(paths: tuple[str, ...], *, quiet: bool = False) -> list[tuple[str, str | None]]:
@@ -463,7 +470,7 @@ def verify(
     else:
         if report_dir is not None:
             fail_input("--report draws keys from the local engine: use --engine local")
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if not _has_java():
             fail_input("--engine spark needs Java 17+ (scripts/check-java says how to get it)")
         if delivery is not None:
             unsupported = {"--output": output_dir, "--partitions": partitions}

@@ -8,24 +8,28 @@ Every reader streams `Op`s and sends malformed lines to a `Rejections` sink (fil
 reason) instead of stopping. `FORMATS` names each readable format with its reader and the
 `Conventions` its events follow; `detect_format` picks one from a path's extension, or its
 first line when the extension says nothing.
+
+Each format's module is imported when its reader first runs (or one of its names is taken
+from here): checking a Porcupine log never imports the EDN or JSONL readers, nor pyarrow.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from jepsen_py.history.edn import KNOSSOS, read_edn
 from jepsen_py.history.files import Listing, format_by_name, list_histories
-from jepsen_py.history.jsonl import JsonlWriter, read_jsonl, write_jsonl
 from jepsen_py.history.op import OP_TYPES, Op
-from jepsen_py.history.porcupine import ETCD, PORCUPINE_KV, read_etcd_log, read_kv
 from jepsen_py.history.validate import (
+    ETCD,
+    KNOSSOS,
     NATIVE,
+    PORCUPINE_KV,
     Conventions,
     HistoryError,
     Rejection,
@@ -33,26 +37,45 @@ from jepsen_py.history.validate import (
     validate,
 )
 
+if TYPE_CHECKING:
+    from jepsen_py.history.edn import read_edn
+    from jepsen_py.history.jsonl import JsonlWriter, read_jsonl, write_jsonl
+    from jepsen_py.history.parquet import ParquetHistoryWriter, read_parquet, write_parquet
+    from jepsen_py.history.porcupine import read_etcd_log, read_kv
+
 Reader = Callable[[str | os.PathLike[str], Rejections | None], Iterator[Op]]
 
-_LAZY = {"read_parquet", "write_parquet", "ParquetHistoryWriter"}
+_HOMES = {
+    "read_jsonl": "jepsen_py.history.jsonl",
+    "write_jsonl": "jepsen_py.history.jsonl",
+    "JsonlWriter": "jepsen_py.history.jsonl",
+    "read_edn": "jepsen_py.history.edn",
+    "read_etcd_log": "jepsen_py.history.porcupine",
+    "read_kv": "jepsen_py.history.porcupine",
+    "read_parquet": "jepsen_py.history.parquet",
+    "write_parquet": "jepsen_py.history.parquet",
+    "ParquetHistoryWriter": "jepsen_py.history.parquet",
+}
+"""Where each reader and writer lives; imported on first use (PEP 562). pyarrow, which the
+Parquet module imports, takes a fifth of a second; the others a millisecond or less each."""
 
 
 def __getattr__(name: str) -> Any:
-    # pyarrow takes a fifth of a second to import: only Parquet users pay for it.
-    if name in _LAZY:
-        from jepsen_py.history import parquet
-
-        return getattr(parquet, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
 
 
-def _read_parquet(
-    path: str | os.PathLike[str], rejections: Rejections | None = None
-) -> Iterator[Op]:
-    from jepsen_py.history.parquet import read_parquet
+def _reader(name: str) -> Reader:
+    """The reader ``name`` (one of `_HOMES`), its module imported when it first reads."""
 
-    return read_parquet(path, rejections)
+    def read(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
+        reader: Reader = __getattr__(name)
+        return reader(path, rejections)
+
+    read.__name__ = read.__qualname__ = name
+    return read
 
 
 @attrs.frozen
@@ -69,11 +92,13 @@ class Format:
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format("jsonl", read_jsonl, NATIVE, "this project's JSON Lines history"),
-        Format("parquet", _read_parquet, NATIVE, "this project's history as Parquet"),
-        Format("edn", read_edn, KNOSSOS, "a Jepsen/Knossos EDN history"),
-        Format("porcupine-etcd", read_etcd_log, ETCD, "a Porcupine/Jepsen etcd log"),
-        Format("porcupine-kv", read_kv, PORCUPINE_KV, "a Porcupine key-value EDN history"),
+        Format("jsonl", _reader("read_jsonl"), NATIVE, "this project's JSON Lines history"),
+        Format("parquet", _reader("read_parquet"), NATIVE, "this project's history as Parquet"),
+        Format("edn", _reader("read_edn"), KNOSSOS, "a Jepsen/Knossos EDN history"),
+        Format("porcupine-etcd", _reader("read_etcd_log"), ETCD, "a Porcupine/Jepsen etcd log"),
+        Format(
+            "porcupine-kv", _reader("read_kv"), PORCUPINE_KV, "a Porcupine key-value EDN history"
+        ),
     )
 }
 

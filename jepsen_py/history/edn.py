@@ -16,7 +16,7 @@ Op maps: ``:process`` (integer, or a keyword such as ``:nemesis``), ``:type``
 ``:index``, ``:time`` are used when present. Keywords become their names ("read"), vectors
 become lists, nil becomes None. A cas value is ``[expected new]``.
 
-Knossos conventions (`KNOSSOS`): a ``fail`` op had no effect and constrains nothing; an
+Knossos conventions (`validate.KNOSSOS`): a ``fail`` op had no effect and constrains nothing; an
 ``ok`` read of nil observed nothing and constrains nothing; an ``info`` op stays pending to
 the end of the history.
 """
@@ -29,11 +29,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record
+from jepsen_py.history.jsonl import RecordError, op_from_record
 from jepsen_py.history.op import Op
-from jepsen_py.history.validate import Conventions, HistoryError, Rejections, show
-
-KNOSSOS = Conventions("knossos", nil_read_constrains=False)
+from jepsen_py.history.text import decoded_lines
+from jepsen_py.history.validate import HistoryError, Rejections, show
 
 _OPEN = "{[("
 _CLOSE = "}])"
@@ -86,7 +85,7 @@ _SCALAR = (
 )
 _SCALAR_NOCAPTURE = re.sub(r"\((?!\?)", "(?:", _SCALAR)
 _VECTOR = r"\[(?:[\s,]*" + _SCALAR_NOCAPTURE + r")*[\s,]*\]"
-_FLAT_MAP = re.compile(
+FLAT_MAP = (
     r"\{(?:[\s,]*:"
     + _KEYWORD
     + _KEY_END
@@ -97,13 +96,16 @@ _FLAT_MAP = re.compile(
     + r"))*"
     r"[\s,]*\}"
 )
-"""A map of scalars and vectors of scalars: what `_fast_map` decodes (checked whole first,
-then its pairs taken by `_FAST_PAIR`, both in the regex engine: a few times faster than
-a token at a time)."""
+"""The pattern of a flat map, of scalars and vectors of scalars: the maps `_flat_pairs`
+decodes (its pairs taken by `_FAST_PAIR` in the regex engine: a few times faster than a
+token at a time). Not compiled here: `_flat_pairs` needs only the pairs; the tests hold it
+to this whole-map pattern."""
 _FAST_PAIR = re.compile(
-    r"[\s,]*:(" + _KEYWORD + r")" + _KEY_END + r"[\s,]*(?:" + _SCALAR + r"|(" + _VECTOR + r"))"
+    r"([\s,]*:(" + _KEYWORD + r")" + _KEY_END + r"[\s,]*(?:" + _SCALAR + r"|(" + _VECTOR + r")))"
 )
+"""One ``:key value`` pair of a flat map, with what precedes it; group 1 is all of it."""
 _FAST_ITEM = re.compile(r"[\s,]*" + _SCALAR)
+_GAP = re.compile(r"[\s,]*")
 _LITERALS = {"nil": None, "true": True, "false": False}
 
 
@@ -120,20 +122,35 @@ def _fast_value(literal: str, number: str, string: str, keyword: str) -> Any:
 
 def _fast_map(text: str) -> dict[str, Any] | None:
     """Decode a flat map of scalars (and vectors of scalars), or None to fall back."""
-    text = text.strip()
-    if _FLAT_MAP.fullmatch(text) is None:
+    return _flat_pairs(text.strip())
+
+
+def _flat_pairs(text: str) -> dict[str, Any] | None:
+    """The map ``text`` is when it is a flat one (`FLAT_MAP`, without surrounding blanks),
+    else None. One pass of `_FAST_PAIR` takes the pairs; they are the whole map when their
+    lengths add up to all of it but blanks and commas before the ``}``: a gap between two
+    pairs would leave out a character that is not one (else the later pair would have
+    started there), and the last pair ends in a value, never in a blank, so a gap never
+    passes for the trailing blanks."""
+    if text[-1:] != "}" or text[:1] != "{":
         return None
-    return _flat_map_pairs(text)
-
-
-def _flat_map_pairs(text: str) -> dict[str, Any]:
-    """`_fast_map` of a text known to match `_FLAT_MAP`."""
+    pairs = _FAST_PAIR.findall(text, 1)
+    end = 1 + sum(len(pair[0]) for pair in pairs)
+    if end != len(text) - 1 and _GAP.fullmatch(text, end, len(text) - 1) is None:
+        return None
     out: dict[str, Any] = {}
-    for key, literal, number, string, keyword, vector in _FAST_PAIR.findall(text):
+    for _, key, literal, number, string, keyword, vector in pairs:
+        # `_fast_value` written out: this loop runs for every pair of every line
         if vector:
             out[key] = [_fast_value(*item) for item in _FAST_ITEM.findall(vector, 1)]
+        elif literal:
+            out[key] = _LITERALS[literal]
+        elif number:
+            out[key] = int(number)
+        elif keyword:
+            out[key] = keyword
         else:
-            out[key] = _fast_value(literal, number, string, keyword)
+            out[key] = string
     return out
 
 
@@ -148,7 +165,10 @@ def decode_form(text: str) -> Any:
         raise ValueError(f"not valid EDN ({str(exc).strip() or type(exc).__name__})") from exc
     if len(forms) != 1:
         raise ValueError(f"expected one EDN form, found {len(forms)}")
-    return plain(forms[0])
+    try:
+        return plain(forms[0])
+    except TypeError as exc:  # a map or a vector as a map's key: JSON-shaped data has none
+        raise ValueError(f"a map key must be a keyword, string or number ({exc})") from exc
 
 
 FLAT_LINE = re.compile(r'\{(?:[^"{}\[\]()\\;]|"[^"\\]*"|\[(?:[^"{}\[\]()\\;]|"[^"\\]*")*\])*\}')
@@ -166,22 +186,25 @@ def split_forms(lines: Iterator[str], *, whole_lines: bool = True) -> Iterator[t
         yield number, text
 
 
-def _forms(lines: Iterator[str], whole_lines: bool) -> Iterator[tuple[int, str, bool]]:
-    """`split_forms`, with a third item: True when the form is a line that matched
-    `_FLAT_MAP` (so `_flat_map_pairs` decodes it without matching it again)."""
+def _forms(
+    lines: Iterator[str], whole_lines: bool, first_line: int = 1, seen_form: bool = False
+) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
+    """`split_forms`, with a third item: the map a line taken whole is when it is a flat one
+    (`_flat_pairs`: decoded once, as the line is recognised), else None. ``first_line``:
+    the number of the first of ``lines``; ``seen_form``: whether forms came before them
+    (then a ``[`` opens a vector, not the wrapping one)."""
     depth = 0
     base = 0  # 1 inside the wrapping vector or list
     wrap = ""  # the character that closes it
-    seen_form = False
     buffer: list[str] = []
     start = 0
     in_string = False
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first_line):
         if whole_lines and depth == base and not buffer and not in_string:
             text = line.strip(" \t\r\n,")
             if text[:1] == "{":
-                flat = _FLAT_MAP.fullmatch(text) is not None
-                if flat or FLAT_LINE.fullmatch(text):
+                flat = _flat_pairs(text)
+                if flat is not None or FLAT_LINE.fullmatch(text):
                     yield number, text, flat  # what the scan below yields, a few times faster
                     seen_form = True
                     continue
@@ -198,7 +221,7 @@ def _forms(lines: Iterator[str], whole_lines: bool) -> Iterator[tuple[int, str, 
                     in_string = False
                     if depth == base:
                         buffer.append(line[chunk_from : i + 1])
-                        yield start, "".join(buffer), False
+                        yield start, "".join(buffer), None
                         buffer = []
                         chunk_from = i + 1
             elif c == ";":
@@ -224,13 +247,13 @@ def _forms(lines: Iterator[str], whole_lines: bool) -> Iterator[tuple[int, str, 
                         base = depth = 0
                         i += 1
                         continue
-                    yield number, c, False
+                    yield number, c, None
                     i += 1
                     continue
                 depth -= 1
                 if depth == base:
                     buffer.append(line[chunk_from : i + 1])
-                    yield start, "".join(buffer), False
+                    yield start, "".join(buffer), None
                     buffer = []
                     chunk_from = i + 1
             elif c == "\\" and depth > base:
@@ -241,7 +264,7 @@ def _forms(lines: Iterator[str], whole_lines: bool) -> Iterator[tuple[int, str, 
                 j = i
                 while j < n and line[j] not in ' \t\r\n,;{}[]()"':
                     j += 1
-                yield number, line[i:j], False
+                yield number, line[i:j], None
                 seen_form = True
                 i = j
                 continue
@@ -251,21 +274,10 @@ def _forms(lines: Iterator[str], whole_lines: bool) -> Iterator[tuple[int, str, 
         if depth > base or in_string:
             buffer.append(line[chunk_from:n])
             if sum(len(part) for part in buffer) > _MAX_FORM_CHARS:
-                yield start, "".join(buffer), False
+                yield start, "".join(buffer), None
                 buffer, depth, in_string = [], base, False
     if buffer:
-        yield start, "".join(buffer), False
-
-
-def decoded_lines(handle: Iterator[bytes], sink: Rejections) -> Iterator[str]:
-    """The lines of a binary file as text; a line that is not UTF-8 is rejected (with its
-    number) and read as an empty line, so line numbers stay right."""
-    for number, raw in enumerate(handle, start=1):
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError:
-            sink.reject(number, NOT_UTF8)
-            yield "\n"
+        yield start, "".join(buffer), None
 
 
 def op_from_edn(form: Any, ordinal: int, line: int) -> Op:
@@ -292,17 +304,27 @@ def read_edn(path: str | os.PathLike[str], rejections: Rejections | None = None)
         handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
     except OSError as exc:
         raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
-    ordinal = 0
     with handle:
-        for line, text, flat in _forms(decoded_lines(handle, sink), True):
-            if text in _CLOSE:
-                sink.reject(line, f"unbalanced {text!r}: no form is open here")
-                continue
-            try:
-                form = _flat_map_pairs(text) if flat else decode_form(text)
-                op = op_from_edn(form, ordinal, line)
-            except (ValueError, RecordError) as exc:
-                sink.reject(line, str(exc))
-                continue
-            ordinal += 1
-            yield op
+        yield from edn_ops(decoded_lines(handle, sink), sink)
+
+
+def edn_ops(
+    lines: Iterator[str], sink: Rejections, *, first_line: int = 1, ordinal: int = 0
+) -> Iterator[Op]:
+    """The ops of EDN text ``lines`` (`read_edn` of a file's lines): malformed forms go to
+    ``sink``. To read the rest of a file of which another reader took the first lines, each
+    one op: ``first_line`` is the number of the first of ``lines``, ``ordinal`` the number of
+    ops read before (the next op's default ``index``; after one, a ``[`` opens a vector, not
+    a wrapping one)."""
+    for line, text, flat in _forms(lines, True, first_line, seen_form=ordinal > 0):
+        if text in _CLOSE:
+            sink.reject(line, f"unbalanced {text!r}: no form is open here")
+            continue
+        try:
+            form = flat if flat is not None else decode_form(text)
+            op = op_from_edn(form, ordinal, line)
+        except (ValueError, RecordError) as exc:
+            sink.reject(line, str(exc))
+            continue
+        ordinal += 1
+        yield op

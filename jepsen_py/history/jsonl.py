@@ -19,13 +19,11 @@ from typing import IO, Any
 import orjson
 
 from jepsen_py.history.op import OP_TYPES, Op
+from jepsen_py.history.text import NOT_UTF8
 from jepsen_py.history.validate import HistoryError, Rejections, show
 from jepsen_py.history.writer import HistoryWriter
 
 _TYPES = ", ".join(sorted(OP_TYPES))
-
-NOT_UTF8 = "the line is not UTF-8 text (undecodable bytes); write histories as UTF-8"
-"""The rejection of a line whose bytes do not decode (every reader, both engines)."""
 
 
 class RecordError(ValueError):
@@ -38,7 +36,7 @@ def op_from_record(record: Any, ordinal: int, line: int | None) -> Op:
         raise RecordError(f"expected a JSON object, got {type(record).__name__}")
     get = record.get
     type_ = get("type")
-    if type_ not in OP_TYPES:
+    if type(type_) is not str or type_ not in OP_TYPES:  # str first: a list is unhashable
         if type_ is None:
             raise RecordError(f"missing field 'type' (one of {_TYPES})")
         raise RecordError(f"unknown type {show(type_)}: expected one of {_TYPES}")

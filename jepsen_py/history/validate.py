@@ -87,6 +87,12 @@ class Conventions:
 NATIVE = Conventions("native")
 """This project's JSONL/Parquet histories (docs/history-format.md): Jepsen's meaning of every
 type."""
+KNOSSOS = Conventions("knossos", nil_read_constrains=False)
+"""Jepsen/Knossos EDN histories (`jepsen_py.history.edn`)."""
+ETCD = Conventions("porcupine-etcd", nil_read_constrains=True, fail_completes=frozenset({"cas"}))
+"""Porcupine's etcd logs (`jepsen_py.history.porcupine`)."""
+PORCUPINE_KV = Conventions("porcupine-kv")
+"""Porcupine's key-value histories (`jepsen_py.history.porcupine`)."""
 
 
 class Rejections:

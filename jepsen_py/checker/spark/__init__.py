@@ -6,14 +6,14 @@ engine's own per-key checkers, inside the executors (`keycheck`); keys too big f
 worker are checked by the log checker's SQL formulation (`logsql`, with `logfields` for
 each line's columns, `logstream` for the anomaly pass and `logexplain` for the words), so
 one enormous partition log is checked across the cluster too. `job` runs it, `session`
-starts Spark, `inputs` reads the files, `output` writes the verdict table; `records` holds
-what these modules hand each other.
+starts Spark (`flags` checks its flags first), `inputs` reads the files, `output` writes
+the verdict table; `records` holds what these modules hand each other.
 
 Modules import downward: `keycheck` (the workers' code) <- `records`, `logfields`,
 `logstream`, `logexplain` <- `logsql`, `output`, `inputs` <- `job`.
 
 Importing this package imports none of its modules (the names below load on first use), so
-``kmodel verify`` can check ``--master`` with `session` alone; pyspark is imported by
+``kmodel verify`` can check ``--master`` with `flags` alone; pyspark is imported by
 `verify_spark`. pyspark is a heavy,
 optional dependency (the local engine and the workers' `keycheck` do without it), so every
 module here imports it inside the functions that use it, and for type hints only under
@@ -40,7 +40,7 @@ _HOMES = {
     "SessionOptions": "jepsen_py.checker.spark.session",
 }
 """Where each name of `__all__` lives. They are imported on first use (PEP 562), so that
-``kmodel verify`` validating its Spark flags with `session` alone does not import `job`
+``kmodel verify`` validating its Spark flags with `flags` alone does not import `job`
 and the SQL formulation (a thirtieth of a second) when the local engine does the work."""
 
 

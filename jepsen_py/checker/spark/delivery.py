@@ -31,12 +31,12 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 
-from jepsen_py.checker.anomalies import GROUP_FS
 from jepsen_py.checker.delivery import RunFacts, check_key, judge, key_order, split_op
 from jepsen_py.checker.delivery_engine import DELIVERY_MODEL, KEYED_FS, delivery_result
 from jepsen_py.checker.records import InputResult
 from jepsen_py.checker.spark.inputs import InputFile, list_inputs
 from jepsen_py.checker.spark.session import SessionOptions, start
+from jepsen_py.checker.taxonomy import GROUP_FS
 from jepsen_py.history import FORMATS, HistoryError, Rejections
 from jepsen_py.history.jsonl import RecordError, op_from_record
 from jepsen_py.history.op import Op

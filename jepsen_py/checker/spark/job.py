@@ -80,8 +80,8 @@ from jepsen_py.checker.spark.keycheck import (
 from jepsen_py.checker.spark.output import write_outputs
 from jepsen_py.checker.spark.records import Group, Rejected, SparkReport
 from jepsen_py.checker.spark.session import SessionOptions, ship_package, spark_reason, start
+from jepsen_py.checker.taxonomy import KAFKA
 from jepsen_py.checker.totals import summary
-from jepsen_py.checker.verdict import KAFKA
 from jepsen_py.history import FORMATS, Op, Rejection
 
 if TYPE_CHECKING:

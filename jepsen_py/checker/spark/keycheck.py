@@ -56,11 +56,10 @@ import attrs
 import orjson
 
 from jepsen_py.checker import engine
-from jepsen_py.checker.anomalies import REASSIGN_FS, VIOLATIONS
 from jepsen_py.checker.models import UNSET, model_named
 from jepsen_py.checker.records import KeyResult
 from jepsen_py.checker.result import Verdict
-from jepsen_py.checker.verdict import KAFKA
+from jepsen_py.checker.taxonomy import KAFKA, REASSIGN_FS, VIOLATIONS
 from jepsen_py.history import ETCD, KNOSSOS, PORCUPINE_KV
 from jepsen_py.history.jsonl import NOT_UTF8, RecordError, op_from_record, op_to_record
 from jepsen_py.history.op import Op

@@ -61,10 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import (
-    REASSIGN_FS,
-    KeyAnomalies,
-)
+from jepsen_py.checker.anomalies import KeyAnomalies
 from jepsen_py.checker.records import group_order
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark.frames import local_frame
@@ -113,6 +110,7 @@ from jepsen_py.checker.spark.logfields import (
 )
 from jepsen_py.checker.spark.logstream import stream_anomalies
 from jepsen_py.checker.spark.records import Group, Rejected
+from jepsen_py.checker.taxonomy import REASSIGN_FS
 from jepsen_py.history.op import Op
 
 if TYPE_CHECKING:

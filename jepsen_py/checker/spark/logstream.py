@@ -15,14 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from jepsen_py.checker.anomalies import (
-    ANOMALIES,
-    REASSIGN_FS,
-    FinalRead,
-    KeyAnomalies,
-    Observer,
-    Problem,
-)
+from jepsen_py.checker.anomalies import FinalRead, KeyAnomalies, Observer, Problem
 from jepsen_py.checker.spark.keycheck import (
     COPY,
     JobSpec,
@@ -31,6 +24,7 @@ from jepsen_py.checker.spark.keycheck import (
     file_of,
     line_of,
 )
+from jepsen_py.checker.taxonomy import ANOMALIES, REASSIGN_FS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import GROUP_FS, REASSIGN_FS
 from jepsen_py.checker.records import InputResult
 from jepsen_py.checker.spark.keycheck import FILE_RUN, file_of, run_of
+from jepsen_py.checker.taxonomy import GROUP_FS, REASSIGN_FS
 
 
 @attrs.define

@@ -40,44 +40,10 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-# tempfile, threading and zipfile are imported where Spark starts: `kmodel verify` imports
-# this module for its flag checks (master_problem, memory_problem) on every run
+# tempfile, threading and zipfile are imported where Spark starts; the flag checks every
+# `kmodel verify` makes, Spark or not (master_problem, memory_problem), live in `flags`
 
 LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
-
-MASTER_FORMS = (
-    "local",
-    "local[N]",
-    "local[*]",
-    "local[N,F]",
-    "local-cluster[N,C,M]",
-    "spark://HOST:PORT",
-    "yarn",
-    "k8s://URL",
-    "mesos://HOST:PORT",
-)
-"""The Spark master URLs Spark accepts (its ``SparkContext.createTaskScheduler``)."""
-
-_MASTER = re.compile(
-    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
-    r"|spark://\S+(:[0-9]+)?(,\S+)*|yarn|k8s://\S+|mesos://\S+"
-)
-
-_MEMORY = re.compile(r"[0-9]+[kmgtp]?b?", re.IGNORECASE)
-
-
-def master_problem(master: str) -> str | None:
-    """Why ``master`` is not a Spark master URL, or None (checked before Spark starts)."""
-    if _MASTER.fullmatch(master):
-        return None
-    return f"--master {master!r} is not a Spark master URL: expected {', '.join(MASTER_FORMS)}"
-
-
-def memory_problem(size: str) -> str | None:
-    """Why ``size`` is not a JVM memory size such as 2g or 512m, or None."""
-    if _MEMORY.fullmatch(size.strip()):
-        return None
-    return f"--driver-memory {size!r} is not a memory size: write e.g. 2g, 4096m"
 
 
 class SparkStartError(RuntimeError):
