@@ -129,7 +129,7 @@ class Cluster(World):
         its stalled send thread (per broker, in order: one connection each)."""
         buggify = self.buggify
         if buggify is None or src not in self._broker_of_node:
-            super()._dispatch(src, effects)
+            World._dispatch(self, src, effects)  # (not super(): it builds an object per call)
             return
         passed = Effects(notes=effects.notes)
         for dst, msg in effects.sends:
@@ -199,7 +199,9 @@ class Cluster(World):
         on_event: Callable[[], None] | None,
     ) -> None:
         clock, network, timers = self.clock, self.network, self.timers
-        step_node, dispatch = self._step_node, self._dispatch
+        step_node = self._step_node
+        # Without BUGGIFY this cluster's _dispatch is the world's: call that one directly.
+        dispatch = self._dispatch if self.buggify is not None else super()._dispatch
         nodes, paused_nodes = self.nodes, self._paused
         version, paused = -1, cast(tuple[str, ...], ())
         for _ in range(100_000_000):

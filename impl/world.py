@@ -687,11 +687,14 @@ class World:
         notes = effects.notes
         if notes:  # (most steps note nothing)
             self._record_notes(src, effects)
-        send, route = self.network.send, self._route
+        send = self.network.send
         for dst, msg in effects.sends:
-            to = route(dst)
-            if to is not None:
-                send(src, to, msg)
+            if dst == CONTROLLER:  # (the test here, not in _route: every send comes by)
+                to = self._route(dst)
+                if to is None:
+                    continue
+                dst = to
+            send(src, dst, msg)
         for note in notes:
             if isinstance(note, ShutdownReady):
                 self._stop_cleanly(note)

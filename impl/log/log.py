@@ -211,7 +211,7 @@ class Log:
                 f"({self.config.max_batch_bytes}); split it"
             )
         self.epoch_cache.assign(leader_epoch, placed.base_offset)
-        self._append_batch(data, placed.base_offset, placed.last_offset)
+        self._append_batch(data, placed.base_offset, placed.last_offset, leader_epoch)
         self._maybe_flush()
         return LogAppendInfo(placed.base_offset, placed.last_offset, leader_epoch, 1, len(data))
 
@@ -256,8 +256,9 @@ class Log:
         if not parsed:
             return None
         for batch, start, end in parsed:
-            self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
-            self._append_batch(records[start:end], batch.base_offset, batch.last_offset)
+            stamped = batch.partition_leader_epoch
+            self.epoch_cache.assign(stamped, batch.base_offset)
+            self._append_batch(records[start:end], batch.base_offset, batch.last_offset, stamped)
         self._maybe_flush()
         first, last = parsed[0][0], parsed[-1][0]
         return LogAppendInfo(first.base_offset, last.last_offset, epoch, len(parsed), len(records))
@@ -273,11 +274,13 @@ class Log:
             )
         return self.epoch_cache.assign(leader_epoch, start_offset)
 
-    def _append_batch(self, data: bytes, base_offset: int, last_offset: int) -> None:
+    def _append_batch(
+        self, data: bytes, base_offset: int, last_offset: int, leader_epoch: int
+    ) -> None:
         assert base_offset == self.log_end_offset, (base_offset, self.log_end_offset)
         if self.active_segment.should_roll(len(data), last_offset):
             self.roll()
-        self.active_segment.append(data, base_offset, last_offset)
+        self.active_segment.append(data, base_offset, last_offset, leader_epoch)
 
     def roll(self) -> Segment:
         """Start a new active segment at the LEO (no-op if the active one is empty)."""

@@ -222,17 +222,16 @@ class Segment:
             or last_offset - self.base_offset > _INT32_MAX
         )
 
-    def append(self, data: bytes, base_offset: int, last_offset: int) -> int:
-        """Append one batch's bytes (already validated); return the position it starts at."""
+    def append(self, data: bytes, base_offset: int, last_offset: int, leader_epoch: int) -> int:
+        """Append one batch's bytes (already validated: its header holds ``base_offset``,
+        ``leader_epoch`` and ``last_offset``); return the position it starts at."""
         assert base_offset == self.next_offset, (self.log_path, base_offset, self.next_offset)
         assert last_offset >= base_offset
         assert last_offset - self.base_offset <= _INT32_MAX, "roll before offsets overflow"
         position = self.disk.append(self.log_path, data)
         assert position == self.size, (self.log_path, position, self.size)
         # What ``_header_at`` would read back from the file there: the bytes just written.
-        header = read_header(data)
-        if header is not None:
-            self._headers[position] = header
+        self._headers[position] = BatchHeader(base_offset, len(data), leader_epoch, last_offset)
         self._index_batch(last_offset, position, len(data))
         self.size += len(data)
         self.next_offset = last_offset + 1

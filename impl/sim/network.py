@@ -268,10 +268,11 @@ class Network:
         (none if it was dropped, two if it was duplicated)."""
         if self._seen_version != self._nodes.version:
             self._sync()
+        states = self._states
         # ``_states`` names every node (``_sync``): the same check as ``_check_node``.
-        if dst not in self._states:
+        if dst not in states:
             self._check_node(dst)
-        if self._states.get(src) is not NodeState.RUNNING:
+        if states.get(src) is not NodeState.RUNNING:
             raise RuntimeError(
                 f"node {src!r} is {self._nodes.state(src).value} and cannot send; only a "
                 "running node acts (the world loop must not step a paused or crashed node)"
@@ -386,18 +387,21 @@ class Network:
                     return None
                 heapq.heappop(heap)
                 del in_flight[seq]
-                if blocked and (envelope.src, envelope.dst) in blocked:
+                link = (envelope.src, envelope.dst)
+                if blocked and link in blocked:
                     self._count("dropped_partition")
                     self._record(f"dropped_partition #{seq} @{now}")
                     continue
                 # _delivered, inlined
-                link = (envelope.src, envelope.dst)
                 if self._config.fifo:
                     last = self._link_last_seq.get(link, -1)
                     assert seq > last, f"FIFO broken on {link}: #{seq} after #{last}"
                 self._link_last_seq[link] = seq
                 self._counters["delivered"] += 1
-                self._record(f"delivered #{seq} {envelope.src}->{envelope.dst} @{now}")
+                unhashed = self._unhashed  # _record, inlined
+                unhashed.append(f"delivered #{seq} {envelope.src}->{envelope.dst} @{now}")
+                if len(unhashed) >= _HASH_BATCH:
+                    self._hash_recorded()
                 return envelope
             heapq.heappop(heap)
             if envelope is not None:
