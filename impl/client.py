@@ -632,7 +632,8 @@ class Consumer:
                     ):
                         self.position = msg.log_start_offset  # auto.offset.reset=earliest
                 else:
-                    got = [(o, v) for o, v in decode_records(msg.records) if o >= self.position]
+                    position = self.position
+                    got = [r for r in decode_records(msg.records) if r[0] >= position]
                     self.in_flight = None
                     self.history.append(
                         {

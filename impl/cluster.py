@@ -209,16 +209,18 @@ class Cluster(World):
                 version, paused = nodes.version, paused_nodes()
             t_timer = timers.peek_time(paused)
             t_net = network.next_delivery_time()
+            # (Comparisons rather than min/max and advance_to's checks: this runs per event.)
             if t_timer is None:
                 if t_net is None:
                     break
                 at = t_net
             else:
-                at = t_timer if t_net is None else min(t_timer, t_net)
+                at = t_timer if t_net is None or t_timer < t_net else t_net
             if at > end_ns:
                 break
-            now = max(at, clock.now)
-            clock.advance_to(now)
+            now = clock.now
+            if at > now:
+                clock.now = now = at  # an int from a heap, after now: what advance_to checks
             if t_net is not None and t_net <= now:
                 envelope = network.deliver_next()
                 if envelope is not None:

@@ -1064,14 +1064,14 @@ class World:
         client = self.producers.get(name) or self.consumers.get(name)
         if client is None:
             return
-        seen = self._seen.get(name, 0)
-        if len(client.history) == seen:
+        seen, events = self._seen.get(name, 0), client.history
+        if len(events) == seen:
             return  # nothing new (the common case: called after every step of a client)
-        now = self.clock.now
-        for op in client.history[seen:]:
+        now, history = self.clock.now, self._history
+        for op in events[seen:]:
             op["time"] = now
-            self._history.append({"index": len(self._history), **op})
-        self._seen[name] = len(client.history)
+            history.append({"index": len(history), **op})
+        self._seen[name] = len(events)
 
     def admin_request(self, name: str, msg: Message) -> list[Message]:
         """An admin client's request (``kafka-consumer-groups --describe``: an OffsetFetch)

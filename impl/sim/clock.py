@@ -144,7 +144,8 @@ class Clock:
         assert isinstance(start_ns, int) and start_ns >= 0, start_ns
         self.now = start_ns
         """Global time in ns. A plain attribute, read on every event of a run (a property
-        costs a call each time); only ``advance_to`` and ``advance_by`` move it."""
+        costs a call each time); only ``advance_to`` and ``advance_by`` move it, and the
+        cluster's event loop (``impl.cluster``), which moves it forward to a heap's int."""
         self._drift: dict[str, int] = {}
         self._step: dict[str, int] = {}
         self._rate: dict[str, tuple[int, int, int]] = {}
