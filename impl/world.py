@@ -627,7 +627,7 @@ class World:
         if b is not None:
             broker = self.brokers[b]
             assert broker is not None, name
-            now, wall = clock.monotonic_now(name), clock.wall_now(name)
+            now, wall = clock.readings(name)
             if msg is None:
                 if self.groups is not None:
                     ticked = self.groups.broker_effects(b, broker.tick(now, wall), now)

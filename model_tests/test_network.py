@@ -604,6 +604,19 @@ def test_global_time_only_moves_forward_and_skew_shifts_a_nodes_view() -> None:
     assert clock.wall_now("b2") == ms(10)
 
 
+def test_a_nodes_two_readings_at_once_are_its_monotonic_and_wall_clocks() -> None:
+    clock = Clock()
+    clock.advance_to(ms(10))
+    clock.set_skew("b2", ms(4))
+    clock.set_rate("b3", 2)
+    clock.advance_to(ms(20))
+    clock.set_skew("b3", -ms(1))
+    for node in ("b1", "b2", "b3"):
+        assert clock.readings(node) == (clock.monotonic_now(node), clock.wall_now(node)), node
+    assert clock.readings("b1") == (ms(20), ms(20))
+    assert clock.readings("b3")[0] != clock.readings("b3")[1]
+
+
 def test_timers_fire_by_time_then_by_scheduling_order() -> None:
     timers: TimerQueue[str] = TimerQueue()
     for name, at in [("c", 5), ("a", 3), ("d", 5), ("b", 3), ("e", 9)]:

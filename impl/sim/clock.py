@@ -184,6 +184,12 @@ class Clock:
             return self.now
         return self.monotonic_now(node) + self._step.get(node, 0)
 
+    def readings(self, node: str) -> tuple[int, int]:
+        """``(monotonic_now(node), wall_now(node))``: a broker reads both on every step."""
+        if node not in self._step and node not in self._rate and node not in self._drift:
+            return self.now, self.now
+        return self.monotonic_now(node), self.wall_now(node)
+
     # The clock nemesis ------------------------------------------------------------------
 
     def skew(self, node: str) -> int:
