@@ -310,10 +310,13 @@ class TimerQueue(Generic[T]):
                 f"more than {self._max_pending} pending timers: a node is scheduling timers "
                 "in a loop without letting them fire"
             )
-        timer = Timer(at, self._next_seq, payload, owner)  # positional: see Timer
-        self._next_seq += 1
-        self._live[timer.seq] = timer
-        heapq.heappush(self._heap, (at, timer.seq))
+        seq = self._next_seq
+        # The fields in order (see Timer), built by tuple.__new__ (a named tuple's __new__
+        # is a Python function): every tick and client op schedules one.
+        timer: Timer[T] = tuple.__new__(Timer, (at, seq, payload, owner))
+        self._next_seq = seq + 1
+        self._live[seq] = timer
+        heapq.heappush(self._heap, (at, seq))
         return timer
 
     def cancel(self, timer: Timer[T]) -> bool:

@@ -332,9 +332,10 @@ class Network:
         seq = self._next_seq
         self._next_seq = seq + 1
         alive = self._alive
-        envelope = Envelope(  # positional: the fields in order, see Envelope
-            seq, src, dst, now, deliver_at, message, alive[src], alive[dst], duplicate_of
-        )
+        # The fields in order (see Envelope), built by tuple.__new__: a named tuple's own
+        # __new__ is a Python function, and every message sent makes an envelope.
+        fields = (seq, src, dst, now, deliver_at, message, alive[src], alive[dst], duplicate_of)
+        envelope: Envelope = tuple.__new__(Envelope, fields)
         in_flight[seq] = envelope
         heapq.heappush(self._heap, (deliver_at, seq))
         return envelope
