@@ -204,10 +204,13 @@ class Cluster(World):
         dispatch = self._dispatch if self.buggify is not None else super()._dispatch
         nodes, paused_nodes = self.nodes, self._paused
         version, paused = -1, cast(tuple[str, ...], ())
+        t_timer, timers_version = None, -1
         for _ in range(100_000_000):
             if version != nodes.version:
                 version, paused = nodes.version, paused_nodes()
-            t_timer = timers.peek_time(paused)
+                timers_version = -1
+            if timers_version != timers.version:  # (most events leave the timers alone)
+                t_timer, timers_version = timers.peek_time(paused), timers.version
             t_net = network.next_delivery_time()
             # (Comparisons rather than min/max and advance_to's checks: this runs per event.)
             if t_timer is None:

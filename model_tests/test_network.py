@@ -639,6 +639,27 @@ def test_timers_can_be_cancelled_singly_or_by_owner() -> None:
     assert [t.payload for t in timers.pending()] == ["z"]
 
 
+def test_the_timer_queues_version_moves_with_every_change_that_can_move_the_next_time() -> None:
+    timers: TimerQueue[str] = TimerQueue()
+    seen = [timers.version]
+
+    def moved() -> bool:
+        seen.append(timers.version)
+        return seen[-1] != seen[-2]
+
+    first = timers.schedule(5, "a", owner="b1")
+    assert moved()
+    timers.schedule(7, "b", owner="b2")
+    assert moved()
+    assert timers.peek_time() == 5 and not moved(), "a peek changes nothing"
+    assert timers.cancel(first) and moved()
+    assert timers.pop_due(6) is None and moved(), "the cancelled head went"
+    assert timers.pop_due(9, {"b2"}) is None and moved(), "set aside for its paused owner"
+    assert timers.peek_time() is None and not moved()
+    assert timers.release("b2") == 1 and moved()
+    assert timers.cancel_owner("b2") == 1 and moved()
+
+
 def test_a_paused_owners_timers_wait_and_then_fire_late_in_order() -> None:
     timers: TimerQueue[str] = TimerQueue()
     for at, payload, owner in [(1, "p1", "b1"), (2, "q", "b2"), (3, "p2", "b1")]:

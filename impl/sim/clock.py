@@ -289,7 +289,7 @@ class TimerQueue(Generic[T]):
     the owner resumes. A crashed process loses its timers: ``cancel_owner(owner)``.
     """
 
-    __slots__ = ("_heap", "_held", "_live", "_max_pending", "_next_seq")
+    __slots__ = ("_heap", "_held", "_live", "_max_pending", "_next_seq", "version")
 
     def __init__(self, max_pending: int = 1_000_000) -> None:
         assert max_pending > 0
@@ -298,6 +298,10 @@ class TimerQueue(Generic[T]):
         self._held: dict[str, list[Timer[T]]] = {}
         self._next_seq = 0
         self._max_pending = max_pending
+        self.version = 0
+        """Bumped by every change that can move ``peek_time``'s answer (a timer scheduled,
+        cancelled, popped or released): a driver that peeks before every event asks again
+        only when it moved (or when the paused owners changed)."""
 
     def __len__(self) -> int:
         return len(self._live)
@@ -317,12 +321,14 @@ class TimerQueue(Generic[T]):
         self._next_seq = seq + 1
         self._live[seq] = timer
         heapq.heappush(self._heap, (at, seq))
+        self.version += 1
         return timer
 
     def cancel(self, timer: Timer[T]) -> bool:
         """Cancel a pending timer; False if it already fired or was cancelled."""
         if self._live.pop(timer.seq, None) is None:
             return False
+        self.version += 1
         if timer.owner is not None and timer.owner in self._held:
             self._held[timer.owner] = [t for t in self._held[timer.owner] if t.seq != timer.seq]
         return True
@@ -333,6 +339,7 @@ class TimerQueue(Generic[T]):
         for seq in doomed:
             del self._live[seq]
         self._held.pop(owner, None)
+        self.version += 1
         return len(doomed)
 
     def peek_time(self, paused: Iterable[str] = ()) -> int | None:
@@ -361,6 +368,7 @@ class TimerQueue(Generic[T]):
         heap, live = self._heap, self._live
         while heap and heap[0][0] <= now:
             _, seq = heapq.heappop(heap)
+            self.version += 1
             timer = live.get(seq)
             if timer is None:
                 continue  # cancelled
@@ -377,6 +385,7 @@ class TimerQueue(Generic[T]):
         for timer in held:
             if timer.seq in self._live:
                 heapq.heappush(self._heap, (timer.at, timer.seq))
+        self.version += 1
         return len(held)
 
     def pending(self) -> tuple[Timer[T], ...]:
