@@ -596,15 +596,15 @@ class World:
             del self.controllers[b]
             self.stats["controller_resignations"] += 1
 
-    def _check_session(self, b: int, broker: Broker) -> Effects:
+    def _check_session(self, b: int, broker: Broker, effects: Effects) -> None:
         """The controller on ``b`` resigns once its broker found its session expired (its
-        broker epoch is no longer the one the controller was elected with)."""
+        broker epoch is no longer the one the controller was elected with); what it does
+        then is added to ``effects``."""
         role = self.controllers.get(b)
         if role is None or broker.broker_epoch == role.session_epoch:
-            return Effects()
-        effects = role.resign("session")
+            return
+        effects.extend(role.resign("session"))
         self._forget_resigned(b)
-        return effects
 
     def _route(self, dst: str) -> str | None:
         """Where a message to ``dst`` goes: ``CONTROLLER`` is the broker ``/controller``
@@ -648,7 +648,7 @@ class World:
                 self.stats["leader_and_isr_delivered"] += 1
             effects = broker.step(src, msg, now, wall)
             if b in self.controllers:  # (else _check_session has nothing to add)
-                effects.extend(self._check_session(b, broker))
+                self._check_session(b, broker, effects)
             if self.groups is not None:
                 # The group coordinator's own appends are answered in-process.
                 return self.groups.broker_effects(b, effects, now)
