@@ -172,9 +172,10 @@ class Segment:
         while position < len(data):
             try:
                 batch, end = decode(data, position, expected_base_offset=expected)
-                if batch.last_offset - self.base_offset > _INT32_MAX:
+                last = batch.last_offset
+                if last - self.base_offset > _INT32_MAX:
                     raise CorruptBatchError(
-                        f"batch at byte {position}: offset {batch.last_offset} does not fit "
+                        f"batch at byte {position}: offset {last} does not fit "
                         f"relative to the segment's base offset {self.base_offset}",
                         position,
                     )
@@ -185,12 +186,12 @@ class Segment:
             except BatchError as e:
                 error = f"{self.log_path}: {e}"
                 break
-            self._index_batch(batch.last_offset, position, end - position)
+            self._index_batch(last, position, end - position)
             # What ``_header_at`` would read there, known now: later reads need no disk read.
             self._headers[position] = BatchHeader(
-                batch.base_offset, end - position, batch.partition_leader_epoch, batch.last_offset
+                batch.base_offset, end - position, batch.partition_leader_epoch, last
             )
-            expected = batch.next_offset
+            expected = last + 1
             position = end
             batches += 1
         truncated = len(data) - position
