@@ -42,10 +42,11 @@ or lost in a crash: Kafka's ``truncateAndReload``), reads the latest one left (a
 is deleted and the next older tried, as Kafka treats a ``CorruptSnapshotException``) and
 replays the log's headers from its offset; what lies below the log start is then dropped,
 so the state is exactly what a scan from the log start would build. The log below a
-snapshot's offset is what the snapshot saw: the roll flushed it (``flush_on_roll``), every
-truncation below it deletes the snapshot, and the cleaner keeps the headers of idempotent
-batches. Unlike Kafka's snapshot format, which keeps each producer's last batch only, this
-one keeps all five retained batches, so a restart answers the same retries as before it.
+snapshot's offset is what the snapshot saw: a crash can only cut the log short (recovery
+drops everything after the first batch lost), and a cut or a truncation below a snapshot
+deletes it; the cleaner keeps the headers of idempotent batches. Unlike Kafka's snapshot
+format, which keeps each producer's last batch only, this one keeps all five retained
+batches, so a restart answers the same retries as before it.
 
 Invariant (``check_invariants``): per producer, the retained batches are in offset order,
 at most ``NUM_BATCHES_TO_RETAIN``, and each sequence range has as many sequences as offsets.
