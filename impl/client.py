@@ -343,8 +343,7 @@ class Producer:
             and msg.request.request_id == self.init_request_id
         ):
             self.next_init_at = now + self.config.retry_backoff_ns
-        out.extend(self.pump(now))
-        return out
+        return self.pump(now, out)
 
     @staticmethod
     def _ended(send: Send, request_id: int, end: AttemptEnd, error: Errors | None = None) -> None:
@@ -420,12 +419,12 @@ class Producer:
                 del self.in_flight[request_id]
                 self._ended(send, request_id, AttemptEnd.TIMED_OUT)
                 self._retry(send, now, out)
-        out.extend(self.pump(now))
-        return out
+        return self.pump(now, out)
 
-    def pump(self, now: int) -> Effects:
-        """Send what may be sent: the queue's head, while in-flight slots are free."""
-        out = Effects()
+    def pump(self, now: int, out: Effects | None = None) -> Effects:
+        """Send what may be sent: the queue's head, while in-flight slots are free. Added
+        to ``out`` (the effects of the step calling it), or to new effects."""
+        out = Effects() if out is None else out
         while self.queue and len(self.in_flight) < self.config.max_in_flight:
             send = self.queue[0]
             if now - send.invoked_at > self.config.delivery_timeout_ns:
@@ -632,7 +631,8 @@ class Consumer:
                     ):
                         self.position = msg.log_start_offset  # auto.offset.reset=earliest
                 else:
-                    got = [(o, v) for o, v in decode_records(msg.records) if o >= self.position]
+                    position = self.position
+                    got = [r for r in decode_records(msg.records) if r[0] >= position]
                     self.in_flight = None
                     self.history.append(
                         {

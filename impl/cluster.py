@@ -129,7 +129,7 @@ class Cluster(World):
         its stalled send thread (per broker, in order: one connection each)."""
         buggify = self.buggify
         if buggify is None or src not in self._broker_of_node:
-            super()._dispatch(src, effects)
+            World._dispatch(self, src, effects)  # (not super(): it builds an object per call)
             return
         passed = Effects(notes=effects.notes)
         for dst, msg in effects.sends:
@@ -199,24 +199,31 @@ class Cluster(World):
         on_event: Callable[[], None] | None,
     ) -> None:
         clock, network, timers = self.clock, self.network, self.timers
-        step_node, dispatch = self._step_node, self._dispatch
+        step_node = self._step_node
+        # Without BUGGIFY this cluster's _dispatch is the world's: call that one directly.
+        dispatch = self._dispatch if self.buggify is not None else super()._dispatch
         nodes, paused_nodes = self.nodes, self._paused
         version, paused = -1, cast(tuple[str, ...], ())
+        t_timer, timers_version = None, -1
         for _ in range(100_000_000):
             if version != nodes.version:
                 version, paused = nodes.version, paused_nodes()
-            t_timer = timers.peek_time(paused)
+                timers_version = -1
+            if timers_version != timers.version:  # (most events leave the timers alone)
+                t_timer, timers_version = timers.peek_time(paused), timers.version
             t_net = network.next_delivery_time()
+            # (Comparisons rather than min/max and advance_to's checks: this runs per event.)
             if t_timer is None:
                 if t_net is None:
                     break
                 at = t_net
             else:
-                at = t_timer if t_net is None else min(t_timer, t_net)
+                at = t_timer if t_net is None or t_timer < t_net else t_net
             if at > end_ns:
                 break
-            now = max(at, clock.now)
-            clock.advance_to(now)
+            now = clock.now
+            if at > now:
+                clock.now = now = at  # an int from a heap, after now: what advance_to checks
             if t_net is not None and t_net <= now:
                 envelope = network.deliver_next()
                 if envelope is not None:

@@ -69,6 +69,8 @@ names (clients learn it from metadata; ``impl.world``).
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from impl import elr as elr_rules
@@ -121,6 +123,7 @@ CONTROLLER_REQUESTS = (
 """The requests a broker hands to its controller role."""
 
 
+@functools.cache  # one string per broker: node names key the network's tables per message
 def broker_node(broker_id: int) -> str:
     return f"b{broker_id}"
 

@@ -31,8 +31,22 @@ On a **follower**, replicated batches update the state without any check (Kafka'
 becomes leader answers retries exactly as the old leader would have for the records they
 share. When the log is truncated (a follower's leader-epoch truncation, KIP-101/279) or
 recovered after a restart, the state is rebuilt from the log (Kafka's
-``truncateAndReload``/``loadProducerState``; Kafka starts from ``.snapshot`` files, this
-model has none and rescans every batch *header* from the log start: no record is decoded).
+``truncateAndReload``/``loadProducerState``): from the latest *snapshot* at or below the log
+end offset, then batch *headers* from there on (no record is decoded).
+
+Snapshots (Kafka's ``ProducerStateManager.takeSnapshot``, ``<offset>.snapshot`` in the
+partition directory): when an append rolls the log to a new segment, the replica writes the
+state of every batch below the new segment's base offset, and fsyncs it (``take_snapshot``).
+A rebuild first deletes the snapshots above the log end (what they saw was truncated away,
+or lost in a crash: Kafka's ``truncateAndReload``), reads the latest one left (a corrupt one
+is deleted and the next older tried, as Kafka treats a ``CorruptSnapshotException``) and
+replays the log's headers from its offset; what lies below the log start is then dropped,
+so the state is exactly what a scan from the log start would build. The log below a
+snapshot's offset is what the snapshot saw: a crash can only cut the log short (recovery
+drops everything after the first batch lost), and a cut or a truncation below a snapshot
+deletes it; the cleaner keeps the headers of idempotent batches. Unlike Kafka's snapshot
+format, which keeps each producer's last batch only, this one keeps all five retained
+batches, so a restart answers the same retries as before it.
 
 Invariant (``check_invariants``): per producer, the retained batches are in offset order,
 at most ``NUM_BATCHES_TO_RETAIN``, and each sequence range has as many sequences as offsets.
@@ -41,18 +55,22 @@ at most ``NUM_BATCHES_TO_RETAIN``, and each sequence range has as many sequences
 from __future__ import annotations
 
 import collections
+import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import attrs
+from crc32c import crc32c
 
 from impl.log import Log
 from impl.log.batch import LOG_OVERHEAD, NO_PRODUCER_ID, read_header
+from impl.log.fs import join
 from impl.protocol import Errors
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN",
+    "SNAPSHOT_SUFFIX",
     "BatchMetadata",
     "Duplicate",
     "ProducerBatch",
@@ -60,6 +78,7 @@ __all__ = [
     "ProducerStateManager",
     "increment_sequence",
     "producer_batches",
+    "snapshot_offsets",
 ]
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -76,6 +95,17 @@ _HEADER_THROUGH_SEQUENCE = struct.Struct(">qiibIhiqhi")
 """A v2 header from the base offset through the base sequence (``impl.log.batch``): the
 navigation fields and the producer fields in one read."""
 _REBUILD_READ_BYTES = 1 << 30
+
+SNAPSHOT_SUFFIX = ".snapshot"
+"""A producer-state snapshot: ``<offset, 20 digits>.snapshot`` (Kafka's file name)."""
+_SNAPSHOT_FILE = re.compile(r"([0-9]{20})\.snapshot\Z")
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEAD = struct.Struct(">hIi")
+"""Version (int16), CRC-32C of everything after it (uint32), producer count (int32)."""
+_SNAPSHOT_PRODUCER = struct.Struct(">qhb")
+"""Producer id (int64), producer epoch (int16), retained batches (int8)."""
+_SNAPSHOT_BATCH = struct.Struct(">iiqqi")
+"""A ``BatchMetadata``: first and last sequence, first and last offset, leader epoch."""
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -145,6 +175,16 @@ class ProducerBatch:
     base_offset: int
     last_offset: int
     leader_epoch: int
+
+
+def snapshot_offsets(log: Log) -> list[int]:
+    """The offsets of the producer-state snapshots in ``log``'s directory, ascending."""
+    found = (_SNAPSHOT_FILE.match(name) for name in log.disk.list_dir(log.directory))
+    return sorted(int(match.group(1)) for match in found if match is not None)
+
+
+def _snapshot_path(log: Log, offset: int) -> str:
+    return join(log.directory, f"{offset:020d}{SNAPSHOT_SUFFIX}")
 
 
 def producer_batches(data: bytes) -> Iterator[tuple[int, ProducerBatch | None]]:
@@ -265,22 +305,103 @@ class ProducerStateManager:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_epoch)
         entry.add(producer_epoch, metadata)
 
-    def load(self, data: bytes) -> None:
-        """Update from the batches of ``data`` (a follower's append)."""
+    def load(
+        self, data: bytes, start: int = 0, rolled: Sequence[int] = (), log: Log | None = None
+    ) -> None:
+        """Update from the batches of ``data`` (a follower's append, from offset ``start``).
+        If that append rolled ``log`` to new segments at the offsets ``rolled``, a snapshot
+        is taken at each, once the batches below it are in."""
         update = self._update
-        for _, fields in _producer_fields(data):
+        pending = list(rolled)
+        if pending:
+            assert log is not None, "a snapshot at a roll needs the log it goes in"
+            while pending and pending[0] <= start:
+                self.take_snapshot(log, pending.pop(0))
+        for last_offset, fields in _producer_fields(data):
             if fields is not None:
                 update(*fields)
+            while pending and pending[0] <= last_offset + 1:
+                assert log is not None
+                self.take_snapshot(log, pending.pop(0))
+        assert not pending, f"rolled at {pending}, beyond the appended batches"
+
+    # ------------------------------------------------------------------ snapshots
+
+    def take_snapshot(self, log: Log, offset: int) -> None:
+        """Write the state (that of every batch below ``offset``) to ``<offset>.snapshot``
+        in ``log``'s directory, and fsync it (Kafka's ``takeSnapshot`` at a segment roll)."""
+        body = bytearray()
+        for producer_id, entry in sorted(self.producers.items()):
+            body += _SNAPSHOT_PRODUCER.pack(producer_id, entry.producer_epoch, len(entry.batches))
+            for batch in entry.batches:
+                body += _SNAPSHOT_BATCH.pack(*batch)
+        head = _SNAPSHOT_HEAD.pack(_SNAPSHOT_VERSION, crc32c(body), len(self.producers))
+        path = _snapshot_path(log, offset)
+        log.disk.write(path, head + body)
+        log.disk.fsync(path)
+
+    def _read_snapshot(self, log: Log, offset: int) -> dict[int, ProducerStateEntry] | None:
+        """The producers of snapshot ``offset``; None if it is corrupt (wrong version, CRC
+        or length)."""
+        data = log.disk.read(_snapshot_path(log, offset))
+        if len(data) < _SNAPSHOT_HEAD.size:
+            return None
+        version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
+        body = memoryview(data)[_SNAPSHOT_HEAD.size :]
+        if version != _SNAPSHOT_VERSION or crc != crc32c(body):
+            return None
+        producers: dict[int, ProducerStateEntry] = {}
+        position = _SNAPSHOT_HEAD.size
+        for _ in range(count):
+            if position + _SNAPSHOT_PRODUCER.size > len(data):
+                return None
+            producer_id, epoch, batches = _SNAPSHOT_PRODUCER.unpack_from(data, position)
+            position += _SNAPSHOT_PRODUCER.size
+            if position + batches * _SNAPSHOT_BATCH.size > len(data):
+                return None
+            entry = producers[producer_id] = ProducerStateEntry(epoch)
+            for _ in range(batches):
+                entry.batches.append(BatchMetadata(*_SNAPSHOT_BATCH.unpack_from(data, position)))
+                position += _SNAPSHOT_BATCH.size
+        return producers if position == len(data) else None
+
+    def _latest_snapshot(self, log: Log) -> tuple[int, dict[int, ProducerStateEntry]] | None:
+        """Delete the snapshots above the log end, and those found corrupt on the way;
+        the latest valid one left, as (offset, producers), or None."""
+        end = log.log_end_offset
+        for offset in reversed(snapshot_offsets(log)):
+            producers = None if offset > end else self._read_snapshot(log, offset)
+            if producers is not None:
+                return offset, producers
+            log.disk.delete(_snapshot_path(log, offset))
+        return None
+
+    # ------------------------------------------------------------------ rebuilding
 
     def rebuild(self, log: Log) -> None:
-        """Forget everything and read the state back from ``log``'s batch headers, from its
-        start (after a truncation, or when a broker opens its logs)."""
+        """Forget everything and read the state back from ``log``: from its latest valid
+        snapshot and the batch headers after it, or from its start (after a truncation, or
+        when a broker opens its logs). See the module docstring."""
         # The replay keeps, per producer, its latest epoch and the fields of its last
         # batches of that epoch (what ``update`` after ``update`` would leave), and builds
         # the entries once at the end: a log holds many more batches than are retained.
         retained: dict[int, tuple[list[int], collections.deque[tuple[int, ...]]]] = {}
-        offset = log.log_start_offset
+        start = log.log_start_offset
+        offset = start
         end = log.log_end_offset
+        snapshot = self._latest_snapshot(log)
+        if snapshot is not None and snapshot[0] > start:
+            offset = snapshot[0]
+            for producer_id, entry in snapshot[1].items():
+                epoch = entry.producer_epoch
+                fields = collections.deque(
+                    (
+                        (producer_id, epoch, b.first_seq, *b[2:])  # (first, last offset, epoch)
+                        for b in entry.batches
+                    ),
+                    maxlen=NUM_BATCHES_TO_RETAIN,
+                )
+                retained[producer_id] = ([epoch], fields)
         while offset < end:
             data = log.read(offset, _REBUILD_READ_BYTES)
             if not data:
@@ -303,8 +424,14 @@ class ProducerStateManager:
             offset = last + 1
         self.producers = {}
         for producer_id, (epoch, batches) in retained.items():
+            # A snapshot taken before the log start moved up may name batches below it, which
+            # a scan from the log start would not see (a scan sees every batch ending at or
+            # after the log start: it reads the batch holding it).
+            kept = [fields for fields in batches if fields[4] >= start]
+            if not kept:
+                continue
             entry = self.producers[producer_id] = ProducerStateEntry(epoch[0])
-            for _, _, base_sequence, base_offset, last_offset, leader_epoch in batches:
+            for _, _, base_sequence, base_offset, last_offset, leader_epoch in kept:
                 entry.batches.append(
                     BatchMetadata(
                         base_sequence,

@@ -496,6 +496,7 @@ class Replica:
                 reply(verdict)
                 return
             batch = batch.with_producer(msg.producer_id, msg.producer_epoch, msg.base_sequence)
+        active = self.log.active_segment
         try:
             wall = self.append_wall
             append_ms = (now if wall is None else wall) // 1_000_000
@@ -504,6 +505,10 @@ class Replica:
             # EpochRegressionError: see become_leader.
             reply(Errors.KAFKA_STORAGE_ERROR)
             return
+        if self.log.active_segment is not active:
+            # The append rolled the log (Kafka's UnifiedLog.roll): snapshot the producer
+            # state below the new segment, which does not hold this batch yet.
+            self.producer_state.take_snapshot(self.log, info.first_offset)
         if msg.idempotent:
             self.producer_state.update(
                 ProducerBatch(
@@ -875,12 +880,19 @@ class Replica:
             fetcher.next_fetch_at = now + backoff_ns
             return
         if msg.records:
+            start, active = self.leo, self.log.active_segment
             try:
                 self.log.append_as_follower(msg.records)
             except (StorageError, OffsetOutOfRangeError):
                 fetcher.next_fetch_at = now + backoff_ns
                 return
-            self.producer_state.load(msg.records)
+            rolled: list[int] = []
+            if self.log.active_segment is not active:
+                # Rolled (Kafka's UnifiedLog.roll): a producer-state snapshot at each new
+                # segment's base offset, once the batches below it are loaded.
+                old = active.base_offset
+                rolled = [s.base_offset for s in self.log.segments if s.base_offset > old]
+            self.producer_state.load(msg.records, start, rolled, self.log)
         self._set_hw(min(msg.high_watermark, self.leo))
         self.check()
         if self.fetch_settings.pipelined:

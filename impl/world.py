@@ -596,15 +596,15 @@ class World:
             del self.controllers[b]
             self.stats["controller_resignations"] += 1
 
-    def _check_session(self, b: int, broker: Broker) -> Effects:
+    def _check_session(self, b: int, broker: Broker, effects: Effects) -> None:
         """The controller on ``b`` resigns once its broker found its session expired (its
-        broker epoch is no longer the one the controller was elected with)."""
+        broker epoch is no longer the one the controller was elected with); what it does
+        then is added to ``effects``."""
         role = self.controllers.get(b)
         if role is None or broker.broker_epoch == role.session_epoch:
-            return Effects()
-        effects = role.resign("session")
+            return
+        effects.extend(role.resign("session"))
         self._forget_resigned(b)
-        return effects
 
     def _route(self, dst: str) -> str | None:
         """Where a message to ``dst`` goes: ``CONTROLLER`` is the broker ``/controller``
@@ -627,7 +627,7 @@ class World:
         if b is not None:
             broker = self.brokers[b]
             assert broker is not None, name
-            now, wall = clock.monotonic_now(name), clock.wall_now(name)
+            now, wall = clock.readings(name)
             if msg is None:
                 if self.groups is not None:
                     ticked = self.groups.broker_effects(b, broker.tick(now, wall), now)
@@ -648,7 +648,7 @@ class World:
                 self.stats["leader_and_isr_delivered"] += 1
             effects = broker.step(src, msg, now, wall)
             if b in self.controllers:  # (else _check_session has nothing to add)
-                effects.extend(self._check_session(b, broker))
+                self._check_session(b, broker, effects)
             if self.groups is not None:
                 # The group coordinator's own appends are answered in-process.
                 return self.groups.broker_effects(b, effects, now)
@@ -687,11 +687,14 @@ class World:
         notes = effects.notes
         if notes:  # (most steps note nothing)
             self._record_notes(src, effects)
-        send, route = self.network.send, self._route
+        send = self.network.send
         for dst, msg in effects.sends:
-            to = route(dst)
-            if to is not None:
-                send(src, to, msg)
+            if dst == CONTROLLER:  # (the test here, not in _route: every send comes by)
+                to = self._route(dst)
+                if to is None:
+                    continue
+                dst = to
+            send(src, dst, msg)
         for note in notes:
             if isinstance(note, ShutdownReady):
                 self._stop_cleanly(note)
@@ -1061,14 +1064,14 @@ class World:
         client = self.producers.get(name) or self.consumers.get(name)
         if client is None:
             return
-        seen = self._seen.get(name, 0)
-        if len(client.history) == seen:
+        seen, events = self._seen.get(name, 0), client.history
+        if len(events) == seen:
             return  # nothing new (the common case: called after every step of a client)
-        now = self.clock.now
-        for op in client.history[seen:]:
+        now, history = self.clock.now, self._history
+        for op in events[seen:]:
             op["time"] = now
-            self._history.append({"index": len(self._history), **op})
-        self._seen[name] = len(client.history)
+            history.append({"index": len(history), **op})
+        self._seen[name] = len(events)
 
     def admin_request(self, name: str, msg: Message) -> list[Message]:
         """An admin client's request (``kafka-consumer-groups --describe``: an OffsetFetch)

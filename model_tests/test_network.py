@@ -604,6 +604,19 @@ def test_global_time_only_moves_forward_and_skew_shifts_a_nodes_view() -> None:
     assert clock.wall_now("b2") == ms(10)
 
 
+def test_a_nodes_two_readings_at_once_are_its_monotonic_and_wall_clocks() -> None:
+    clock = Clock()
+    clock.advance_to(ms(10))
+    clock.set_skew("b2", ms(4))
+    clock.set_rate("b3", 2)
+    clock.advance_to(ms(20))
+    clock.set_skew("b3", -ms(1))
+    for node in ("b1", "b2", "b3"):
+        assert clock.readings(node) == (clock.monotonic_now(node), clock.wall_now(node)), node
+    assert clock.readings("b1") == (ms(20), ms(20))
+    assert clock.readings("b3")[0] != clock.readings("b3")[1]
+
+
 def test_timers_fire_by_time_then_by_scheduling_order() -> None:
     timers: TimerQueue[str] = TimerQueue()
     for name, at in [("c", 5), ("a", 3), ("d", 5), ("b", 3), ("e", 9)]:
@@ -624,6 +637,27 @@ def test_timers_can_be_cancelled_singly_or_by_owner() -> None:
     assert timers.peek_time() == 2
     assert timers.cancel_owner("b1") == 1
     assert [t.payload for t in timers.pending()] == ["z"]
+
+
+def test_the_timer_queues_version_moves_with_every_change_that_can_move_the_next_time() -> None:
+    timers: TimerQueue[str] = TimerQueue()
+    seen = [timers.version]
+
+    def moved() -> bool:
+        seen.append(timers.version)
+        return seen[-1] != seen[-2]
+
+    first = timers.schedule(5, "a", owner="b1")
+    assert moved()
+    timers.schedule(7, "b", owner="b2")
+    assert moved()
+    assert timers.peek_time() == 5 and not moved(), "a peek changes nothing"
+    assert timers.cancel(first) and moved()
+    assert timers.pop_due(6) is None and moved(), "the cancelled head went"
+    assert timers.pop_due(9, {"b2"}) is None and moved(), "set aside for its paused owner"
+    assert timers.peek_time() is None and not moved()
+    assert timers.release("b2") == 1 and moved()
+    assert timers.cancel_owner("b2") == 1 and moved()
 
 
 def test_a_paused_owners_timers_wait_and_then_fire_late_in_order() -> None:

@@ -55,6 +55,7 @@ write), ``CorruptBatchError`` when a complete batch is wrong, each saying where 
 from __future__ import annotations
 
 import itertools
+import operator
 import struct
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -296,8 +297,9 @@ class RecordBatch:
     def _with(self, **changes: object) -> RecordBatch:
         """A copy with ``changes``, which the caller checked; the other fields were checked
         when this batch was built."""
-        values = [changes.pop(name, getattr(self, name)) for name in _FIELD_NAMES]
-        assert not changes, f"unknown RecordBatch fields {sorted(changes)}"
+        values = list(_get_fields(self))  # (one C call for all the fields: every append)
+        for name, value in changes.items():
+            values[_FIELD_INDEX[name]] = value
         return _trusted_batch(type(self), values)
 
     def without_records(
@@ -345,6 +347,8 @@ assert _FIELD_NAMES == (
     "offset_deltas",
     "cleaned_last_delta",
 ), "_trusted_batch sets the fields by name, in this order"
+_FIELD_INDEX = {name: i for i, name in enumerate(_FIELD_NAMES)}
+_get_fields = operator.attrgetter(*_FIELD_NAMES)
 _DEFAULTS_AFTER_RECORDS = tuple(a.default for a in attrs.fields(RecordBatch)[1:])
 assert attrs.NOTHING not in _DEFAULTS_AFTER_RECORDS and _FIELD_NAMES[0] == "records"
 _set_field = object.__setattr__

@@ -211,7 +211,7 @@ class Log:
                 f"({self.config.max_batch_bytes}); split it"
             )
         self.epoch_cache.assign(leader_epoch, placed.base_offset)
-        self._append_batch(data, placed.base_offset, placed.last_offset)
+        self._append_batch(data, placed.base_offset, placed.last_offset, leader_epoch)
         self._maybe_flush()
         return LogAppendInfo(placed.base_offset, placed.last_offset, leader_epoch, 1, len(data))
 
@@ -226,7 +226,7 @@ class Log:
         A follower that truncated first (KIP-101) never sends one; see ``docs/impl.md``,
         finding F2, for the variants that do."""
         self._check_live()
-        parsed: list[tuple[RecordBatch, int, int]] = []
+        parsed: list[tuple[RecordBatch, int, int, int]] = []  # batch, start, end, last offset
         position = 0
         expected = self.log_end_offset
         epoch = -1
@@ -250,17 +250,19 @@ class Log:
                     position,
                 )
             epoch = batch.partition_leader_epoch
-            parsed.append((batch, position, end))
-            expected = batch.next_offset
+            last_offset = batch.last_offset
+            parsed.append((batch, position, end, last_offset))
+            expected = last_offset + 1
             position = end
         if not parsed:
             return None
-        for batch, start, end in parsed:
-            self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
-            self._append_batch(records[start:end], batch.base_offset, batch.last_offset)
+        for batch, start, end, last_offset in parsed:
+            stamped = batch.partition_leader_epoch
+            self.epoch_cache.assign(stamped, batch.base_offset)
+            self._append_batch(records[start:end], batch.base_offset, last_offset, stamped)
         self._maybe_flush()
-        first, last = parsed[0][0], parsed[-1][0]
-        return LogAppendInfo(first.base_offset, last.last_offset, epoch, len(parsed), len(records))
+        first_offset, last_offset = parsed[0][0].base_offset, parsed[-1][3]
+        return LogAppendInfo(first_offset, last_offset, epoch, len(parsed), len(records))
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> bool:
         """A replica becoming leader of ``leader_epoch`` records that its epoch starts at its
@@ -273,11 +275,13 @@ class Log:
             )
         return self.epoch_cache.assign(leader_epoch, start_offset)
 
-    def _append_batch(self, data: bytes, base_offset: int, last_offset: int) -> None:
+    def _append_batch(
+        self, data: bytes, base_offset: int, last_offset: int, leader_epoch: int
+    ) -> None:
         assert base_offset == self.log_end_offset, (base_offset, self.log_end_offset)
         if self.active_segment.should_roll(len(data), last_offset):
             self.roll()
-        self.active_segment.append(data, base_offset, last_offset)
+        self.active_segment.append(data, base_offset, last_offset, leader_epoch)
 
     def roll(self) -> Segment:
         """Start a new active segment at the LEO (no-op if the active one is empty)."""

@@ -172,9 +172,10 @@ class Segment:
         while position < len(data):
             try:
                 batch, end = decode(data, position, expected_base_offset=expected)
-                if batch.last_offset - self.base_offset > _INT32_MAX:
+                last = batch.last_offset
+                if last - self.base_offset > _INT32_MAX:
                     raise CorruptBatchError(
-                        f"batch at byte {position}: offset {batch.last_offset} does not fit "
+                        f"batch at byte {position}: offset {last} does not fit "
                         f"relative to the segment's base offset {self.base_offset}",
                         position,
                     )
@@ -185,12 +186,12 @@ class Segment:
             except BatchError as e:
                 error = f"{self.log_path}: {e}"
                 break
-            self._index_batch(batch.last_offset, position, end - position)
+            self._index_batch(last, position, end - position)
             # What ``_header_at`` would read there, known now: later reads need no disk read.
             self._headers[position] = BatchHeader(
-                batch.base_offset, end - position, batch.partition_leader_epoch, batch.last_offset
+                batch.base_offset, end - position, batch.partition_leader_epoch, last
             )
-            expected = batch.next_offset
+            expected = last + 1
             position = end
             batches += 1
         truncated = len(data) - position
@@ -222,17 +223,16 @@ class Segment:
             or last_offset - self.base_offset > _INT32_MAX
         )
 
-    def append(self, data: bytes, base_offset: int, last_offset: int) -> int:
-        """Append one batch's bytes (already validated); return the position it starts at."""
+    def append(self, data: bytes, base_offset: int, last_offset: int, leader_epoch: int) -> int:
+        """Append one batch's bytes (already validated: its header holds ``base_offset``,
+        ``leader_epoch`` and ``last_offset``); return the position it starts at."""
         assert base_offset == self.next_offset, (self.log_path, base_offset, self.next_offset)
         assert last_offset >= base_offset
         assert last_offset - self.base_offset <= _INT32_MAX, "roll before offsets overflow"
         position = self.disk.append(self.log_path, data)
         assert position == self.size, (self.log_path, position, self.size)
         # What ``_header_at`` would read back from the file there: the bytes just written.
-        header = read_header(data)
-        if header is not None:
-            self._headers[position] = header
+        self._headers[position] = BatchHeader(base_offset, len(data), leader_epoch, last_offset)
         self._index_batch(last_offset, position, len(data))
         self.size += len(data)
         self.next_offset = last_offset + 1

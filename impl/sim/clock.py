@@ -144,7 +144,8 @@ class Clock:
         assert isinstance(start_ns, int) and start_ns >= 0, start_ns
         self.now = start_ns
         """Global time in ns. A plain attribute, read on every event of a run (a property
-        costs a call each time); only ``advance_to`` and ``advance_by`` move it."""
+        costs a call each time); only ``advance_to`` and ``advance_by`` move it, and the
+        cluster's event loop (``impl.cluster``), which moves it forward to a heap's int."""
         self._drift: dict[str, int] = {}
         self._step: dict[str, int] = {}
         self._rate: dict[str, tuple[int, int, int]] = {}
@@ -182,6 +183,12 @@ class Clock:
         if node not in self._step and node not in self._rate and node not in self._drift:
             return self.now
         return self.monotonic_now(node) + self._step.get(node, 0)
+
+    def readings(self, node: str) -> tuple[int, int]:
+        """``(monotonic_now(node), wall_now(node))``: a broker reads both on every step."""
+        if node not in self._step and node not in self._rate and node not in self._drift:
+            return self.now, self.now
+        return self.monotonic_now(node), self.wall_now(node)
 
     # The clock nemesis ------------------------------------------------------------------
 
@@ -282,7 +289,7 @@ class TimerQueue(Generic[T]):
     the owner resumes. A crashed process loses its timers: ``cancel_owner(owner)``.
     """
 
-    __slots__ = ("_heap", "_held", "_live", "_max_pending", "_next_seq")
+    __slots__ = ("_heap", "_held", "_live", "_max_pending", "_next_seq", "version")
 
     def __init__(self, max_pending: int = 1_000_000) -> None:
         assert max_pending > 0
@@ -291,6 +298,10 @@ class TimerQueue(Generic[T]):
         self._held: dict[str, list[Timer[T]]] = {}
         self._next_seq = 0
         self._max_pending = max_pending
+        self.version = 0
+        """Bumped by every change that can move ``peek_time``'s answer (a timer scheduled,
+        cancelled, popped or released): a driver that peeks before every event asks again
+        only when it moved (or when the paused owners changed)."""
 
     def __len__(self) -> int:
         return len(self._live)
@@ -303,16 +314,21 @@ class TimerQueue(Generic[T]):
                 f"more than {self._max_pending} pending timers: a node is scheduling timers "
                 "in a loop without letting them fire"
             )
-        timer = Timer(at, self._next_seq, payload, owner)  # positional: see Timer
-        self._next_seq += 1
-        self._live[timer.seq] = timer
-        heapq.heappush(self._heap, (at, timer.seq))
+        seq = self._next_seq
+        # The fields in order (see Timer), built by tuple.__new__ (a named tuple's __new__
+        # is a Python function): every tick and client op schedules one.
+        timer: Timer[T] = tuple.__new__(Timer, (at, seq, payload, owner))
+        self._next_seq = seq + 1
+        self._live[seq] = timer
+        heapq.heappush(self._heap, (at, seq))
+        self.version += 1
         return timer
 
     def cancel(self, timer: Timer[T]) -> bool:
         """Cancel a pending timer; False if it already fired or was cancelled."""
         if self._live.pop(timer.seq, None) is None:
             return False
+        self.version += 1
         if timer.owner is not None and timer.owner in self._held:
             self._held[timer.owner] = [t for t in self._held[timer.owner] if t.seq != timer.seq]
         return True
@@ -323,6 +339,7 @@ class TimerQueue(Generic[T]):
         for seq in doomed:
             del self._live[seq]
         self._held.pop(owner, None)
+        self.version += 1
         return len(doomed)
 
     def peek_time(self, paused: Iterable[str] = ()) -> int | None:
@@ -351,6 +368,7 @@ class TimerQueue(Generic[T]):
         heap, live = self._heap, self._live
         while heap and heap[0][0] <= now:
             _, seq = heapq.heappop(heap)
+            self.version += 1
             timer = live.get(seq)
             if timer is None:
                 continue  # cancelled
@@ -367,6 +385,7 @@ class TimerQueue(Generic[T]):
         for timer in held:
             if timer.seq in self._live:
                 heapq.heappush(self._heap, (timer.at, timer.seq))
+        self.version += 1
         return len(held)
 
     def pending(self) -> tuple[Timer[T], ...]:

@@ -268,10 +268,11 @@ class Network:
         (none if it was dropped, two if it was duplicated)."""
         if self._seen_version != self._nodes.version:
             self._sync()
+        states = self._states
         # ``_states`` names every node (``_sync``): the same check as ``_check_node``.
-        if dst not in self._states:
+        if dst not in states:
             self._check_node(dst)
-        if self._states.get(src) is not NodeState.RUNNING:
+        if states.get(src) is not NodeState.RUNNING:
             raise RuntimeError(
                 f"node {src!r} is {self._nodes.state(src).value} and cannot send; only a "
                 "running node acts (the world loop must not step a paused or crashed node)"
@@ -331,9 +332,10 @@ class Network:
         seq = self._next_seq
         self._next_seq = seq + 1
         alive = self._alive
-        envelope = Envelope(  # positional: the fields in order, see Envelope
-            seq, src, dst, now, deliver_at, message, alive[src], alive[dst], duplicate_of
-        )
+        # The fields in order (see Envelope), built by tuple.__new__: a named tuple's own
+        # __new__ is a Python function, and every message sent makes an envelope.
+        fields = (seq, src, dst, now, deliver_at, message, alive[src], alive[dst], duplicate_of)
+        envelope: Envelope = tuple.__new__(Envelope, fields)
         in_flight[seq] = envelope
         heapq.heappush(self._heap, (deliver_at, seq))
         return envelope
@@ -386,18 +388,21 @@ class Network:
                     return None
                 heapq.heappop(heap)
                 del in_flight[seq]
-                if blocked and (envelope.src, envelope.dst) in blocked:
+                link = (envelope.src, envelope.dst)
+                if blocked and link in blocked:
                     self._count("dropped_partition")
                     self._record(f"dropped_partition #{seq} @{now}")
                     continue
                 # _delivered, inlined
-                link = (envelope.src, envelope.dst)
                 if self._config.fifo:
                     last = self._link_last_seq.get(link, -1)
                     assert seq > last, f"FIFO broken on {link}: #{seq} after #{last}"
                 self._link_last_seq[link] = seq
                 self._counters["delivered"] += 1
-                self._record(f"delivered #{seq} {envelope.src}->{envelope.dst} @{now}")
+                unhashed = self._unhashed  # _record, inlined
+                unhashed.append(f"delivered #{seq} {envelope.src}->{envelope.dst} @{now}")
+                if len(unhashed) >= _HASH_BATCH:
+                    self._hash_recorded()
                 return envelope
             heapq.heappop(heap)
             if envelope is not None:
