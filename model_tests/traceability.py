@@ -158,6 +158,15 @@ MECHANISMS: tuple[Mechanism, ...] = (
         ("duplicate",),
     ),
     Mechanism(
+        "Producer-state snapshots (rebuild after a restart or truncation)",
+        "Kafka's `ProducerStateManager.takeSnapshot`/`truncateAndReload`, `<offset>.snapshot`",
+        (),
+        (
+            "impl.producer_state:ProducerStateManager.take_snapshot",
+            "impl.producer_state:ProducerStateManager.rebuild",
+        ),
+    ),
+    Mechanism(
         "Partitioning records by key",
         "Kafka docs, producer `partitioner.class`",
         (),
