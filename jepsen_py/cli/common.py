@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any, NoReturn
 
 import click
@@ -32,6 +33,23 @@ _VERDICT_EXIT_CODES = {
 def verdict_exit_code(verdict: Verdict) -> int:
     """The exit code of a verdict: 0 OK (valid), 1 ILLEGAL (invalid), 2 UNKNOWN."""
     return _VERDICT_EXIT_CODES[verdict]
+
+
+def proof_exit_code(counterexample: bool, proved: bool, enabled: Iterable[tuple[str, str]]) -> int:
+    """The exit code of a ``kmodel prove`` run, for every spec: 1 when an obligation has a
+    counterexample to induction, or an action instance is never enabled under the
+    strengthening (z3 answered ``unsat``: the proof would hold vacuously for it); 2 when an
+    obligation, or an enabledness query, is unknown (a timeout); 0 otherwise."""
+    if counterexample:
+        return EXIT_VIOLATION
+    if not proved:
+        return EXIT_UNKNOWN
+    answers = [answer for _, answer in enabled]
+    if "unsat" in answers:
+        return EXIT_VIOLATION
+    if any(answer != "sat" for answer in answers):
+        return EXIT_UNKNOWN
+    return EXIT_OK
 
 
 class InputError(click.ClickException):

@@ -17,7 +17,7 @@ import time
 
 import click
 
-from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.common import EXIT_VIOLATION, emit_json, fail_input, proof_exit_code
 from jepsen_py.cli.prove_controller import prove_controller
 from jepsen_py.cli.prove_group import prove_group
 from jepsen_py.cli.prove_offsets import prove_offsets
@@ -81,15 +81,8 @@ def _params(
 
 
 def exit_code(run: Run) -> int:
-    if run.status == COUNTEREXAMPLE:
-        return EXIT_VIOLATION
-    if run.status != PROVED:
-        return EXIT_UNKNOWN
-    if any(answer == "unsat" for _, answer in run.enabled):
-        return EXIT_VIOLATION
-    if any(answer != "sat" for _, answer in run.enabled):
-        return EXIT_UNKNOWN
-    return EXIT_OK
+    """The run's exit code (``common.proof_exit_code``)."""
+    return proof_exit_code(run.status == COUNTEREXAMPLE, run.status == PROVED, run.enabled)
 
 
 @click.command(name="prove")

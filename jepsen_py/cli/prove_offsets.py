@@ -20,22 +20,15 @@ from typing import Any, NoReturn
 
 import click
 
-from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.common import emit_json, fail_input, proof_exit_code
 from spec.framework import SpecError
 from spec.offsets import Params
 from spec.proofs.offsets.obligations import COUNTEREXAMPLE, PROVED, UNKNOWN, Run, prove, render
 
 
 def exit_code(run: Run) -> int:
-    if run.status == COUNTEREXAMPLE:
-        return EXIT_VIOLATION
-    if run.status != PROVED:
-        return EXIT_UNKNOWN
-    if any(answer == "unsat" for _, answer in run.enabled):
-        return EXIT_VIOLATION
-    if any(answer != "sat" for _, answer in run.enabled):
-        return EXIT_UNKNOWN
-    return EXIT_OK
+    """The run's exit code (``common.proof_exit_code``)."""
+    return proof_exit_code(run.status == COUNTEREXAMPLE, run.status == PROVED, run.enabled)
 
 
 def run_json(run: Run, seconds: float) -> dict[str, Any]:

@@ -18,20 +18,13 @@ from typing import NoReturn
 
 import click
 
-from jepsen_py.cli.common import EXIT_OK, EXIT_UNKNOWN, EXIT_VIOLATION, emit_json, fail_input
+from jepsen_py.cli.common import emit_json, fail_input, proof_exit_code
 from spec.proofs.rebalance import COUNTEREXAMPLE, PROVED, Config, Run, prove, render_run, run_json
 
 
 def exit_code(run: Run) -> int:
-    if run.status == COUNTEREXAMPLE:
-        return EXIT_VIOLATION
-    if run.status != PROVED:
-        return EXIT_UNKNOWN
-    if any(answer == "unsat" for _, answer in run.enabled):
-        return EXIT_VIOLATION
-    if any(answer != "sat" for _, answer in run.enabled):
-        return EXIT_UNKNOWN
-    return EXIT_OK
+    """The run's exit code (``common.proof_exit_code``)."""
+    return proof_exit_code(run.status == COUNTEREXAMPLE, run.status == PROVED, run.enabled)
 
 
 def prove_rebalance(
