@@ -52,11 +52,8 @@ from spec.proofs.encoding import (
     Z3Ops,
 )
 from spec.proofs.invariants import REGISTRY, Inv
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
 from spec.replication import Params, Pending, Quorum, Replica, Replication, State, Write
-
-PROVED = "proved"
-COUNTEREXAMPLE = "counterexample"
-UNKNOWN = "unknown"
 
 BOUNDED_EPOCHS = 6
 """The finite instance searched for a CTI when the quantified query is inconclusive:
@@ -602,12 +599,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        statuses = {r.status for r in self.results}
-        if COUNTEREXAMPLE in statuses:
-            return COUNTEREXAMPLE
-        if UNKNOWN in statuses:
-            return UNKNOWN
-        return PROVED
+        return overall(r.status for r in self.results)
 
     @property
     def vacuous(self) -> list[str]:

@@ -40,13 +40,10 @@ from typing import Any
 import attrs
 import z3
 
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
 from spec.rebalance.params import Params
 from spec.rebalance.state import RState
 from spec.replication import NONE
-
-PROVED = "proved"
-COUNTEREXAMPLE = "counterexample"
-UNKNOWN = "unknown"
 
 ENCODED_BUGS = ("drop_before_isr_join", "shutdown_to_non_isr", "no_elr", "stale_elr")
 """Bugs the encoding can run with: the first two break a proved property; ``no_elr`` and
@@ -553,12 +550,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        statuses = {r.status for r in self.results}
-        if COUNTEREXAMPLE in statuses:
-            return COUNTEREXAMPLE
-        if UNKNOWN in statuses:
-            return UNKNOWN
-        return PROVED
+        return overall(r.status for r in self.results)
 
 
 def initial(cfg: Config) -> Abstract:

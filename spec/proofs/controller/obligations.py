@@ -37,10 +37,7 @@ from spec.framework import Step
 from spec.proofs.controller.encoding import ActionEnc, Config, Encoding, SymPart, SymRep, SymState
 from spec.proofs.controller.invariants import REGISTRY, TRANSITIONS, Inv
 from spec.proofs.controller.ops import PyOps, WindowOps, Z3Ops
-
-PROVED = "proved"
-COUNTEREXAMPLE = "counterexample"
-UNKNOWN = "unknown"
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
 
 Clock = Callable[[], float]
 
@@ -78,12 +75,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        statuses = {r.status for r in self.results}
-        if COUNTEREXAMPLE in statuses:
-            return COUNTEREXAMPLE
-        if UNKNOWN in statuses:
-            return UNKNOWN
-        return PROVED
+        return overall(r.status for r in self.results)
 
     def table(self) -> dict[str, dict[str, Result]]:
         out: dict[str, dict[str, Result]] = {}

@@ -33,10 +33,7 @@ import z3
 from spec.group.consumer import State
 from spec.group.params import Params
 from spec.proofs.group.encoding import PER_CONSUMER, Encoding, Sym
-
-PROVED = "proved"
-COUNTEREXAMPLE = "counterexample"
-UNKNOWN = "unknown"
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
 
 InvFn = Callable[[Encoding, Sym], Any]
 
@@ -158,12 +155,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        statuses = {r.status for r in self.results}
-        if COUNTEREXAMPLE in statuses:
-            return COUNTEREXAMPLE
-        if UNKNOWN in statuses:
-            return UNKNOWN
-        return PROVED
+        return overall(r.status for r in self.results)
 
 
 def _label(action: str, c: int) -> str:

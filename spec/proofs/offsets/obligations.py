@@ -60,10 +60,7 @@ from spec.proofs.offsets.encoding import (
     covered,
     same,
 )
-
-PROVED = "proved"
-COUNTEREXAMPLE = "counterexample"
-UNKNOWN = "unknown"
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
 
 StateFn = Callable[[Encoding, Sym], Any]
 CommitFn = Callable[[Encoding, Sym, CSym], Any]
@@ -572,12 +569,7 @@ class Run:
 
     @property
     def status(self) -> str:
-        statuses = {r.status for r in self.results}
-        if COUNTEREXAMPLE in statuses:
-            return COUNTEREXAMPLE
-        if UNKNOWN in statuses:
-            return UNKNOWN
-        return PROVED
+        return overall(r.status for r in self.results)
 
 
 def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
