@@ -33,7 +33,7 @@ import z3
 from spec.group.consumer import State
 from spec.group.params import Params
 from spec.proofs.group.encoding import PER_CONSUMER, Encoding, Sym
-from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, counts, grid, overall
 
 InvFn = Callable[[Encoding, Sym], Any]
 
@@ -210,16 +210,10 @@ def render(run: Run) -> str:
     from spec.trace import render_table
 
     enc = Encoding(run.params)
-    actions: list[str] = []
-    table: dict[str, dict[str, str]] = {}
-    for r in run.results:
-        if r.action not in actions:
-            actions.append(r.action)
-        table.setdefault(r.invariant, {})[r.action] = {
-            PROVED: "ok",
-            COUNTEREXAMPLE: "CTI",
-            UNKNOWN: "?",
-        }[r.status]
+    table, names = grid(
+        run.results,
+        lambda a: a.replace("heartbeat_response_lost", "lost").replace("coordinator_", ""),
+    )
     p = run.params
     lines = [
         f"kmodel prove group --protocol consumer: {p.members} consumers, {p.partitions} "
@@ -227,30 +221,16 @@ def render(run: Run) -> str:
         + (f", bugs {', '.join(sorted(p.bugs))}" if p.bugs else ""),
         "",
     ]
-    width = max(len(n) for n in table)
-    short = [
-        a.replace("heartbeat_response_lost", "lost").replace("coordinator_", "") for a in actions
-    ]
-    cols = [max(3, len(a)) for a in short]
-    lines.append(
-        "invariant".ljust(width)
-        + "  "
-        + "  ".join(a.ljust(w) for a, w in zip(short, cols, strict=True))
-    )
-    for name, cells in table.items():
-        row = [cells.get(a, "").ljust(w) for a, w in zip(actions, cols, strict=True)]
-        lines.append(name.ljust(width) + "  " + "  ".join(row).rstrip())
+    lines += table
     kinds = {n: k for n, (_, k) in INVARIANTS.items()}
-    spec_names = [n for n in table if kinds.get(n, "spec") == "spec"]
-    counts = {
-        s: sum(1 for r in run.results if r.status == s) for s in (PROVED, COUNTEREXAMPLE, UNKNOWN)
-    }
+    spec_names = [n for n in names if kinds.get(n, "spec") == "spec"]
+    counted = counts(run.results)
     lines += [
         "",
         "columns: lost = heartbeat_response_lost, moves = coordinator_moves",
         f"the spec's properties: {', '.join(spec_names)}; the rest is the strengthening",
-        f"{len(run.results)} obligations: {counts[PROVED]} proved, {counts[COUNTEREXAMPLE]} "
-        f"counterexamples, {counts[UNKNOWN]} unknown",
+        f"{len(run.results)} obligations: {counted[PROVED]} proved, "
+        f"{counted[COUNTEREXAMPLE]} counterexamples, {counted[UNKNOWN]} unknown",
     ]
     for r in run.results:
         if r.cti is None:

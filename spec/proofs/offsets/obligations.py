@@ -60,7 +60,7 @@ from spec.proofs.offsets.encoding import (
     covered,
     same,
 )
-from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, overall
+from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, counts, grid, overall
 
 StateFn = Callable[[Encoding, Sym], Any]
 CommitFn = Callable[[Encoding, Sym, CSym], Any]
@@ -662,16 +662,7 @@ def render(run: Run) -> str:
     from spec.trace import render_table
 
     enc = Encoding(run.params)
-    actions: list[str] = []
-    table: dict[str, dict[str, str]] = {}
-    for r in run.results:
-        if r.action not in actions:
-            actions.append(r.action)
-        table.setdefault(r.invariant, {})[r.action] = {
-            PROVED: "ok",
-            COUNTEREXAMPLE: "CTI",
-            UNKNOWN: "?",
-        }[r.status]
+    table, names = grid(run.results, _short)
     p = run.params
     lines = [
         f"kmodel prove offsets --commit {p.commit} --offset-reset {p.reset}: {p.members} "
@@ -680,30 +671,18 @@ def render(run: Run) -> str:
         + (f", bugs {', '.join(sorted(p.bugs))}" if p.bugs else ""),
         "",
     ]
-    width = max(len(n) for n in table)
-    short = [_short(a) for a in actions]
-    cols = [max(3, len(a)) for a in short]
-    lines.append(
-        "invariant".ljust(width)
-        + "  "
-        + "  ".join(a.ljust(w) for a, w in zip(short, cols, strict=True))
-    )
-    for name, cells in table.items():
-        row = [cells.get(a, "").ljust(w) for a, w in zip(actions, cols, strict=True)]
-        lines.append(name.ljust(width) + "  " + "  ".join(row).rstrip())
+    lines += table
     kinds = {i.name: i.kind for i in invariants(p)}
-    spec_names = [n for n in table if kinds.get(n, "spec") == "spec"]
-    counts = {
-        s: sum(1 for r in run.results if r.status == s) for s in (PROVED, COUNTEREXAMPLE, UNKNOWN)
-    }
+    spec_names = [n for n in names if kinds.get(n, "spec") == "spec"]
+    counted = counts(run.results)
     lines += [
         "",
         "columns: action(slot) or action(member id); join = join_group, complete = "
         "complete_join, sync = sync_group, fetch = fetch_offset, send = send_commit, handle = "
         "handle_commit, moves = coordinator_moves, load = load_offsets",
         f"the spec's properties: {', '.join(spec_names)}; the rest is the strengthening",
-        f"{len(run.results)} obligations: {counts[PROVED]} proved, {counts[COUNTEREXAMPLE]} "
-        f"counterexamples, {counts[UNKNOWN]} unknown",
+        f"{len(run.results)} obligations: {counted[PROVED]} proved, "
+        f"{counted[COUNTEREXAMPLE]} counterexamples, {counted[UNKNOWN]} unknown",
     ]
     for r in run.results:
         if r.cti is None:
