@@ -412,22 +412,29 @@ class Encoding:
 
     # --- the actions --------------------------------------------------------------------------
 
+    @staticmethod
+    def _unjoined(member_id: Any) -> dict[str, Any]:
+        """The fields of ``Consumer(UNJOINED, member_id)``: nothing owned, held or
+        waited for (a fresh process has member id 0, ``NOBODY``)."""
+        false, zero = z3.BoolVal(False), z3.IntVal(0)
+        return {
+            "cst": z3.IntVal(C_UNJOINED),
+            "cmid": member_id,
+            "cgen": zero,
+            "owns": false,
+            "pos_h": false,
+            "pos": zero,
+            "pen_h": false,
+            "pen": zero,
+            "ack_h": false,
+            "ack": zero,
+            "waiting": false,
+        }
+
     def _consumer(self, s: Sym, c: int, **fields: Any) -> Sym:
         """``s`` with consumer ``c`` (0-based) replaced: fields not given take
         ``Consumer()``'s defaults."""
-        defaults: dict[str, Any] = {
-            "cst": z3.IntVal(C_UNJOINED),
-            "cmid": z3.IntVal(0),
-            "cgen": z3.IntVal(0),
-            "owns": z3.BoolVal(False),
-            "pos_h": z3.BoolVal(False),
-            "pos": z3.IntVal(0),
-            "pen_h": z3.BoolVal(False),
-            "pen": z3.IntVal(0),
-            "ack_h": z3.BoolVal(False),
-            "ack": z3.IntVal(0),
-            "waiting": z3.BoolVal(False),
-        }
+        defaults = self._unjoined(z3.IntVal(0))
         defaults.update(fields)
         changes: dict[str, Any] = {
             name: _set(getattr(s, name), c, value) for name, value in defaults.items()
@@ -593,20 +600,7 @@ class Encoding:
                 ack_h=z3.If(z3.Or(ok, given_up), true, kept["ack_h"]),
                 ack=z3.If(z3.Or(ok, given_up), r.off, kept["ack"]),
             )
-            fenced_mid = z3.If(out["unknown"], z3.IntVal(0), s.cmid[c])
-            fenced: dict[str, Any] = {
-                "cst": z3.IntVal(C_UNJOINED),
-                "cmid": fenced_mid,
-                "cgen": z3.IntVal(0),
-                "owns": false,
-                "pos_h": false,
-                "pos": z3.IntVal(0),
-                "pen_h": false,
-                "pen": z3.IntVal(0),
-                "ack_h": false,
-                "ack": z3.IntVal(0),
-                "waiting": false,
-            }
+            fenced = self._unjoined(z3.If(out["unknown"], z3.IntVal(0), s.cmid[c]))
             is_fenced = z3.Not(z3.Or(ok, retriable))
             fields = {
                 k: z3.If(matches, z3.If(is_fenced, fenced[k], answered[k]), kept[k]) for k in kept
@@ -649,19 +643,7 @@ class Encoding:
             post = s
             for o in range(self.n):
                 kept = self._keep(s, o)
-                unjoined = {
-                    "cst": z3.IntVal(C_UNJOINED),
-                    "cmid": s.cmid[o],
-                    "cgen": z3.IntVal(0),
-                    "owns": false,
-                    "pos_h": false,
-                    "pos": z3.IntVal(0),
-                    "pen_h": false,
-                    "pen": z3.IntVal(0),
-                    "ack_h": false,
-                    "ack": z3.IntVal(0),
-                    "waiting": false,
-                }
+                unjoined = self._unjoined(s.cmid[o])
                 joining = s.cst[o] == C_JOINING
                 post = self._consumer(
                     post, o, **{k: z3.If(joining, unjoined[k], kept[k]) for k in kept}
