@@ -86,9 +86,9 @@ from jepsen_py.runner.run import run_test
 
 SAFE = "safe"
 SAFE_CHUNK = 10
+"""The safe configuration's seeds are run in jobs of this many."""
 GROUP_FENCE_FAULTS = tuple(f for f in parse_group_faults("all") if f not in APPLICATION_FAULTS)
 """The group workload's faults that act on its members, coordinator and commits."""
-"""The safe configuration's seeds are run in jobs of this many."""
 
 LOSS = "loss"
 """An entry found when an acknowledged write is lost or an offset holds two values."""
