@@ -113,6 +113,18 @@ def test_the_kip279_exchange_agrees_with_the_spec_rule_on_kip320_logs(params: Pa
         ), (a, b)
 
 
+def test_the_exchange_asks_again_when_the_follower_lacks_the_leaders_epoch() -> None:
+    """CrossHair's ``diffbehavior`` (the slow test below) found this pair: the follower
+    holds epochs 0 and 2, the leader only epoch 1. Asked about epoch 2, the leader answers
+    epoch 1, ending at 1; the follower has no epoch 1, so the logs may part where its epoch
+    0 ends: it cuts there and asks about epoch 0, which the leader lacks, and truncates to
+    0, where the records differ. One round alone stopped at 1 and kept a diverging record."""
+    follower, leader = [(0, 5), (2, 6)], [(1, 7)]
+    assert rules.log_matching(follower, leader)
+    assert rules.truncation_offset_kip279(follower, leader) == 0
+    assert rules.truncation_by_epoch_exchange(follower, leader) == 0
+
+
 @pytest.mark.parametrize("truncation", ["high_watermark", "kip320"])
 def test_hw_rules_agree_with_the_spec(truncation: str) -> None:
     """The follower's HW after a fetch, and the leader's HW advance, as the spec computes

@@ -287,24 +287,30 @@ def epoch_end_offset(log: list[Record], requested: int) -> tuple[int, int]:
 
 
 def truncation_by_epoch_exchange(follower: list[Record], leader: list[Record]) -> int:
-    """What a follower does (KIP-279): it asks the leader for the end of the epoch of its
-    last record; the leader answers with the largest epoch it knows up to that one and its
-    end offset; the follower truncates to that offset, or to the end of that epoch in its
-    own log if that comes first (0 if it has no such epoch).
+    """What a follower does (KIP-279, ``AbstractFetcherThread.getOffsetTruncationState``):
+    it asks the leader for the end of the epoch of its last record; the leader answers with
+    the largest epoch it knows up to that one and its end offset. If the follower has that
+    epoch too, it truncates to the earlier of the two ends. If not, its own largest smaller
+    epoch is where the logs may part: it truncates to that epoch's end and asks again (each
+    round the log it asks about is shorter, so the exchange ends). 0 when the leader, or the
+    follower, has no such epoch.
 
     pre: all(follower[k][0] <= follower[k + 1][0] for k in range(len(follower) - 1))
     pre: all(leader[k][0] <= leader[k + 1][0] for k in range(len(leader) - 1))
     post: 0 <= __return__ <= len(follower)
     """
-    if not follower or not leader:
-        return 0
-    epoch, end = epoch_end_offset(leader, follower[-1][0])
-    if epoch < 0:
-        return 0
-    own_epoch, own_end = epoch_end_offset(follower, epoch)
-    if own_epoch < 0:
-        return 0
-    return min(end, own_end)
+    log = follower
+    while log and leader:
+        epoch, end = epoch_end_offset(leader, log[-1][0])
+        if epoch < 0:
+            return 0
+        own_epoch, own_end = epoch_end_offset(log, epoch)
+        if own_epoch < 0:
+            return 0
+        if own_epoch == epoch:
+            return min(end, own_end)
+        log = log[:own_end]  # it does not know the leader's epoch: cut, and ask again
+    return 0
 
 
 def truncation_kip279_if_matching(follower: list[Record], leader: list[Record]) -> int:
