@@ -31,8 +31,8 @@ from typing import Any
 
 from jepsen_py.history.jsonl import RecordError, op_from_record
 from jepsen_py.history.op import Op
-from jepsen_py.history.text import decoded_lines
-from jepsen_py.history.validate import HistoryError, Rejections, show
+from jepsen_py.history.text import decoded_lines, open_history
+from jepsen_py.history.validate import Rejections, show
 
 _OPEN = "{[("
 _CLOSE = "}])"
@@ -298,12 +298,7 @@ def op_from_edn(form: Any, ordinal: int, line: int) -> Op:
 def read_edn(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
     """Stream the ops of a Jepsen/Knossos EDN history (one map per line, or one vector of
     maps). Malformed forms go to ``rejections`` with the line they start on."""
-    name = str(path)
-    sink = rejections if rejections is not None else Rejections(name, strict=True)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
-    except OSError as exc:
-        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    handle, sink = open_history(path, rejections)
     with handle:
         yield from edn_ops(decoded_lines(handle, sink), sink)
 

@@ -19,8 +19,8 @@ from typing import IO, Any
 import orjson
 
 from jepsen_py.history.op import OP_TYPES, Op
-from jepsen_py.history.text import NOT_UTF8
-from jepsen_py.history.validate import HistoryError, Rejections, show
+from jepsen_py.history.text import NOT_UTF8, open_history
+from jepsen_py.history.validate import Rejections, show
 from jepsen_py.history.writer import HistoryWriter
 
 _TYPES = ", ".join(sorted(OP_TYPES))
@@ -89,12 +89,7 @@ def op_to_record(op: Op) -> dict[str, Any]:
 def read_jsonl(path: str | os.PathLike[str], rejections: Rejections | None = None) -> Iterator[Op]:
     """Stream the ops of a JSONL history. Malformed lines go to ``rejections`` (or raise
     `HistoryError` when none is given); blank lines are skipped."""
-    name = str(path)
-    sink = rejections if rejections is not None else Rejections(name, strict=True)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the generator's `with`
-    except OSError as exc:
-        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    handle, sink = open_history(path, rejections)
     ordinal = 0
     with handle:
         for number, raw in enumerate(handle, start=1):

@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from jepsen_py.history.op import Op
-from jepsen_py.history.text import decoded_lines
-from jepsen_py.history.validate import HistoryError, Rejections, show
+from jepsen_py.history.text import decoded_lines, open_history
+from jepsen_py.history.validate import Rejections, show
 
 _PREFIX = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(\w+)\s+:(\w+)\s*(.*?)\s*$")
 _PAIR = re.compile(r"\[\s*(-?\d+)\s+(-?\d+)\s*\]")
@@ -78,12 +78,7 @@ def read_etcd_log(
     An ``info`` or ``fail`` completion whose log value is ``:timed-out`` carries its
     invocation's value instead (Jepsen's op map has the value and the error apart; the log
     prints only the error), so a pending write still says what it wrote."""
-    name = str(path)
-    sink = rejections if rejections is not None else Rejections(name, strict=True)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
-    except OSError as exc:
-        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    handle, sink = open_history(path, rejections)
     invoked: dict[int, Any] = {}
     ordinal = 0
     with handle:
@@ -137,12 +132,7 @@ def read_kv(path: str | os.PathLike[str], rejections: Rejections | None = None) 
     """Stream the ops of one Porcupine key-value history (conventions: `validate.PORCUPINE_KV`):
     lines of `KV_LINE`'s layout by that regex, a few times faster than the EDN importer
     decodes them; from the first other line on, the EDN importer (`edn_ops`)."""
-    name = str(path)
-    sink = rejections if rejections is not None else Rejections(name, strict=True)
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
-    except OSError as exc:
-        raise HistoryError(f"{name}: cannot open: {exc.strerror}") from exc
+    handle, sink = open_history(path, rejections)
     with handle:
         lines = decoded_lines(handle, sink)
         for ordinal, line in enumerate(lines):  # each line before the first other one: an op
