@@ -52,6 +52,18 @@ def proof_exit_code(counterexample: bool, proved: bool, enabled: Iterable[tuple[
     return EXIT_OK
 
 
+def echo_enabledness(enabled: Iterable[tuple[str, str]]) -> None:
+    """A ``kmodel prove`` run's last lines: whether every action instance is enabled in
+    some state the strengthening admits (else a warning per instance: nothing it does is
+    proved of any state); nothing when no instance was asked about."""
+    answers = list(enabled)
+    never = [label for label, answer in answers if answer != "sat"]
+    if answers and not never:
+        click.echo("every action instance is enabled in some state satisfying the assumptions")
+    for label in never:
+        click.echo(f"warning: {label} is never enabled under the assumptions")
+
+
 class InputError(click.ClickException):
     """A user's mistake (bad flag value, unreadable file, malformed line): exit 2."""
 

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import click
 
-from jepsen_py.cli.common import emit_json, fail_input, proof_exit_code
+from jepsen_py.cli.common import echo_enabledness, emit_json, fail_input, proof_exit_code
 from spec.proofs.controller.encoding import Config, EncodingError
 from spec.proofs.controller.obligations import COUNTEREXAMPLE, PROVED, Result, Run, prove
 from spec.proofs.controller.report import render_run, run_json
@@ -67,9 +67,5 @@ def prove_controller(
         emit_json(payload)
     else:
         click.echo(render_run(run).rstrip())
-        never = [label for label, answer in run.enabled if answer != "sat"]
-        if run.enabled and not never:
-            click.echo("every action instance is enabled in some state satisfying the assumptions")
-        for label in never:
-            click.echo(f"warning: {label} is never enabled under the assumptions")
+        echo_enabledness(run.enabled)
     raise SystemExit(code)

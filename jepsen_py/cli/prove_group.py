@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import click
 
-from jepsen_py.cli.common import emit_json, fail_input, proof_exit_code
+from jepsen_py.cli.common import echo_enabledness, emit_json, fail_input, proof_exit_code
 from spec.framework import SpecError
 from spec.group import Params
 from spec.proofs.group.obligations import COUNTEREXAMPLE, PROVED, Run, prove, render
@@ -75,9 +75,5 @@ def prove_group(
         emit_json(payload)
     else:
         click.echo(render(run).rstrip())
-        never = [label for label, answer in run.enabled if answer != "sat"]
-        if not never:
-            click.echo("every action instance is enabled in some state satisfying the assumptions")
-        for label in never:
-            click.echo(f"warning: {label} is never enabled under the assumptions")
+        echo_enabledness(run.enabled)
     raise SystemExit(code)

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import click
 
-from jepsen_py.cli.common import emit_json, fail_input, proof_exit_code
+from jepsen_py.cli.common import echo_enabledness, emit_json, fail_input, proof_exit_code
 from spec.framework import SpecError
 from spec.offsets import Params
 from spec.proofs.offsets.obligations import COUNTEREXAMPLE, PROVED, UNKNOWN, Run, prove, render
@@ -90,9 +90,5 @@ def prove_offsets(
     else:
         click.echo(render(run).rstrip())
         click.echo(f"z3: {seconds:.2f} s")
-        never = [label for label, answer in run.enabled if answer != "sat"]
-        if not never:
-            click.echo("every action instance is enabled in some state satisfying the assumptions")
-        for label in never:
-            click.echo(f"warning: {label} is never enabled under the assumptions")
+        echo_enabledness(run.enabled)
     raise SystemExit(code)

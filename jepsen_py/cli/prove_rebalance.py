@@ -18,7 +18,7 @@ from typing import NoReturn
 
 import click
 
-from jepsen_py.cli.common import emit_json, fail_input, proof_exit_code
+from jepsen_py.cli.common import echo_enabledness, emit_json, fail_input, proof_exit_code
 from spec.proofs.rebalance import COUNTEREXAMPLE, PROVED, Config, Run, prove, render_run, run_json
 
 
@@ -48,10 +48,6 @@ def prove_rebalance(
         emit_json(payload)
     else:
         click.echo(render_run(run).rstrip())
-        never = [label for label, answer in run.enabled if answer != "sat"]
-        if not never:
-            click.echo("every action instance is enabled in some state satisfying the assumptions")
-        for label in never:
-            click.echo(f"warning: {label} is never enabled under the assumptions")
+        echo_enabledness(run.enabled)
         click.echo("not encoded: NoAckedAllWriteLost (checked by kmodel check rebalance)")
     raise SystemExit(code)
