@@ -189,42 +189,35 @@ def generations_ordered(enc: Encoding, s: Sym) -> Any:
     return _and(terms)
 
 
-def stable_owner_is_group_owner(enc: Encoding, s: Sym) -> Any:
-    """Auxiliary: a stable consumer that owns the partition and is a member of the current
-    generation is the member the coordinator assigned it to (SyncGroup's assignment)."""
+def _stable_owner_is(enc: Encoding, s: Sym, members: Any, generation: Any, owner: Any) -> Any:
+    """Every stable consumer that owns the partition, is one of ``members`` and is in
+    ``generation`` is ``owner``."""
     return _and(
         [
             z3.Implies(
                 z3.And(
                     s.cst[c] == C_STABLE,
                     s.owns[c],
-                    enc.member(s.gmem, s.cmid[c]),
-                    s.cgen[c] == s.ggen,
+                    enc.member(members, s.cmid[c]),
+                    s.cgen[c] == generation,
                 ),
-                s.cmid[c] == s.gowner,
+                s.cmid[c] == owner,
             )
             for c in range(enc.n)
         ]
     )
+
+
+def stable_owner_is_group_owner(enc: Encoding, s: Sym) -> Any:
+    """Auxiliary: a stable consumer that owns the partition and is a member of the current
+    generation is the member the coordinator assigned it to (SyncGroup's assignment)."""
+    return _stable_owner_is(enc, s, s.gmem, s.ggen, s.gowner)
 
 
 def stable_owner_is_stored_owner(enc: Encoding, s: Sym) -> Any:
     """Auxiliary: the same for the group metadata record in ``__consumer_offsets`` (what a
     new coordinator loads): SyncGroup stores the assignment with the generation."""
-    return _and(
-        [
-            z3.Implies(
-                z3.And(
-                    s.cst[c] == C_STABLE,
-                    s.owns[c],
-                    enc.member(s.smem, s.cmid[c]),
-                    s.cgen[c] == s.sgen,
-                ),
-                s.cmid[c] == s.sowner,
-            )
-            for c in range(enc.n)
-        ]
-    )
+    return _stable_owner_is(enc, s, s.smem, s.sgen, s.sowner)
 
 
 def group_owner_is_stored(enc: Encoding, s: Sym) -> Any:
