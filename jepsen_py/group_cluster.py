@@ -512,15 +512,17 @@ class GroupClusterRun:
         steps = max(1, self.config.monitor_interval_ns // ms(100))
         return ms(100) * max(1, self._monitor_rng.randint(steps // 2, steps * 3 // 2))
 
-    def _read_offsets(self) -> tuple[str, dict[str, int | None] | None]:
-        """One admin OffsetFetch of every partition of the topic, handed to the broker the
-        metadata names as the group's coordinator (the leader of its ``__consumer_offsets``
-        partition): (the error, the committed offsets by key when it is ``NONE``)."""
-        cluster = self.cluster
+    def _running_coordinator(self) -> str | None:
+        """The broker the metadata names as the group's coordinator (the leader of its
+        ``__consumer_offsets`` partition), if it is running: where an admin's request goes."""
         b = self._coordinator()
-        name = None if b is None else cluster.broker_names[b]
-        if name is None or not cluster.running(name):
-            return COORDINATOR_NOT_AVAILABLE, None
+        name = None if b is None else self.cluster.broker_names[b]
+        return name if name is not None and self.cluster.running(name) else None
+
+    def _read_offsets(self, name: str) -> tuple[str, dict[str, int | None] | None]:
+        """One admin OffsetFetch of every partition of the topic, handed to broker ``name``:
+        (the error, the committed offsets by key when it is ``NONE``)."""
+        cluster = self.cluster
         tps = tuple((TOPIC, p) for p in range(self.config.partitions))
         for answer in cluster.admin_request(name, OffsetFetch(GROUP, tps)):
             assert isinstance(answer, _OffsetFetchResponse), answer
@@ -536,13 +538,13 @@ class GroupClusterRun:
         """The offsets monitor's read (see the module docstring); nothing is logged when no
         running broker is named coordinator (the admin's call would fail or time out without
         reaching one: no OffsetFetch was handled)."""
-        b = self._coordinator()
-        if b is None or not self.cluster.running(self.cluster.broker_names[b]):
+        name = self._running_coordinator()
+        if name is None:
             return
         keys = [f"{TOPIC}-{p}" for p in range(self.config.partitions)]
         op = {"process": MONITOR, "f": "fetch-offsets"}
         self.cluster.record({**op, "type": "invoke", "value": keys})
-        error, offsets = self._read_offsets()
+        error, offsets = self._read_offsets(name)
         if offsets is not None:
             self.cluster.record({**op, "type": "ok", "value": offsets})
         else:
@@ -568,9 +570,11 @@ class GroupClusterRun:
                 "final": True,
             }
         )
-        error = COORDINATOR_NOT_AVAILABLE
         for _ in range(60):
-            error, offsets = self._read_offsets()
+            name = self._running_coordinator()
+            error, offsets = (
+                (COORDINATOR_NOT_AVAILABLE, None) if name is None else self._read_offsets(name)
+            )
             if offsets is not None:
                 self.final = offsets
                 cluster.record(
