@@ -397,7 +397,6 @@ class Broker:
                 partition=msg.partition,
                 fetch_offset=msg.fetch_offset,
                 current_leader_epoch=msg.current_leader_epoch,
-                last_fetched_epoch=msg.last_fetched_epoch,
                 max_bytes=1,
                 fetch_id=msg.fetch_id,
                 max_wait_ns=0,

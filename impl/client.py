@@ -571,7 +571,6 @@ class Consumer:
             partition=self.partition,
             fetch_offset=self.position,
             current_leader_epoch=self.leader_epoch,
-            last_fetched_epoch=-1,
             max_bytes=self.config.fetch_max_bytes,
             fetch_id=self.next_request_id,
             max_wait_ns=self.config.fetch_max_wait_ns,

@@ -33,8 +33,9 @@ flight at a time, a response accepted only if it answers that request, in the ep
 sent in, at the offset the log still ends at (a stale response after a truncation or an
 epoch change is discarded, as Kafka's ``PartitionFetchState`` checks do).
 
-Each fetch also carries the follower's latest leader epoch (``last_fetched_epoch``, as
-KIP-595's fetch does); see ``impl.replica.Replica.handle_fetch`` for why the leader uses it.
+A fetch carries no epoch of the follower's log (Kafka's Fetch before KIP-595's
+``LastFetchedEpoch``): what the truncation rule left is what the follower appends to, so a
+rule that keeps a record the leader lacks leaves the logs diverged (KIP-279).
 """
 
 from __future__ import annotations
@@ -247,7 +248,6 @@ class FollowerFetcher:
         partition: int,
         fetch_offset: int,
         fenced: bool,
-        last_fetched_epoch: int,
         max_bytes: int,
         max_wait_ns: int,
         now: int,
@@ -262,7 +262,6 @@ class FollowerFetcher:
             partition=partition,
             fetch_offset=fetch_offset,
             current_leader_epoch=self.leader_epoch if fenced else ANY_EPOCH,
-            last_fetched_epoch=last_fetched_epoch,
             max_bytes=max_bytes,
             fetch_id=self.next_fetch_id,
             max_wait_ns=max_wait_ns,

@@ -209,7 +209,6 @@ class LeaderAndIsrResponse(Message):
 class Fetch(Message):
     """A fetch from ``fetch_offset`` by a follower (``replica_id``) or a consumer
     (``CONSUMER_ID``). ``current_leader_epoch`` is KIP-320's (``ANY_EPOCH``: not checked);
-    ``last_fetched_epoch`` is the follower's latest leader epoch (see ``impl.fetcher``);
     ``max_bytes`` bounds the response (the first batch is always returned whole, KIP-74)."""
 
     replica_id: int
@@ -218,7 +217,6 @@ class Fetch(Message):
     partition: int
     fetch_offset: int
     current_leader_epoch: int
-    last_fetched_epoch: int
     max_bytes: int
     fetch_id: int
     max_wait_ns: int = 0
@@ -234,9 +232,6 @@ class FetchResponse(Message):
     high_watermark: int
     log_end_offset: int
     records: bytes = b""
-    diverging: bool = False
-    """The record at the fetch offset has an older leader epoch than the follower's latest
-    one: the follower cannot append it (see ``impl.fetcher``)."""
     log_start_offset: int = 0
     """The leader's log start offset (KIP-107's ``log_start_offset``): a fetch below it is
     OFFSET_OUT_OF_RANGE, and the fetcher restarts there (retention deleted the rest)."""

@@ -265,7 +265,7 @@ class RefinementCluster(World):
     def raw_consumer_fetch(self, broker_id: int, offset: int = 0, client: str = "p1") -> None:
         """A consumer's fetch from ``offset``, straight to broker ``broker_id``."""
         self._raw_request_id += 1
-        msg = Fetch(-1, -1, self.config.topic, 0, offset, -1, -1, 1 << 20, self._raw_request_id)
+        msg = Fetch(-1, -1, self.config.topic, 0, offset, -1, 1 << 20, self._raw_request_id)
         if self.running(client):
             self.network.send(client, self.broker_names[broker_id], msg)
 

@@ -69,7 +69,6 @@ from impl.log import (
     RecordBatch,
     StorageError,
 )
-from impl.log.batch import read_header
 from impl.messages import Message
 from impl.producer_state import Duplicate, ProducerBatch, ProducerStateManager
 from impl.protocol import (
@@ -618,9 +617,7 @@ class Replica:
             return Errors.UNKNOWN_LEADER_EPOCH
         return None
 
-    def _fetch_response(
-        self, msg: Fetch, error: Errors, records: bytes = b"", diverging: bool = False
-    ) -> FetchResponse:
+    def _fetch_response(self, msg: Fetch, error: Errors, records: bytes = b"") -> FetchResponse:
         return FetchResponse(
             self.topic,
             self.partition,
@@ -630,7 +627,6 @@ class Replica:
             self.hw,
             self.leo,
             records,
-            diverging,
             self.log.log_start_offset,
         )
 
@@ -663,9 +659,6 @@ class Replica:
         # Kafka's order: read the records and the HW for the response, then record the
         # follower's LEO and recompute the HW.
         response = self._follower_response(msg)
-        if response.diverging:
-            out.send(src, response)  # not recorded: the follower could not append it
-            return
         record_fetch(
             self.remotes[msg.replica_id], msg.fetch_offset, leo, now if wall is None else wall
         )
@@ -682,17 +675,15 @@ class Replica:
         return self._fetch_response(msg, Errors.NONE, records)
 
     def _follower_response(self, msg: Fetch) -> FetchResponse:
-        """The records at a follower's fetch offset -- or, when the first of them is of an
-        older epoch than the follower's latest (``last_fetched_epoch``), an answer marked
-        *diverging* and without records: the follower could not append them (``impl.log``
-        refuses epochs going backwards) and must not be recorded as having fetched them
-        (see docs/impl.md, findings)."""
+        """The records at a follower's fetch offset, whatever their leader epoch: Kafka's
+        replication Fetch (versions 0-11, through 2.6) carries no epoch of the follower's
+        log, so a leader cannot tell that the follower's log diverged from its own. A
+        follower whose truncation left a record the leader lacks (KIP-279's fast failover,
+        with ``kip101`` truncation) appends the leader's older-epoch batches after it, as
+        Kafka did, and the logs stay diverged below the high watermark. KIP-595's
+        ``LastFetchedEpoch`` and its diverging-epoch answer (Kafka 2.7, KAFKA-10554) are not
+        modelled: with KIP-320's truncation no follower needs them (docs/impl.md, F2)."""
         records = self.log.read(msg.fetch_offset, msg.max_bytes)
-        if records and msg.last_fetched_epoch != UNDEFINED_EPOCH:
-            header = read_header(records)
-            assert header is not None
-            if header.partition_leader_epoch < msg.last_fetched_epoch:
-                return self._fetch_response(msg, Errors.NONE, diverging=True)
         return self._fetch_response(msg, Errors.NONE, records)
 
     def _complete_parked(self, out: Effects, *, now: int, force: bool = False) -> None:
@@ -844,7 +835,6 @@ class Replica:
             partition=self.partition,
             fetch_offset=self.leo,
             fenced=self.fenced,
-            last_fetched_epoch=self.latest_epoch(),
             max_bytes=settings.max_bytes,
             max_wait_ns=settings.max_wait_ns,
             now=now,
@@ -876,7 +866,7 @@ class Replica:
             fetcher.next_fetch_at = now
             self.check()
             return
-        if msg.error is not Errors.NONE or msg.diverging:
+        if msg.error is not Errors.NONE:
             fetcher.next_fetch_at = now + backoff_ns
             return
         if msg.records:

@@ -96,10 +96,8 @@ def produce(acks: int = -1, value: bytes = b"v", request_id: int = 1) -> Produce
     return Produce("p1", request_id, T, 0, acks, ((None, value),))
 
 
-def fetch(
-    replica: int, offset: int, epoch: int = ANY_EPOCH, fetch_id: int = 1, last: int = -1
-) -> Fetch:
-    return Fetch(replica, 10, T, 0, offset, epoch, last, 1 << 20, fetch_id)
+def fetch(replica: int, offset: int, epoch: int = ANY_EPOCH, fetch_id: int = 1) -> Fetch:
+    return Fetch(replica, 10, T, 0, offset, epoch, 1 << 20, fetch_id)
 
 
 def only(effects, kind):
