@@ -42,4 +42,5 @@ def test_the_scenarios_exist() -> None:
         "elr-unclean-restart",
         "stale-elr",
         "unclean-leader-election",
+        "kip279-fast-failover",
     } <= names
