@@ -245,6 +245,9 @@ def run_one(
         "invalid": shows,
         "found_by": found_by,
         "explained": outcome.verdict is Verdict.ILLEGAL and explained,
+        # Invalid, yet neither the entry's anomaly nor an exposure: listed, never dropped
+        # silently (e.g. offsets read with two values that no loss mechanism explains).
+        "other": outcome.verdict is Verdict.ILLEGAL and not explained and not shows,
         "unknown": outcome.verdict is Verdict.UNKNOWN,
         "sim_s": outcome.figures.logical_end_ns / 1e9,
         "violations": list(check.violations)
@@ -280,6 +283,13 @@ def hunt(job: tuple[str, dict[str, Any], list[int], int, bool, int, bool]) -> di
             print(
                 f"  {name}: seed {seed} lost writes by a mechanism the safe configuration is "
                 f"exposed to ({', '.join(result['violations'])}): not counted",
+                file=sys.stderr,
+                flush=True,
+            )
+        if result.get("other"):
+            print(
+                f"  {name}: seed {seed} invalid, but not by the entry's own mechanism "
+                f"({', '.join(result['violations'])}): not counted; {result['command']}",
                 file=sys.stderr,
                 flush=True,
             )
