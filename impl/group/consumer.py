@@ -271,7 +271,7 @@ class GroupConsumer:
             # The answer to an attempt of the commit running; any other (a request of a
             # connection given up on) is dropped, as a closed connection's would be.
             if self._on_commit_response(msg, now, effects):
-                effects.extend(self.member.step(src, msg, now))
+                self.member.commit_answered(msg.error, now)
         elif isinstance(msg, FetchResponse | MetadataResponse | RequestFailed):
             request = getattr(msg, "request", None)
             if isinstance(msg, MetadataResponse):
