@@ -259,7 +259,7 @@ class Coordinator:
             if isinstance(msg, OffsetFetch) and self.config.fetch_before_load:
                 cache = self.offsets.get(group, {})  # the bug: not loaded yet
                 answer = tuple((tp, cache.get(tp, NO_OFFSET)) for tp in msg.partitions)
-                effects.send(src, OffsetFetchResponse(group, NONE, answer))
+                effects.send(src, OffsetFetchResponse(group, NONE, answer, msg.correlation))
                 return effects
             self._refuse(src, msg, COORDINATOR_LOAD_IN_PROGRESS, effects)
             return effects
@@ -305,11 +305,13 @@ class Coordinator:
             )
         elif isinstance(msg, OffsetFetch):
             if g is None:
-                effects.send(src, OffsetFetchResponse(group, NOT_COORDINATOR))
+                effects.send(
+                    src, OffsetFetchResponse(group, NOT_COORDINATOR, correlation=msg.correlation)
+                )
             else:
                 cache = self.offsets.get(group, {})
                 answer = tuple((tp, cache.get(tp, NO_OFFSET)) for tp in msg.partitions)
-                effects.send(src, OffsetFetchResponse(group, NONE, answer))
+                effects.send(src, OffsetFetchResponse(group, NONE, answer, msg.correlation))
         else:
             raise TypeError(f"a group coordinator handles group requests, not {msg.describe()}")
         return effects
@@ -329,7 +331,7 @@ class Coordinator:
         elif isinstance(msg, OffsetCommit):
             effects.send(src, OffsetCommitResponse(group, error, -1, msg.offsets, msg.correlation))
         elif isinstance(msg, OffsetFetch):
-            effects.send(src, OffsetFetchResponse(group, error))
+            effects.send(src, OffsetFetchResponse(group, error, correlation=msg.correlation))
         else:
             raise TypeError(f"a group coordinator handles group requests, not {msg.describe()}")
 

@@ -350,12 +350,18 @@ class Member:
 
     # ------------------------------------------------------------------ requests in flight
 
+    def next_correlation(self) -> int:
+        """A new correlation id of this client (``GroupConsumer``'s OffsetCommit and
+        OffsetFetch, which it matches to their answers itself, take theirs here too)."""
+        self.correlation += 1
+        return self.correlation
+
     def _request(self, kind: str, node: str, now: int) -> int:
         """Record a request of ``kind`` to ``node`` as in flight; return its correlation id."""
         assert kind not in self.in_flight, f"{self.name}: a {kind} request is already in flight"
-        self.correlation += 1
-        self.in_flight[kind] = Request(node, now, self.correlation)
-        return self.correlation
+        correlation = self.next_correlation()
+        self.in_flight[kind] = Request(node, now, correlation)
+        return correlation
 
     def _answered(self, kind: str, correlation: int) -> bool:
         """Whether a response with ``correlation`` answers the ``kind`` request in flight

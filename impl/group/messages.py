@@ -218,6 +218,8 @@ class OffsetFetch(Message):
 
     group: str
     partitions: Partitions
+    correlation: int = 0
+    """The request header's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -226,6 +228,8 @@ class OffsetFetchResponse(Message):
     error: str = attrs.field(validator=_error)
     offsets: tuple[tuple[tuple[str, int], int], ...] = ()
     """Per partition the committed offset (the next to read), ``NO_OFFSET`` when none."""
+    correlation: int = 0
+    """The correlation id of the request answered."""
 
 
 # Notes: what the coordinator tells the world's records (not sent on the network) ------------
