@@ -118,8 +118,8 @@ class GroupRun:
         self.paused: dict[str, int] = {}
         self.dead: set[str] = set()
         self.lost_with_process = 0
-        """Messages that reached a consumer's node after the process they were sent to had
-        died (a restarted consumer never reads its previous incarnation's connections)."""
+        """Messages dropped on reaching a restarted consumer: they were sent to its previous
+        process, whose connections died with it."""
         self.history: list[dict[str, Any]] = []
         self.invariants = GroupInvariants(
             config.topic, config.partitions, config.assignor == "cooperative-sticky"
