@@ -156,13 +156,13 @@ def test_a_rejoin_with_an_unknown_member_id_is_refused() -> None:
     assert r.error == UNKNOWN_MEMBER_ID
 
 
-def member(name: str = "c1") -> Member:
+def member(name: str = "c1", process: int = 1) -> Member:
     return Member(
         name,
         MemberConfig(session_timeout_ns=SESSION, max_poll_interval_ns=REBALANCE),
         bootstrap=lambda: "b1",
         metadata=lambda: {"t": 2},
-        process=1,
+        process=process,
     )
 
 
@@ -241,3 +241,34 @@ def test_an_answer_on_a_connection_given_up_on_is_dropped() -> None:
     stale = SyncGroupResponse("g", NONE, answer.generation, (("t", 0),), sync.correlation - 1)
     m.step("b1", stale, now + 4)  # not the answer to this SyncGroup: dropped too
     assert m.state == AWAITING_SYNC and m.owned == ()
+
+
+def joining(m: Member, now: int) -> JoinGroup:
+    """``m`` subscribes, finds the coordinator b1 and sends its JoinGroup (returned)."""
+    m.subscribe(("t",), now)
+    ((_, find),) = m.poll(now).sends
+    m.step("b1", FindCoordinatorResponse("g", NONE, "b1", find.correlation), now)
+    ((_, request),) = m.poll(now).sends
+    return request
+
+
+def test_a_restarted_consumer_drops_the_answer_to_its_predecessors_parked_join() -> None:
+    """Consumer c3's JoinGroup is parked (c1 and c2 must rejoin first) when its process is
+    killed; the restarted process joins too. When the rebalance completes the coordinator
+    answers both parked JoinGroups to c3: the new process takes only its own, though both
+    are its first JoinGroup (in Kafka the first answer goes down a connection that died with
+    the old process)."""
+    c = hosted()
+    m1, m2 = form_group(c)
+    assert c.step("c3", joining(member("c3", process=3), 50), 50).sends == []
+    new = member("c3", process=103)  # the old process is killed; c3 starts again
+    request = joining(new, 60)
+    before = set(c.groups["g"].members)
+    assert c.step("c3", request, 60).sends == []
+    (new_id,) = set(c.groups["g"].members) - before
+    join(c, "c1", m1, 70)
+    answers = [r for dst, r in join(c, "c2", m2, 80) if dst == "c3"]
+    assert len(answers) == 2 and c.groups["g"].state == COMPLETING
+    for answer in answers:
+        new.step("b1", answer, 90)
+    assert new.member_id == new_id and new.state == AWAITING_SYNC

@@ -122,6 +122,14 @@ does so too; ``GroupConsumer``'s commits do, this member's own ``commit`` (the h
 periodic one) does not."""
 
 
+CORRELATIONS_PER_PROCESS = 1 << 32
+"""Process ``p``'s correlation ids are ``p * CORRELATIONS_PER_PROCESS + 1, + 2, ...``: no two
+processes of a consumer share one. Kafka needs no such rule (a response travels on its
+request's connection, which dies with the process); the simulated networks deliver to the
+node, so an answer to a request of a killed process (a parked JoinGroup answered after the
+restart) reaches the new process, which must not take it for its own."""
+
+
 @attrs.frozen
 class Request:
     """A request in flight: the node it went to, when, and its correlation id (the request
@@ -160,8 +168,9 @@ class Member:
         self.last_heartbeat_sent = 0
         self.in_flight: dict[str, Request] = {}
         """Request kind -> the request of that kind in flight (one of each at a time)."""
-        self.correlation = 0
-        """The correlation id of the last request sent (``NetworkClient``'s counter)."""
+        self.correlation = process * CORRELATIONS_PER_PROCESS
+        """The correlation id of the last request sent (``NetworkClient``'s counter; see
+        ``CORRELATIONS_PER_PROCESS``)."""
         self.history: list[dict[str, Any]] = []
         self.listener: list[tuple[str, Partitions]] = []
         """The rebalance listener's calls, in order: ("revoked" | "assigned", partitions)."""
@@ -354,6 +363,7 @@ class Member:
         """A new correlation id of this client (``GroupConsumer``'s OffsetCommit and
         OffsetFetch, which it matches to their answers itself, take theirs here too)."""
         self.correlation += 1
+        assert self.correlation % CORRELATIONS_PER_PROCESS, f"{self.name}: correlation ids ran out"
         return self.correlation
 
     def _request(self, kind: str, node: str, now: int) -> int:
