@@ -14,22 +14,27 @@ import attrs
 import orjson
 import pytest
 
+from impl.group.consumer import ConsumerApp, GroupConsumer
 from impl.group.coordinator import Coordinator, CoordinatorConfig
+from impl.group.member import Member, MemberConfig, Request
 from impl.group.messages import (
     COORDINATOR_LOAD_IN_PROGRESS,
     NONE,
     NOT_COORDINATOR,
+    FindCoordinatorResponse,
     JoinGroup,
     JoinGroupResponse,
     OffsetCommit,
     OffsetCommitResponse,
     OffsetFetch,
     OffsetFetchResponse,
+    SyncGroupResponse,
 )
 from impl.group.placement import CONSUMER_OFFSETS
 from impl.sim.clock import ms
 from jepsen_py.group_cluster import GroupClusterConfig, GroupClusterRun
 from jepsen_py.group_workload import check_group_delivery
+from spec.group.lifecycle import AWAITING_SYNC
 
 SHORT = GroupClusterConfig(duration_ns=ms(30_000), recovery_ns=ms(10_000))
 QUIET = GroupClusterConfig(faults=(), duration_ns=ms(30_000), recovery_ns=ms(10_000))
@@ -378,3 +383,29 @@ def test_kmodel_test_workload_group_runs_on_the_cluster(tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and "pause-consumer" in unknown.output
     kafka = CliRunner().invoke(main, ["test", "--monitor-interval", "2s", "--store", store])
     assert kafka.exit_code == 2 and "--workload group" in kafka.output, kafka.output
+
+
+def test_a_consumer_drops_the_answer_to_an_offset_fetch_it_gave_up_on() -> None:
+    """An OffsetFetch unanswered for ``request.timeout.ms`` is given up on and asked again;
+    the first one's answer, arriving late, is not the second one's (Kafka's client matches
+    answers by correlation id): the partition starts where the second answer says."""
+    member = Member("c1", MemberConfig(group="g"), lambda: "b1", lambda: {"t": 2}, process=1)
+    consumer = GroupConsumer("c1", member, "t", ConsumerApp(), 1, lambda: 2)
+    consumer.subscribe(("t",), 0)
+    member.coordinator, member.member_id, member.generation = "b1", "c1-b1-1", 1
+    member.state = AWAITING_SYNC
+    member.in_flight["sync"] = Request("b1", 0, correlation=100)
+    sends = consumer.step("b1", SyncGroupResponse("g", NONE, 1, (("t", 0),), 100), 1).sends
+    ((_, first),) = [(d, m) for d, m in sends if isinstance(m, OffsetFetch)]
+    timeout = consumer.app.request_timeout_ns
+    consumer.tick(1 + timeout)  # given up on: the coordinator is looked up again
+    ((_, find),) = consumer.poll(2 + timeout).sends
+    found = FindCoordinatorResponse("g", NONE, "b1", find.correlation)
+    ((_, second),) = consumer.step("b1", found, 3 + timeout).sends  # asked again
+    assert isinstance(second, OffsetFetch) and second.correlation != first.correlation
+    late = OffsetFetchResponse("g", NONE, ((("t", 0), 7),), first.correlation)
+    consumer.step("b1", late, 5 + timeout)
+    assert consumer.position(("t", 0)) is None  # still asking
+    answer = OffsetFetchResponse("g", NONE, ((("t", 0), 3),), second.correlation)
+    consumer.step("b1", answer, 6 + timeout)
+    assert consumer.position(("t", 0)) == 3

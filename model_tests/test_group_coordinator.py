@@ -14,6 +14,7 @@ from impl.group.messages import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     CommitAccepted,
+    FindCoordinatorResponse,
     GenerationCompleted,
     Heartbeat,
     HeartbeatResponse,
@@ -27,7 +28,7 @@ from impl.group.messages import (
 )
 from impl.sim.clock import ms
 from spec.framework import SpecError
-from spec.group.lifecycle import COMPLETING, EMPTY, PREPARING, STABLE
+from spec.group.lifecycle import AWAITING_SYNC, COMPLETING, EMPTY, JOINING, PREPARING, STABLE
 
 SESSION = ms(6_000)
 REBALANCE = ms(20_000)
@@ -155,13 +156,13 @@ def test_a_rejoin_with_an_unknown_member_id_is_refused() -> None:
     assert r.error == UNKNOWN_MEMBER_ID
 
 
-def member(name: str = "c1") -> Member:
+def member(name: str = "c1", process: int = 1) -> Member:
     return Member(
         name,
         MemberConfig(session_timeout_ns=SESSION, max_poll_interval_ns=REBALANCE),
         bootstrap=lambda: "b1",
         metadata=lambda: {"t": 2},
-        process=1,
+        process=process,
     )
 
 
@@ -171,9 +172,7 @@ def test_member_joins_syncs_and_calls_its_listener() -> None:
     m.subscribe(("t",), 0)
     (find,) = m.poll(0).sends
     assert find[0] == "b1"
-    from impl.group.messages import FindCoordinatorResponse
-
-    m.step("b1", FindCoordinatorResponse("g", NONE, "b1"), 1)
+    m.step("b1", FindCoordinatorResponse("g", NONE, "b1", find[1].correlation), 1)
     ((coordinator, join_req),) = m.poll(2).sends
     assert coordinator == "b1"
     ((_, join_resp),) = c.step("c1", join_req, 3).sends
@@ -185,9 +184,11 @@ def test_member_joins_syncs_and_calls_its_listener() -> None:
     assert [op["f"] for op in m.history] == ["subscribe", "subscribe", "assign", "assign"]
     assert m.history[-1]["generation"] == 1 and m.history[-1]["value"] == ["t-0", "t-1"]
     # a heartbeat answered REBALANCE_IN_PROGRESS: revoke first (eager), then rejoin
-    m.step("b1", HeartbeatResponse("g", REBALANCE_IN_PROGRESS, 1), 7)
+    ((_, heartbeat),) = m.tick(ms(3_000)).sends
+    answer = HeartbeatResponse("g", REBALANCE_IN_PROGRESS, 1, heartbeat.correlation)
+    m.step("b1", answer, ms(3_000) + 1)
     assert m.listener[-1] == ("revoked", (("t", 0), ("t", 1))) and m.owned == ()
-    ((_, rejoin),) = m.poll(8).sends
+    ((_, rejoin),) = m.poll(ms(3_000) + 2).sends
     assert isinstance(rejoin, JoinGroup) and rejoin.member_id == join_resp.member_id
 
 
@@ -207,3 +208,67 @@ def test_the_member_table_refuses_an_illegal_move() -> None:
         member_transition(m.state, MEMBER_STABLE)
     with pytest.raises(ValueError, match=r"partition\.assignment\.strategy"):
         MemberConfig(assignor="sticky-ish")
+
+
+def test_an_answer_on_a_connection_given_up_on_is_dropped() -> None:
+    """A JoinGroup unanswered for ``request.timeout.ms`` closes its connection; the answer
+    the coordinator still sends for it is never read (Kafka's ``NetworkClient`` matches a
+    response to its request by correlation id, on the connection it went out on). Taken, it
+    would make the member the member id that request created, and the next SyncGroup answer
+    of that id's generation its assignment (``impl.group.run``, cooperative-sticky, seed 46:
+    a zombie's commit accepted)."""
+    c = hosted()
+    m = member()
+    m.subscribe(("t",), 0)
+    ((_, find),) = m.poll(0).sends
+    m.step("b1", FindCoordinatorResponse("g", NONE, "b1", find.correlation), 1)
+    ((_, first),) = m.poll(2).sends
+    ((_, late),) = c.step("c1", first, 3).sends  # generation 1 for c1-b1-1, slow to arrive
+    now = 2 + m.config.request_timeout_ns
+    m.tick(now)
+    assert "join" not in m.in_flight and m.coordinator == "" and m.connection == 1
+    ((_, find),) = m.poll(now).sends
+    m.step("b1", FindCoordinatorResponse("g", NONE, "b1", find.correlation), now)
+    ((_, second),) = m.poll(now).sends
+    assert second.member_id == "" and second.correlation != first.correlation
+    m.step("b1", late, now + 1)  # the closed connection's answer
+    assert m.state == JOINING and m.member_id == "" and "join" in m.in_flight
+    assert c.step("c1", second, now + 2).sends == []  # a second member: a rebalance
+    answers = c.tick(now + 2 + REBALANCE).sends  # c1-b1-1 never rejoined: removed
+    (answer,) = [r for _, r in answers if isinstance(r, JoinGroupResponse) and r.error == NONE]
+    ((_, sync),) = m.step("b1", answer, now + 3).sends
+    assert m.member_id == answer.member_id != late.member_id and m.state == AWAITING_SYNC
+    stale = SyncGroupResponse("g", NONE, answer.generation, (("t", 0),), sync.correlation - 1)
+    m.step("b1", stale, now + 4)  # not the answer to this SyncGroup: dropped too
+    assert m.state == AWAITING_SYNC and m.owned == ()
+
+
+def joining(m: Member, now: int) -> JoinGroup:
+    """``m`` subscribes, finds the coordinator b1 and sends its JoinGroup (returned)."""
+    m.subscribe(("t",), now)
+    ((_, find),) = m.poll(now).sends
+    m.step("b1", FindCoordinatorResponse("g", NONE, "b1", find.correlation), now)
+    ((_, request),) = m.poll(now).sends
+    return request
+
+
+def test_a_restarted_consumer_drops_the_answer_to_its_predecessors_parked_join() -> None:
+    """Consumer c3's JoinGroup is parked (c1 and c2 must rejoin first) when its process is
+    killed; the restarted process joins too. When the rebalance completes the coordinator
+    answers both parked JoinGroups to c3: the new process takes only its own, though both
+    are its first JoinGroup (in Kafka the first answer goes down a connection that died with
+    the old process)."""
+    c = hosted()
+    m1, m2 = form_group(c)
+    assert c.step("c3", joining(member("c3", process=3), 50), 50).sends == []
+    new = member("c3", process=103)  # the old process is killed; c3 starts again
+    request = joining(new, 60)
+    before = set(c.groups["g"].members)
+    assert c.step("c3", request, 60).sends == []
+    (new_id,) = set(c.groups["g"].members) - before
+    join(c, "c1", m1, 70)
+    answers = [r for dst, r in join(c, "c2", m2, 80) if dst == "c3"]
+    assert len(answers) == 2 and c.groups["g"].state == COMPLETING
+    for answer in answers:
+        new.step("b1", answer, 90)
+    assert new.member_id == new_id and new.state == AWAITING_SYNC

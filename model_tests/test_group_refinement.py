@@ -225,7 +225,9 @@ def make_machine(check_generation: bool) -> type[RuleBasedStateMachine]:
             if dst in self.coordinators:
                 if isinstance(msg, FindCoordinator):
                     response = Effects()
-                    response.send(src, FindCoordinatorResponse("g", NONE, self.leader))
+                    response.send(
+                        src, FindCoordinatorResponse("g", NONE, self.leader, msg.correlation)
+                    )
                     self.send(dst, response)
                     return
                 before = self.abstract()

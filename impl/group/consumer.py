@@ -182,7 +182,8 @@ class GroupConsumer:
         self._owned: Partitions = ()
         self._generation = -1
         self._need_offsets: list[tuple[str, int]] = []
-        self._fetching_offsets: tuple[Partitions, int] | None = None
+        self._fetching_offsets: tuple[Partitions, int, int] | None = None
+        """The OffsetFetch in flight: (partitions, when sent, correlation id)."""
         self._resetting: set[tuple[str, int]] = set()
         """``latest``: partitions whose first fetch only finds the HW."""
         self._polled: list[tuple[tuple[str, int], list[tuple[int, str]]]] = []
@@ -209,7 +210,7 @@ class GroupConsumer:
         self._next_auto_commit = 0
         self._offsets_retry_at = 0
         self._correlation = 0
-        """The correlation id of the last OffsetCommit sent."""
+        """The correlation id of the last OffsetCommit sent (the member's ids: one client)."""
         self.stats: dict[str, int] = {}
 
     # ------------------------------------------------------------------ world API
@@ -271,7 +272,7 @@ class GroupConsumer:
             # The answer to an attempt of the commit running; any other (a request of a
             # connection given up on) is dropped, as a closed connection's would be.
             if self._on_commit_response(msg, now, effects):
-                effects.extend(self.member.step(src, msg, now))
+                self.member.commit_answered(msg.error, now)
         elif isinstance(msg, FetchResponse | MetadataResponse | RequestFailed):
             request = getattr(msg, "request", None)
             if isinstance(msg, MetadataResponse):
@@ -436,9 +437,11 @@ class GroupConsumer:
             and now >= self._offsets_retry_at
         ):
             asked = tuple(sorted(self._need_offsets))
-            self._fetching_offsets = (asked, now)
+            correlation = self.member.next_correlation()
+            self._fetching_offsets = (asked, now, correlation)
             self._op("invoke", "fetch-offsets", [_key(tp) for tp in asked], now)
-            effects.send(self.member.coordinator, OffsetFetch(self.member.config.group, asked))
+            group = self.member.config.group
+            effects.send(self.member.coordinator, OffsetFetch(group, asked, correlation))
         self._handle_polled(now, effects)
 
     def _on_revoked(self, revoked: list[tuple[str, int]], now: int, effects: Effects) -> None:
@@ -486,9 +489,9 @@ class GroupConsumer:
         self._positions.pop(tp, None)
 
     def _on_offsets(self, msg: OffsetFetchResponse, now: int) -> None:
-        if self._fetching_offsets is None:
-            return
-        asked, _ = self._fetching_offsets
+        if self._fetching_offsets is None or msg.correlation != self._fetching_offsets[2]:
+            return  # the answer to a fetch given up on (timed out, or a rebalance)
+        asked, _, _ = self._fetching_offsets
         self._fetching_offsets = None
         keys = [_key(tp) for tp in asked]
         if msg.error != NONE:
@@ -683,7 +686,7 @@ class GroupConsumer:
         if not self.member.coordinator:
             return  # retried on a later tick, once the coordinator is known again
         c.sent_at = now
-        self._correlation += 1
+        self._correlation = self.member.next_correlation()
         offsets = tuple(sorted((_tp(k), o) for k, o in c.offsets.items()))
         group = self.member.config.group
         effects.send(

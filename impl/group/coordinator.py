@@ -142,6 +142,11 @@ class MemberState:
     partitions: Partitions = ()
     reported: Partitions = ()
     """What its last JoinGroup said it owns (``JoinGroup.owned``)."""
+    join_correlation: int = 0
+    sync_correlation: int = 0
+    """The correlation ids of its parked JoinGroup and SyncGroup: their answers, sent later,
+    echo them (Kafka answers a parked request on the connection it came in on; the client
+    drops an answer whose request it no longer waits for)."""
 
 
 @attrs.define
@@ -239,9 +244,9 @@ class Coordinator:
         for mid in sorted(g.members):
             m = g.members[mid]
             if m.awaiting_join:
-                effects.send(m.client, JoinGroupResponse(group, NOT_COORDINATOR))
+                effects.send(m.client, _join_error(group, NOT_COORDINATOR, m.join_correlation))
             if m.awaiting_sync:
-                effects.send(m.client, SyncGroupResponse(group, NOT_COORDINATOR))
+                effects.send(m.client, _sync_error(group, NOT_COORDINATOR, m.sync_correlation))
         return effects
 
     # ------------------------------------------------------------------ requests
@@ -254,23 +259,24 @@ class Coordinator:
             if isinstance(msg, OffsetFetch) and self.config.fetch_before_load:
                 cache = self.offsets.get(group, {})  # the bug: not loaded yet
                 answer = tuple((tp, cache.get(tp, NO_OFFSET)) for tp in msg.partitions)
-                effects.send(src, OffsetFetchResponse(group, NONE, answer))
+                effects.send(src, OffsetFetchResponse(group, NONE, answer, msg.correlation))
                 return effects
             self._refuse(src, msg, COORDINATOR_LOAD_IN_PROGRESS, effects)
             return effects
         if isinstance(msg, JoinGroup):
             if g is None:
-                effects.send(src, JoinGroupResponse(group, NOT_COORDINATOR))
+                effects.send(src, _join_error(group, NOT_COORDINATOR, msg.correlation))
             else:
                 self._join(g, src, msg, now, effects)
         elif isinstance(msg, SyncGroup):
             if g is None:
-                effects.send(src, SyncGroupResponse(group, NOT_COORDINATOR))
+                effects.send(src, _sync_error(group, NOT_COORDINATOR, msg.correlation))
             else:
                 self._sync(g, src, msg, now, effects)
         elif isinstance(msg, Heartbeat):
             error = NOT_COORDINATOR if g is None else self._heartbeat(g, msg, now)
-            effects.send(src, HeartbeatResponse(group, error, g.generation if g else -1))
+            generation = g.generation if g else -1
+            effects.send(src, HeartbeatResponse(group, error, generation, msg.correlation))
         elif isinstance(msg, LeaveGroup):
             if g is None:
                 effects.send(src, LeaveGroupResponse(group, NOT_COORDINATOR))
@@ -299,11 +305,13 @@ class Coordinator:
             )
         elif isinstance(msg, OffsetFetch):
             if g is None:
-                effects.send(src, OffsetFetchResponse(group, NOT_COORDINATOR))
+                effects.send(
+                    src, OffsetFetchResponse(group, NOT_COORDINATOR, correlation=msg.correlation)
+                )
             else:
                 cache = self.offsets.get(group, {})
                 answer = tuple((tp, cache.get(tp, NO_OFFSET)) for tp in msg.partitions)
-                effects.send(src, OffsetFetchResponse(group, NONE, answer))
+                effects.send(src, OffsetFetchResponse(group, NONE, answer, msg.correlation))
         else:
             raise TypeError(f"a group coordinator handles group requests, not {msg.describe()}")
         return effects
@@ -313,17 +321,17 @@ class Coordinator:
         """Answer a group request with ``error`` and change nothing."""
         group = getattr(msg, "group", "")
         if isinstance(msg, JoinGroup):
-            effects.send(src, JoinGroupResponse(group, error))
+            effects.send(src, _join_error(group, error, msg.correlation))
         elif isinstance(msg, SyncGroup):
-            effects.send(src, SyncGroupResponse(group, error))
+            effects.send(src, _sync_error(group, error, msg.correlation))
         elif isinstance(msg, Heartbeat):
-            effects.send(src, HeartbeatResponse(group, error))
+            effects.send(src, HeartbeatResponse(group, error, correlation=msg.correlation))
         elif isinstance(msg, LeaveGroup):
             effects.send(src, LeaveGroupResponse(group, error))
         elif isinstance(msg, OffsetCommit):
             effects.send(src, OffsetCommitResponse(group, error, -1, msg.offsets, msg.correlation))
         elif isinstance(msg, OffsetFetch):
-            effects.send(src, OffsetFetchResponse(group, error))
+            effects.send(src, OffsetFetchResponse(group, error, correlation=msg.correlation))
         else:
             raise TypeError(f"a group coordinator handles group requests, not {msg.describe()}")
 
@@ -360,7 +368,7 @@ class Coordinator:
             self._next_member += 1
             mid = f"{msg.client_id}-{self.name}-{self._next_member}"
         elif mid not in g.members:
-            effects.send(src, JoinGroupResponse(msg.group, UNKNOWN_MEMBER_ID))
+            effects.send(src, _join_error(msg.group, UNKNOWN_MEMBER_ID, msg.correlation))
             return
         m = g.members.get(mid)
         if m is None:
@@ -372,6 +380,7 @@ class Coordinator:
             msg.rebalance_timeout_ns,
         )
         m.awaiting_join, m.awaiting_sync = True, False
+        m.join_correlation = msg.correlation
         m.reported = msg.owned
         if g.state != PREPARING:
             self._prepare(g, msg.group, now, effects)
@@ -389,7 +398,9 @@ class Coordinator:
             m = g.members[mid]
             if m.awaiting_sync:
                 m.awaiting_sync = False
-                effects.send(m.client, SyncGroupResponse(group, REBALANCE_IN_PROGRESS))
+                effects.send(
+                    m.client, _sync_error(group, REBALANCE_IN_PROGRESS, m.sync_correlation)
+                )
 
     def _try_complete_join(
         self, g: GroupState, group: str, now: int, effects: Effects, expired: bool = False
@@ -428,6 +439,7 @@ class Coordinator:
                     g.leader,
                     subscriptions if lead else (),
                     reported if lead else (),
+                    m.join_correlation,
                 ),
             )
 
@@ -438,14 +450,18 @@ class Coordinator:
         if error == NONE and g.state == PREPARING:
             error = REBALANCE_IN_PROGRESS
         if error != NONE:
-            effects.send(src, SyncGroupResponse(msg.group, error))
+            effects.send(src, _sync_error(msg.group, error, msg.correlation))
             return
         m = g.members[msg.member_id]
         m.last_heartbeat = now
         if g.state == STABLE:
-            effects.send(src, SyncGroupResponse(msg.group, NONE, g.generation, m.partitions))
+            effects.send(
+                src,
+                SyncGroupResponse(msg.group, NONE, g.generation, m.partitions, msg.correlation),
+            )
             return
         m.awaiting_sync = True
+        m.sync_correlation = msg.correlation
         if msg.member_id != g.leader or self.storing.get(msg.group) == g.generation:
             return
         given = dict(msg.assignment)
@@ -484,7 +500,9 @@ class Coordinator:
                 member.awaiting_sync = False
                 effects.send(
                     member.client,
-                    SyncGroupResponse(group, NONE, g.generation, member.partitions),
+                    SyncGroupResponse(
+                        group, NONE, g.generation, member.partitions, member.sync_correlation
+                    ),
                 )
 
     def group_stored(self, group: str, generation: int, error: str, now: int) -> Effects:
@@ -507,7 +525,7 @@ class Coordinator:
             member.partitions = ()
             if member.awaiting_sync:
                 member.awaiting_sync = False
-                effects.send(member.client, SyncGroupResponse(group, error))
+                effects.send(member.client, _sync_error(group, error, member.sync_correlation))
         self._prepare(g, group, now, effects)
         return effects
 
@@ -553,9 +571,9 @@ class Coordinator:
     ) -> None:
         m = g.members.pop(mid)
         if m.awaiting_join:
-            effects.send(m.client, JoinGroupResponse(group, UNKNOWN_MEMBER_ID))
+            effects.send(m.client, _join_error(group, UNKNOWN_MEMBER_ID, m.join_correlation))
         if m.awaiting_sync:
-            effects.send(m.client, SyncGroupResponse(group, UNKNOWN_MEMBER_ID))
+            effects.send(m.client, _sync_error(group, UNKNOWN_MEMBER_ID, m.sync_correlation))
         if g.leader == mid:
             g.leader = ""
         effects.note(MemberRemoved(self.name, group, mid, why, now))
@@ -584,3 +602,11 @@ class Coordinator:
             if g.state == PREPARING and now >= g.rebalance_deadline:
                 self._try_complete_join(g, group, now, effects, expired=True)
         return effects
+
+
+def _join_error(group: str, error: str, correlation: int) -> JoinGroupResponse:
+    return JoinGroupResponse(group, error, correlation=correlation)
+
+
+def _sync_error(group: str, error: str, correlation: int) -> SyncGroupResponse:
+    return SyncGroupResponse(group, error, correlation=correlation)

@@ -298,9 +298,14 @@ class GroupHost:
         if isinstance(msg, FindCoordinator):
             leader = self._leader_of(self.partition)
             if leader is None:
-                effects.send(src, FindCoordinatorResponse(msg.group, COORDINATOR_NOT_AVAILABLE))
+                answer = FindCoordinatorResponse(
+                    msg.group, COORDINATOR_NOT_AVAILABLE, correlation=msg.correlation
+                )
             else:
-                effects.send(src, FindCoordinatorResponse(msg.group, NONE, self.brokers[leader]))
+                answer = FindCoordinatorResponse(
+                    msg.group, NONE, self.brokers[leader], msg.correlation
+                )
+            effects.send(src, answer)
             return effects
         effects.extend(self.coordinators[b].step(src, msg, now))
         self.notes.extend(effects.notes)

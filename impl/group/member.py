@@ -5,17 +5,22 @@ protocol) as a sans-I/O state machine.
 coordinator with FindCoordinator, joins, syncs, and is where rebalance listener callbacks
 run: ``onPartitionsRevoked`` before a rejoin, ``onPartitionsAssigned`` after a SyncGroup);
 ``tick(now)`` is the background heartbeat thread (heartbeats every
-``heartbeat.interval.ms``; a request unanswered after ``request.timeout.ms`` marks the
-coordinator unknown; a poll loop silent for longer than ``max.poll.interval.ms`` makes the
-member send LeaveGroup, as ``AbstractCoordinator.HeartbeatThread`` does); ``step(src, msg,
-now)`` takes a response. ``commit(now)`` sends an OffsetCommit for the owned partitions
-with the member id and generation (Kafka's fence against a zombie). ``now`` is the
-consumer's clock: the world hands it in.
+``heartbeat.interval.ms``; a request unanswered after ``request.timeout.ms`` closes its
+connection, failing every request in flight on it, and a join, sync or heartbeat failing so
+marks the coordinator unknown; a poll loop silent for longer than ``max.poll.interval.ms``
+makes the member send LeaveGroup, as ``AbstractCoordinator.HeartbeatThread`` does);
+``step(src, msg, now)`` takes a response. Each request carries a correlation id and its
+response echoes it: ``step`` drops a response that does not answer the request of its kind
+in flight, as ``NetworkClient`` never reads the answers of a connection it closed (a
+JoinGroup answer for an earlier member id, a SyncGroup answer for an earlier generation).
+``commit(now)`` sends an OffsetCommit for the owned partitions with the member id and
+generation (Kafka's fence against a zombie). ``now`` is the consumer's clock: the world
+hands it in.
 
 Errors, as ``AbstractCoordinator`` handles them: ``REBALANCE_IN_PROGRESS`` and
 ``ILLEGAL_GENERATION`` mean rejoin (keeping the member id for the first, resetting the
 generation for the second), ``UNKNOWN_MEMBER_ID`` rejoin as a new member,
-``NOT_COORDINATOR`` (or a group request timing out) look the coordinator up again
+``NOT_COORDINATOR`` (or a join, sync or heartbeat timing out) look the coordinator up again
 (``markCoordinatorUnknown``): a join or sync in progress starts again there, while a
 stable member keeps its generation and partitions and heartbeats the new coordinator,
 which loaded the group from ``__consumer_offsets``. Eager protocol: every rejoin revokes
@@ -69,7 +74,7 @@ from spec.group.lifecycle import (
     member_transition,
 )
 
-__all__ = ["ASSIGNORS", "Member", "MemberConfig"]
+__all__ = ["ASSIGNORS", "Member", "MemberConfig", "Request"]
 
 ASSIGNORS: dict[str, Callable[[Mapping[str, int], Mapping[str, Any]], Any]] = {
     "range": range_assign,
@@ -79,6 +84,14 @@ ASSIGNORS: dict[str, Callable[[Mapping[str, int], Mapping[str, Any]], Any]] = {
 STICKY_ASSIGNORS = {"sticky": sticky_assign, "cooperative-sticky": cooperative_assign}
 """The sticky ones (``impl.group.sticky``), which read what each member reported owning;
 ``cooperative-sticky`` also makes the member follow KIP-429's incremental protocol."""
+RESPONSES: dict[type[Message], str] = {
+    FindCoordinatorResponse: "find",
+    JoinGroupResponse: "join",
+    SyncGroupResponse: "sync",
+    HeartbeatResponse: "heartbeat",
+    OffsetCommitResponse: "commit",
+}
+"""Each response the member takes -> the kind of request it answers."""
 
 
 @attrs.frozen
@@ -100,6 +113,31 @@ class MemberConfig:
             )
         if self.heartbeat_interval_ns >= self.session_timeout_ns:
             raise ValueError("heartbeat.interval.ms must be lower than session.timeout.ms")
+
+
+MARK_COORDINATOR_UNKNOWN = frozenset({"join", "sync", "heartbeat"})
+"""The requests whose failure on a closed connection marks the coordinator unknown
+(``AbstractCoordinator.CoordinatorResponseHandler.onFailure``). Kafka's OffsetCommit handler
+does so too; ``GroupConsumer``'s commits do, this member's own ``commit`` (the harness's
+periodic one) does not."""
+
+
+CORRELATIONS_PER_PROCESS = 1 << 32
+"""Process ``p``'s correlation ids are ``p * CORRELATIONS_PER_PROCESS + 1, + 2, ...``: no two
+processes of a consumer share one. Kafka needs no such rule (a response travels on its
+request's connection, which dies with the process); the simulated networks deliver to the
+node, so an answer to a request of a killed process (a parked JoinGroup answered after the
+restart) reaches the new process, which must not take it for its own."""
+
+
+@attrs.frozen
+class Request:
+    """A request in flight: the node it went to, when, and its correlation id (the request
+    header's: ``NetworkClient`` matches each response to its request by it)."""
+
+    node: str
+    sent_at: int
+    correlation: int
 
 
 class Member:
@@ -128,8 +166,11 @@ class Member:
         self.owned: Partitions = ()
         self.last_poll = 0
         self.last_heartbeat_sent = 0
-        self.in_flight: dict[str, int] = {}
-        """Request kind -> when it was sent (one of each kind at a time)."""
+        self.in_flight: dict[str, Request] = {}
+        """Request kind -> the request of that kind in flight (one of each at a time)."""
+        self.correlation = process * CORRELATIONS_PER_PROCESS
+        """The correlation id of the last request sent (``NetworkClient``'s counter; see
+        ``CORRELATIONS_PER_PROCESS``)."""
         self.history: list[dict[str, Any]] = []
         self.listener: list[tuple[str, Partitions]] = []
         """The rebalance listener's calls, in order: ("revoked" | "assigned", partitions)."""
@@ -165,7 +206,6 @@ class Member:
             if self.config.assignor == "sticky":
                 reported = self.previous
             self.state = member_transition(self.state, JOINING)
-            self.in_flight["join"] = now
             effects.send(
                 self.coordinator,
                 JoinGroup(
@@ -176,6 +216,7 @@ class Member:
                     self.config.session_timeout_ns,
                     self.config.max_poll_interval_ns,
                     reported,
+                    self._request("join", self.coordinator, now),
                 ),
             )
         return effects
@@ -186,8 +227,8 @@ class Member:
         waits for one outside ``poll``."""
         effects = Effects()
         if not self.coordinator and "find" not in self.in_flight:
-            self.in_flight["find"] = now
-            effects.send(self._bootstrap(), FindCoordinator(self.config.group))
+            node = self._bootstrap()
+            effects.send(node, FindCoordinator(self.config.group, self._request("find", node, now)))
         return effects
 
     def commit(self, now: int, position: Callable[[tuple[str, int]], int]) -> Effects:
@@ -197,11 +238,11 @@ class Member:
             return effects
         if not self.coordinator:
             return self.find_coordinator(now)  # committed once it is known again
-        self.in_flight["commit"] = now
         offsets = tuple((tp, position(tp)) for tp in self.owned)
+        correlation = self._request("commit", self.coordinator, now)
         effects.send(
             self.coordinator,
-            OffsetCommit(self.config.group, self.member_id, self.generation, offsets),
+            OffsetCommit(self.config.group, self.member_id, self.generation, offsets, correlation),
         )
         return effects
 
@@ -219,16 +260,9 @@ class Member:
     def tick(self, now: int) -> Effects:
         effects = Effects()
         for kind in sorted(self.in_flight):
-            if (
-                kind in self.in_flight
-                and now - self.in_flight[kind] >= self.config.request_timeout_ns
-            ):
-                # NetworkClient times the request out and disconnects; for a group request
-                # the coordinator is marked unknown.
-                del self.in_flight[kind]
-                self.connection += 1
-                if kind in ("join", "sync", "heartbeat"):
-                    self.coordinator_unknown(now)
+            request = self.in_flight.get(kind)
+            if request is not None and now - request.sent_at >= self.config.request_timeout_ns:
+                self._disconnect(request.node, now)
         if self.member_id and now - self.last_poll > self.config.max_poll_interval_ns:
             # KIP-62: the heartbeat thread leaves the group for a poll loop that stalls.
             if self.coordinator:
@@ -243,22 +277,33 @@ class Member:
             and "heartbeat" not in self.in_flight
         ):
             self.last_heartbeat_sent = now
-            self.in_flight["heartbeat"] = now
+            correlation = self._request("heartbeat", self.coordinator, now)
             effects.send(
-                self.coordinator, Heartbeat(self.config.group, self.member_id, self.generation)
+                self.coordinator,
+                Heartbeat(self.config.group, self.member_id, self.generation, correlation),
             )
         return effects
 
     # ------------------------------------------------------------------ responses
 
     def step(self, src: str, msg: Message, now: int) -> Effects:
+        """Take a response. One that does not answer the request of its kind in flight (by
+        correlation id) is dropped: its request was given up on, and its connection closed
+        with it (Kafka's client never reads it), so it describes another member id or
+        generation than the one this member now asks about."""
         effects = Effects()
+        if isinstance(msg, LeaveGroupResponse):
+            return effects  # nothing waits for it (close does not)
+        kind = RESPONSES.get(type(msg))
+        if kind is None:
+            raise TypeError(f"a group member takes group responses, not {msg.describe()}")
+        if not self._answered(kind, getattr(msg, "correlation", 0)):
+            return effects
         if isinstance(msg, FindCoordinatorResponse):
-            self.in_flight.pop("find", None)
             if msg.error == NONE and msg.coordinator:
                 self.coordinator = msg.coordinator
         elif isinstance(msg, JoinGroupResponse):
-            if self.in_flight.pop("join", None) is None or self.state != JOINING:
+            if self.state != JOINING:
                 return effects
             if msg.error != NONE:
                 self._error(msg.error, now)
@@ -272,13 +317,15 @@ class Member:
             assignment: tuple[tuple[str, Partitions], ...] = ()
             if msg.leader == msg.member_id:
                 assignment = self._assign(dict(msg.members), dict(msg.owned))
-            self.in_flight["sync"] = now
+            correlation = self._request("sync", self.coordinator, now)
             effects.send(
                 self.coordinator,
-                SyncGroup(self.config.group, self.member_id, self.generation, assignment),
+                SyncGroup(
+                    self.config.group, self.member_id, self.generation, assignment, correlation
+                ),
             )
         elif isinstance(msg, SyncGroupResponse):
-            if self.in_flight.pop("sync", None) is None or self.state != AWAITING_SYNC:
+            if self.state != AWAITING_SYNC:
                 return effects
             if msg.error != NONE:
                 self._error(msg.error, now)
@@ -297,18 +344,55 @@ class Member:
                 # KIP-429: what was revoked is handed over by the next rebalance.
                 self._reset(now, keep_member_id=True)
         elif isinstance(msg, HeartbeatResponse):
-            self.in_flight.pop("heartbeat", None)
             if msg.error != NONE and self.state != UNJOINED:
                 self._error(msg.error, now)
-        elif isinstance(msg, OffsetCommitResponse):
-            self.in_flight.pop("commit", None)
-            if msg.error != NONE and self.state == MEMBER_STABLE:
-                self._error(msg.error, now)
-        elif isinstance(msg, LeaveGroupResponse):
-            pass
         else:
-            raise TypeError(f"a group member takes group responses, not {msg.describe()}")
+            self.commit_answered(msg.error, now)
         return effects
+
+    def commit_answered(self, error: str, now: int) -> None:
+        """An OffsetCommit of this member was answered with ``error``: a stable member
+        handles a fencing or coordinator error as any group response's
+        (``OffsetCommitResponseHandler``)."""
+        if error != NONE and self.state == MEMBER_STABLE:
+            self._error(error, now)
+
+    # ------------------------------------------------------------------ requests in flight
+
+    def next_correlation(self) -> int:
+        """A new correlation id of this client (``GroupConsumer``'s OffsetCommit and
+        OffsetFetch, which it matches to their answers itself, take theirs here too)."""
+        self.correlation += 1
+        assert self.correlation % CORRELATIONS_PER_PROCESS, f"{self.name}: correlation ids ran out"
+        return self.correlation
+
+    def _request(self, kind: str, node: str, now: int) -> int:
+        """Record a request of ``kind`` to ``node`` as in flight; return its correlation id."""
+        assert kind not in self.in_flight, f"{self.name}: a {kind} request is already in flight"
+        correlation = self.next_correlation()
+        self.in_flight[kind] = Request(node, now, correlation)
+        return correlation
+
+    def _answered(self, kind: str, correlation: int) -> bool:
+        """Whether a response with ``correlation`` answers the ``kind`` request in flight
+        (then no longer in flight)."""
+        request = self.in_flight.get(kind)
+        if request is None or request.correlation != correlation:
+            return False
+        del self.in_flight[kind]
+        return True
+
+    def _disconnect(self, node: str, now: int) -> None:
+        """A request to ``node`` timed out (``request.timeout.ms``): ``NetworkClient``
+        closes the connection and fails every request in flight on it
+        (``cancelInFlightRequests``); the next requests go on a new connection, and the
+        closed one's answers are never read (``step`` drops them)."""
+        self.connection += 1
+        failed = sorted(kind for kind, r in self.in_flight.items() if r.node == node)
+        for kind in failed:
+            del self.in_flight[kind]
+        if MARK_COORDINATOR_UNKNOWN.intersection(failed):
+            self.coordinator_unknown(now)
 
     # ------------------------------------------------------------------ internals
 

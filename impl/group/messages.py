@@ -3,7 +3,9 @@ message values, and the notes a coordinator leaves for the world's records.
 
 Partitions travel as ``(topic, partition)`` tuples, sorted; an assignment as a tuple of
 ``(member_id, partitions)`` pairs sorted by member id, so every value describes the same in
-every process. Error codes are Kafka's names (``Errors``).
+every process. Error codes are Kafka's names (``Errors``). A request carries the correlation
+id of its request header, which its response echoes (the coordinator keeps it with a parked
+JoinGroup or SyncGroup): the client matches each response to its request by it.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class FindCoordinator(Message):
     """``FindCoordinator`` (key type GROUP): which broker coordinates ``group``?"""
 
     group: str = attrs.field(validator=non_empty_str)
+    correlation: int = 0
+    """The request header's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -92,6 +96,8 @@ class FindCoordinatorResponse(Message):
     group: str = attrs.field(validator=non_empty_str)
     error: str = attrs.field(validator=_error)
     coordinator: str = ""
+    correlation: int = 0
+    """The correlation id of the request answered."""
 
 
 @message
@@ -109,6 +115,8 @@ class JoinGroup(Message):
     owned: Partitions = ()
     """What the member owns (cooperative, KIP-429's ``ownedPartitions``) or owned before it
     revoked (the eager ``StickyAssignor``'s user data); empty for the other assignors."""
+    correlation: int = 0
+    """The request header's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -124,6 +132,8 @@ class JoinGroupResponse(Message):
     members: tuple[tuple[str, tuple[str, ...]], ...] = ()
     owned: tuple[tuple[str, Partitions], ...] = ()
     """For the leader: what each member reported owning in its JoinGroup."""
+    correlation: int = 0
+    """The correlation id of the request answered."""
 
 
 @message
@@ -134,6 +144,8 @@ class SyncGroup(Message):
     member_id: str
     generation: int
     assignment: tuple[tuple[str, Partitions], ...] = ()
+    correlation: int = 0
+    """The request header's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -142,6 +154,8 @@ class SyncGroupResponse(Message):
     error: str = attrs.field(validator=_error)
     generation: int = -1
     partitions: Partitions = ()
+    correlation: int = 0
+    """The correlation id of the request answered."""
 
 
 @message
@@ -149,6 +163,8 @@ class Heartbeat(Message):
     group: str
     member_id: str
     generation: int
+    correlation: int = 0
+    """The request header's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -156,6 +172,8 @@ class HeartbeatResponse(Message):
     group: str
     error: str = attrs.field(validator=_error)
     generation: int = -1
+    correlation: int = 0
+    """The correlation id of the request answered."""
 
 
 @message
@@ -200,6 +218,8 @@ class OffsetFetch(Message):
 
     group: str
     partitions: Partitions
+    correlation: int = 0
+    """The request header's correlation id, echoed by its response (0: none)."""
 
 
 @message
@@ -208,6 +228,8 @@ class OffsetFetchResponse(Message):
     error: str = attrs.field(validator=_error)
     offsets: tuple[tuple[tuple[str, int], int], ...] = ()
     """Per partition the committed offset (the next to read), ``NO_OFFSET`` when none."""
+    correlation: int = 0
+    """The correlation id of the request answered."""
 
 
 # Notes: what the coordinator tells the world's records (not sent on the network) ------------

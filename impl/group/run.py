@@ -8,8 +8,11 @@ on a ``coordinator-failover`` fault: the old broker unloads the group, the new o
 group's last stored state, what Kafka's ``GroupMetadata`` record held). Each consumer's
 application polls every ``poll_interval_ns`` and commits its positions every
 ``commit_interval_ns``. The network delays each message (uniformly up to
-``max_delay_ns``) and keeps each link in order (one TCP connection). Faults, drawn from
-the seed's ``faults`` stream every ``fault_interval_ns``:
+``max_delay_ns``) and keeps each link in order (one TCP connection); what is sent to a
+consumer is lost with the process it was sent to (a restarted consumer never reads its
+previous incarnation's connections), and a consumer drops a response whose request it gave
+up on (``impl.group.member``: correlation ids). Faults, drawn from the seed's ``faults``
+stream every ``fault_interval_ns``:
 
 - ``pause-consumer``: SIGSTOP a consumer for up to three session timeouts (the zombie:
   it resumes believing it owns its partitions);
@@ -114,6 +117,9 @@ class GroupRun:
         self.coordinators[self.leader].load(config.group, None, 0)
         self.paused: dict[str, int] = {}
         self.dead: set[str] = set()
+        self.lost_with_process = 0
+        """Messages dropped on reaching a restarted consumer: they were sent to its previous
+        process, whose connections died with it."""
         self.history: list[dict[str, Any]] = []
         self.invariants = GroupInvariants(
             config.topic, config.partitions, config.assignor == "cooperative-sticky"
@@ -177,7 +183,7 @@ class GroupRun:
             link = (src, dst, conn)
             at = max(self.now + delay, self._link_free.get(link, 0))
             self._link_free[link] = at
-            self._at(at, "deliver", (src, dst, msg))
+            self._at(at, "deliver", (src, dst, msg, self._incarnation.get(dst, 0)))
 
     def _collect(self, member: Member) -> None:
         for op in member.history:
@@ -195,8 +201,11 @@ class GroupRun:
             at, _, kind, arg = heapq.heappop(self._queue)
             self.now = at
             if kind == "deliver":
-                src, dst, msg = arg
+                src, dst, msg, incarnation = arg
                 if dst in self.dead:
+                    continue
+                if self._incarnation.get(dst, 0) != incarnation:
+                    self.lost_with_process += 1  # its connection died with that process
                     continue
                 if dst in self.paused:  # SIGSTOP: the socket buffers it until resumed
                     self._at(self.paused[dst], "deliver", arg)
@@ -234,7 +243,8 @@ class GroupRun:
     def _deliver(self, src: str, dst: str, msg: Message) -> None:
         if dst in self.coordinators:
             if isinstance(msg, FindCoordinator):
-                self._send(dst, _one(src, FindCoordinatorResponse(msg.group, NONE, self.leader)))
+                answer = FindCoordinatorResponse(msg.group, NONE, self.leader, msg.correlation)
+                self._send(dst, _one(src, answer))
                 return
             coordinator = self.coordinators[dst]
             effects = coordinator.step(src, msg, self.now)
