@@ -45,7 +45,9 @@ names a mechanism (`MECHANISMS`):
 ``hw-truncation``, ``epoch-truncation``, ``stale-epoch-truncation``
     The replica had the write and truncated it away by the protocol's truncation rule: to
     its high watermark before KIP-101, by the leader epoch without the fixes of KIP-279
-    (``kip101`` rule) or of KIP-320 (``kip279`` rule).
+    (``kip101`` rule) or of KIP-320 (``kip279`` rule). The cut may come before the
+    acknowledgement: without KIP-320's fencing the leader can count a fetch the follower
+    sent before it truncated, and advance the high watermark over what it just cut.
 ``unexplained``
     None of the above: with the safe configuration, a bug of the implementation.
 
@@ -361,11 +363,25 @@ def _explain_one(
         if tuple(isr) == (root.broker,):
             return "last-replica-standing", root, story
         return "unclean-shutdown-leader", root, story
-    truncated = any(
-        isinstance(e, Truncation) and e.broker == root.broker and e.to_offset <= o < e.from_offset
-        for e in between
+    # The truncation may come before the acknowledgement: without KIP-320's fencing a
+    # leader counts a fetch its follower sent before truncating (the follower's log end
+    # as it was), advances the high watermark past what the follower still holds, and
+    # acknowledges writes the follower has just cut away.
+    cut = next(
+        (
+            e
+            for e in events
+            if isinstance(e, Truncation)
+            and e.broker == root.broker
+            and write.invoked_at <= e.time <= root.time
+            and e.to_offset <= o < e.from_offset
+        ),
+        None,
     )
-    if truncated and truncation in _TRUNCATION_MECHANISM:
+    truncated = cut is not None
+    if cut is not None and truncation in _TRUNCATION_MECHANISM:
+        if cut.time < start:
+            story = _story(write, ack, root, events, faults, cut.time, root.time)
         return _TRUNCATION_MECHANISM[truncation], root, story
     if acks in ("0", "1") and not truncated:
         return "acks-leader-failure", root, story
