@@ -238,6 +238,25 @@ def test_a_zombie_controllers_write_is_refused_and_it_resigns():
     assert state(store) == (1, 1, {1, 2})
 
 
+def test_a_zombie_whose_session_expired_learns_of_no_new_registration():
+    """The ``/brokers/ids`` watch is the session's: a controller whose session expired
+    (it has not noticed yet) does not send its stale context to a broker that registered
+    since, stamped with that broker's new broker epoch (``onBrokerStartup`` is the live
+    controller's)."""
+    store, zombie = setup()
+    zombie.tick(0)
+    store.close_session(1)  # paused past the session timeout: /controller goes with it
+    store.close_session(3)
+    successor = elect(store, zombie.config, 2)
+    successor.tick(0)  # b1's leadership fails over to b2
+    successor.tick(0)  # b3 leaves the ISR: its failure is handled
+    assert state(store) == (2, 2, {2})
+    store.step("b3", BrokerRegistration(3, 1), 0)
+    assert [m.leader_epoch for _, m in sent(successor.tick(0))] == [2], "the live one tells b3"
+    stale = [m for dst, m in sent(zombie.tick(0)) if dst == "b3"]
+    assert not stale, f"the zombie sent b3 its stale context: {stale}"
+
+
 def test_without_the_store_fence_a_zombie_writes_over_the_new_controller():
     store, zombie = setup(conditional_writes=False)
     zombie.tick(0)

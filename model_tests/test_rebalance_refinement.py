@@ -162,6 +162,36 @@ def test_the_shutting_set_follows_a_controlled_shutdown_until_the_restart():
     assert check.prev.meta.shutting == frozenset(), "b1 registered again"
 
 
+def test_a_zombie_controller_does_not_send_its_stale_context_to_a_restarted_broker():
+    """A case the slow test below once drew, replayed rule by rule (each event checked):
+    the operator moves the controller to b2; leader b1 stops and b2 takes over (leader
+    epoch 1, ISR {2, 3}); b3 crashes; leader b2 stops past its session timeout, so with no
+    broker registered the store's controller writes leader epoch 2 (no leader, ISR {3})
+    in b2's controller epoch; b2 wakes up, a zombie that has not noticed its session is
+    gone; b3 restarts with an empty log and asks for a controlled shutdown. The zombie's
+    ``/brokers/ids`` watch must not fire for b3's new registration: it would send b3 its
+    stale leader epoch 1 stamped with b3's new broker epoch, which b3 (no newer epoch
+    recovered, same controller epoch) applies -- no ``spec.replication`` step, since that
+    request was meant for b3's previous incarnation."""
+    machine: Any = elr_machine()()
+    swarm = {"redeliver", "crash", "controller_move", "controller_pause", "preferred"}
+    swarm |= {"fail_leader", "drop", "pause", "consumer"}
+    machine.start(seed=0, swarm=swarm, bootstrap=True)
+    c = machine.c
+    machine.controller_moves()
+    machine.fail_leader(False)
+    c.crash("b3", torn={path: 0 for path, _ in c.unflushed_files(3)})
+    machine._after("crash b3")
+    machine.fail_leader(True)
+    assert c.store.controller == NO_LEADER and 2 in c.controllers, "b2 is a zombie"
+    assert c.store.partitions[KEY].leader_epoch == 2
+    c.restart("b3")
+    machine._after("restart b3")
+    assert c.store.registrations == {3: 4} and 2 in c.controllers, "b3 registered again"
+    machine.controlled_shutdown(3)  # its ticks: the zombie's, and every event is checked
+    assert c.brokers.get(3) is None, "b3 stopped cleanly"
+
+
 @pytest.mark.slow
 def test_with_elr_many_more_examples_keep_every_property():
     run_state_machine_as_test(elr_machine(), settings=machine_settings(3000))
