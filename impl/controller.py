@@ -827,14 +827,15 @@ class Controller:
         """A broker registered with a new broker epoch gets the published LeaderAndIsr of
         its partitions (``onBrokerStartup``); gone registrations are forgotten.
 
-        The ``/brokers/ids`` watch belongs to the controller's session: once that session
-        has expired (a zombie that has not noticed yet) no watch fires for it any more, so
-        it never learns of a registration made since. ZooKeeper delivers watches only to
-        the session that set them, and ``KafkaController`` resigns (the ``Expire`` event,
-        put with ``clearAndPut`` before a new session is opened) before it could read
-        ``/brokers/ids`` again. Otherwise a zombie would send its stale context -- an
-        older leader epoch than the store's -- stamped with the new broker epoch, which
-        the restarted broker (that recovered no newer leader epoch) would apply."""
+        The watch belongs to the controller's session: once that session has expired (a
+        zombie that has not noticed yet) it fires no more, so the zombie never learns of
+        a registration made since. ZooKeeper delivers watches only to the session that
+        set them, and ``KafkaController`` handles ``Expire`` (put with ``clearAndPut``,
+        dropping queued events, before the new session is opened) and resigns before a
+        watch on a new session can fire. Otherwise a zombie would send its stale context
+        (an older leader epoch than the store's) stamped with the new broker epoch; a
+        broker restarted with no newer leader epoch recovered applies it, unless the
+        controller epoch its registration answer carried fences it."""
         if not self._session_live():
             return
         registrations = self.store.registrations
