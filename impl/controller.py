@@ -818,9 +818,26 @@ class Controller:
             return True
         return False
 
+    def _session_live(self) -> bool:
+        """Whether the store session this controller was elected in is still open (its
+        broker's registration is the one it had then)."""
+        return self.store.registrations.get(self.broker_id) == self.session_epoch
+
     def _watch_registrations(self, out: Effects) -> None:
         """A broker registered with a new broker epoch gets the published LeaderAndIsr of
-        its partitions (``onBrokerStartup``); gone registrations are forgotten."""
+        its partitions (``onBrokerStartup``); gone registrations are forgotten.
+
+        The watch belongs to the controller's session: once that session has expired (a
+        zombie that has not noticed yet) it fires no more, so the zombie never learns of
+        a registration made since. ZooKeeper delivers watches only to the session that
+        set them, and ``KafkaController`` handles ``Expire`` (put with ``clearAndPut``,
+        dropping queued events, before the new session is opened) and resigns before a
+        watch on a new session can fire. Otherwise a zombie would send its stale context
+        (an older leader epoch than the store's) stamped with the new broker epoch; a
+        broker restarted with no newer leader epoch recovered applies it, unless the
+        controller epoch its registration answer carried fences it."""
+        if not self._session_live():
+            return
         registrations = self.store.registrations
         for broker in sorted(self.known):
             if broker not in registrations:

@@ -121,19 +121,21 @@ def test_a_sole_isr_leader_failing_leaves_the_partition_leaderless_until_unclean
 
 
 def test_a_broker_may_register_again_only_once_its_failure_is_handled():
+    # b3, not the controller's own broker b1: a controller whose session ended resigns
+    # (``test_a_zombie_whose_session_expired_learns_of_no_new_registration``).
     store, controller = setup()
     controller.tick(0)
-    store.close_session(1)
-    out = store.step("b1", BrokerRegistration(1, 1), 0)
+    store.close_session(3)
+    out = store.step("b3", BrokerRegistration(3, 1), 0)
     [(_, answer)] = [(d, m) for d, m in out.sends if isinstance(m, BrokerRegistrationResponse)]
     assert answer.error is Errors.DUPLICATE_BROKER_REGISTRATION
-    controller.tick(0)  # failover
-    out = store.step("b1", BrokerRegistration(1, 1), 0)
+    controller.tick(0)  # b3 leaves the ISR
+    out = store.step("b3", BrokerRegistration(3, 1), 0)
     answers = [m for _, m in out.sends if isinstance(m, BrokerRegistrationResponse)]
     assert answers[0].error is Errors.NONE and answers[0].broker_epoch == 4
     # The controller's /brokers/ids watch: the new registration gets the published state.
     [(_, request)] = sent(controller.tick(0))
-    assert (request.leader_epoch, request.leader, request.broker_epoch) == (1, 2, 4)
+    assert (request.leader_epoch, request.leader, request.broker_epoch) == (1, 1, 4)
 
 
 def test_a_heartbeat_from_an_old_registration_is_answered_stale():
@@ -236,6 +238,25 @@ def test_a_zombie_controllers_write_is_refused_and_it_resigns():
     assert state(store) == (0, 1, {1, 2, 3}), "the store refused it (BADVERSION)"
     successor.tick(0)
     assert state(store) == (1, 1, {1, 2})
+
+
+def test_a_zombie_whose_session_expired_learns_of_no_new_registration():
+    """The ``/brokers/ids`` watch is the session's: a controller whose session expired
+    (it has not noticed yet) does not send its stale context to a broker that registered
+    since, stamped with that broker's new broker epoch (``onBrokerStartup`` is the live
+    controller's)."""
+    store, zombie = setup()
+    zombie.tick(0)
+    store.close_session(1)  # paused past the session timeout: /controller goes with it
+    store.close_session(3)
+    successor = elect(store, zombie.config, 2)
+    successor.tick(0)  # b1's leadership fails over to b2
+    successor.tick(0)  # b3 leaves the ISR: its failure is handled
+    assert state(store) == (2, 2, {2})
+    store.step("b3", BrokerRegistration(3, 1), 0)
+    assert [m.leader_epoch for _, m in sent(successor.tick(0))] == [2], "the live one tells b3"
+    stale = [m for dst, m in sent(zombie.tick(0)) if dst == "b3"]
+    assert not stale, f"the zombie sent b3 its stale context: {stale}"
 
 
 def test_without_the_store_fence_a_zombie_writes_over_the_new_controller():
