@@ -287,7 +287,8 @@ class _Job:
         frame = lines.frame
         if frame is None:
             return self._assemble(spec, [], [], {}, lines)
-        frame = _with_reassign_copies(frame)
+        if lines.stats.reassigns:
+            frame = _with_reassign_copies(frame)
         self.frame = frame
 
         huge = self._huge_keys(lines.stats.estimates, frame)
