@@ -306,18 +306,27 @@ class _Pairs:
     pending: dict[int, tuple[int, str]] = attrs.field(factory=dict)
 
     def see(self, op: Op, pos: int) -> None:
-        proc = process_id(op.process)
-        open_ = self.pending.get(proc)
-        if op.type == "invoke":
+        # called once per op of the job: `process_id` of an ordinary process inlined
+        process = op.process
+        if type(process) is int and -(1 << 60) < process < (1 << 60):
+            proc = process * 2
+        else:
+            proc = process_id(process)
+        pending = self.pending
+        open_ = pending.get(proc)
+        kind = op.type
+        if kind == "invoke":
             if open_ is not None:
                 self._add(proc, open_[0], -2)
-            self.pending[proc] = (pos, op.f)
+            pending[proc] = (pos, op.f)
             return
         if open_ is None or open_[1] != op.f:
             self._add(proc, pos, -3)
             return
-        del self.pending[proc]
-        self._add(proc, open_[0], -10 - pos if op.type == "info" else pos)
+        del pending[proc]
+        self.proc.append(proc)
+        self.inv.append(open_[0])
+        self.code.append(-10 - pos if kind == "info" else pos)
 
     def _add(self, proc: int, inv: int, code: int) -> None:
         self.proc.append(proc)
@@ -508,6 +517,80 @@ def arrow_check(spec: JobSpec, result_type: Any) -> Callable[..., Any]:
         return pa.scalar(dict(zip(names, (*result, files), strict=True)), type=result_type)
 
     return check
+
+
+def partition_check(spec: JobSpec, schema: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """`check_group` over a whole partition, as the function of ``mapInArrow``: Spark hands
+    it the partition's rows as Arrow batches, ``(pos, run_eff, key, text)`` and optionally
+    ``(exclude, override)`` (the same on every row of a group), every row of a (run, key)
+    in this partition (the frame is hash-partitioned by them) and in no order. It sorts
+    them by (key, run, position) in Arrow and checks each group in turn, yielding rows of
+    ``schema`` (its Arrow schema, made on the driver): ``(run_eff, key, files, r)``, ``r``
+    a struct of `ARROW_RESULT_DDL`. Beside a grouped Arrow UDF, the JVM is spared sorting
+    every line by its group; the worker holds the partition's lines as Arrow meanwhile
+    (about their text's size: the job's partitions are a few tens of MB)."""
+    result_type = schema.field("r").type
+    names = [field.name for field in result_type]
+
+    def check(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        received = [batch for batch in batches if batch.num_rows]
+        if not received:
+            return
+        table = pa.Table.from_batches(received)
+        del received
+        # large strings: a partition's text may pass 2 GB once gathered
+        text_at = table.schema.get_field_index("text")
+        table = table.set_column(text_at, "text", table.column("text").cast(pa.large_string()))
+        order = pc.sort_indices(
+            table,
+            sort_keys=[("key", "ascending"), ("run_eff", "ascending"), ("pos", "ascending")],
+        )  # nulls at the end, Arrow's default
+        table = table.take(order).combine_chunks()
+        starts = _group_starts(table.column("key"), table.column("run_eff"))
+        extra = "exclude" in table.column_names
+        rows: list[dict[str, Any]] = []
+        for begin, end in zip(starts, [*starts[1:], table.num_rows], strict=True):
+            part = table.slice(begin, end - begin)
+            pos = part.column("pos")
+            files = sorted(pc.unique(pc.shift_right(pos, FILE_SHIFT)).to_pylist())
+            run_eff, key = part.column("run_eff")[0].as_py(), part.column("key")[0].as_py()
+            result = check_group(
+                spec,
+                run_eff,
+                key,
+                pos.to_pylist(),
+                part.column("text").to_pylist(),
+                part.column("exclude")[0].as_py() if extra else None,
+                part.column("override")[0].as_py() if extra else None,
+            )
+            r = dict(zip(names, (*result, files), strict=True))
+            rows.append({"run_eff": run_eff, "key": key, "files": files, "r": r})
+            if len(rows) >= 64:  # results carry pair arrays: hand them on in small batches
+                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                rows = []
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    return check
+
+
+def _group_starts(key: Any, run: Any) -> list[int]:
+    """Where each (key, run) group starts in columns sorted by them (null keys last)."""
+    import pyarrow.compute as pc
+
+    n = len(key)
+    if n <= 1:
+        return [0] if n else []
+    before, after = key.slice(0, n - 1), key.slice(1)
+    changed = pc.or_(
+        pc.fill_null(pc.not_equal(before, after), False),
+        pc.not_equal(pc.is_null(before), pc.is_null(after)),
+    )
+    changed = pc.or_(changed, pc.fill_null(pc.not_equal(run.slice(0, n - 1), run.slice(1)), True))
+    return [0, *(i + 1 for i in pc.indices_nonzero(changed).to_pylist())]
 
 
 def _text_or_none(value: Any) -> str | None:
