@@ -200,31 +200,17 @@ def test_a_per_key_timeout_gives_unknown_for_that_key_not_a_failed_job(spark: An
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("path", ["map", "grouped", "row"])
-def test_each_way_to_hand_groups_to_the_workers_gives_the_local_engines_results(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+def test_the_row_udf_of_older_pyspark_gives_the_local_engines_results(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the same results, reruns included (rejected lines, a process whose ops interleave
-    # across keys, ops without an index, kv's model), whichever way the groups reach the
-    # workers: partitions through mapInArrow (the default, pandas or not), a grouped
-    # arrow_udf (where PySpark has no Arrow map), a row UDF over each group's sorted
-    # collect_list (before PySpark 4.1)
+    # before PySpark 4.1 (no arrow_udf) each group reaches its worker as a sorted
+    # collect_list through a row UDF: the same results, reruns included (rejected lines,
+    # a process whose ops interleave across keys, ops without an index, kv's model)
     from jepsen_py.checker.spark import job
 
     paths = [*map(str, _runs(tmp_path / "runs")), *map(str, _broken(tmp_path))]
-    mapped: list[bool] = []
-    real = job._check_frame_map
-
-    def spy(*args: Any) -> Any:
-        frame = real(*args) if path == "map" else None
-        mapped.append(frame is not None)
-        return frame
-
-    monkeypatch.setattr(job, "_check_frame_map", spy)
-    if path == "row":
-        monkeypatch.setattr(job, "_arrow_udf", lambda: None)
+    monkeypatch.setattr(job, "_arrow_udf", lambda: None)
     results = _verify(spark, paths)
-    assert mapped and all(mapped) is (path == "map")
     assert len(results) == len(paths)
     disagreements = {r.path: d for r in results if (d := _compare(r, verify_path(r.path)))}
     assert not disagreements

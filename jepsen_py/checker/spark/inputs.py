@@ -18,7 +18,8 @@ JSONL and Parquet are read by Spark, with an explicit schema (no inference pass)
   ``monotonically_increasing_id`` counts rows within its partition, where a split's rows
   are consecutive; one aggregation counts each split's rows, and the line of a row is the
   rows of earlier splits of its file plus its place in its split. The same pass samples
-  ``run``/``key`` to estimate each key's size (`LineStats`).
+  ``run``/``key`` to estimate each key's size, and counts the ``assign``/``subscribe``
+  lines, whose copies the job makes only when there are any (`LineStats`).
 - Parquet with this project's columns (`jepsen_py.history.parquet.SCHEMA`); the "line" is
   the row number (``_metadata.row_index + 1``), as the local reader numbers rows.
 

@@ -4,7 +4,9 @@ check every group in the executors, and settle on the driver what no single grou
 The usual path is one pass over the data after a cheap first one:
 
 1. `inputs.read_lines`: the first pass counts each file split's lines (exact line numbers)
-   and samples keys (their sizes); the lines DataFrame ``(pos, run_eff, key, text)``;
+   and its ``assign``/``subscribe`` lines, and samples keys (their sizes); the lines
+   DataFrame ``(pos, run_eff, key, text)``, and, only when there are such lines, a copy of
+   each in the group of every other key of its run;
 2. per-key path: ``groupBy(run_eff, key)``, each group's lines handed to a Python worker
    as Arrow arrays (a grouped-aggregate ``arrow_udf``; before PySpark 4.1 a row UDF over
    the sorted ``collect_list``) and checked by `keycheck.check_group` in history order
@@ -75,7 +77,6 @@ from jepsen_py.checker.spark.keycheck import (
     file_of,
     guess_model,
     line_of,
-    partition_check,
     validate_lines,
 )
 from jepsen_py.checker.spark.output import write_outputs
@@ -716,9 +717,6 @@ def _check_frame(frame: DataFrame, spec: JobSpec, extra: DataFrame | None = None
     joined = (F.col("run_eff") == F.col("x_run")) & F.col("key").eqNullSafe(F.col("x_key"))
     if extra is not None:
         extra = extra.withColumnRenamed("run_eff", "x_run").withColumnRenamed("key", "x_key")
-    mapped = _check_frame_map(frame, spec, extra, joined)
-    if mapped is not None:
-        return mapped
     if _arrow_udf() is not None:
         return _check_frame_arrow(frame, spec, extra, joined)
     grouped = frame.groupBy("run_eff", "key").agg(
@@ -731,68 +729,6 @@ def _check_frame(frame: DataFrame, spec: JobSpec, extra: DataFrame | None = None
         arguments += [F.col("exclude"), F.col("override")]
     files = F.expr(f"array_distinct(transform(l.pos, p -> shiftright(p, {FILE_SHIFT})))")
     return grouped.select("run_eff", "key", files.alias("files"), udf(*arguments).alias("r"))
-
-
-def _check_frame_map(
-    frame: DataFrame, spec: JobSpec, extra: DataFrame | None, joined: Any
-) -> DataFrame | None:
-    """The lines hash-partitioned by (key, run) and each partition checked by
-    `keycheck.partition_check` through ``mapInArrow``: no sort of the lines in the JVM (a
-    grouped UDF sorts every partition by its groups first). None where PySpark cannot
-    map a frame through Arrow (`_map_in_arrow`)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import (
-        ArrayType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-        _parse_datatype_string,
-    )
-
-    result = _parse_datatype_string(ARROW_RESULT_DDL)
-    schema = StructType(
-        [
-            StructField("run_eff", StringType()),
-            StructField("key", StringType()),
-            StructField("files", ArrayType(LongType())),
-            StructField("r", result),
-        ]
-    )
-    columns = ["pos", "run_eff", "key", "text"]
-    if extra is not None:
-        frame = frame.join(F.broadcast(extra), joined)
-        columns += ["exclude", "override"]
-    partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    lines = frame.select(*columns).repartition(partitions, "key", "run_eff")
-    return _map_in_arrow(lines, partition_check(spec, to_arrow_schema(schema)), schema)
-
-
-def _map_in_arrow(frame: DataFrame, function: Any, schema: Any) -> DataFrame | None:
-    """``frame.mapInArrow(function, schema)``, or None where PySpark has no Arrow map.
-    PySpark's ``mapInArrow`` requires pandas, which an Arrow map never uses (the worker
-    reads and writes Arrow batches): without pandas, the same map is built by the calls
-    ``mapInArrow`` makes, bar the check."""
-    from pyspark.sql import DataFrame
-
-    if not hasattr(DataFrame, "mapInArrow"):
-        return None
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        return frame.mapInArrow(function, schema)
-    try:
-        from pyspark.sql.pandas.functions import vectorized_udf  # type: ignore[attr-defined]
-        from pyspark.util import PythonEvalType
-
-        udf = vectorized_udf(function, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF, "pandas")
-        column = udf(*[frame[name] for name in frame.columns])
-        return DataFrame(frame._jdf.mapInArrow(column._jc, False, None), frame.sparkSession)
-    except (ImportError, AttributeError, TypeError):
-        return None  # a PySpark whose internals differ: the grouped UDF instead
 
 
 def _arrow_udf() -> Any:
