@@ -286,6 +286,7 @@ class _Job:
         self.lines = lines
         self.figures["first_pass_seconds"] = round(time.perf_counter() - started, 3)
         self.figures["lines"] = sum(lines.stats.lines.values())
+        self.figures["reassign_lines"] = lines.stats.reassigns
         frame = lines.frame
         if frame is None:
             return self._assemble(spec, [], [], {}, lines)
