@@ -216,6 +216,35 @@ def test_the_row_udf_of_older_pyspark_gives_the_local_engines_results(
     assert not disagreements
 
 
+@pytest.mark.spark
+def test_assign_and_subscribe_lines_are_found_in_every_format_before_their_copies_are_skipped(
+    spark: Any, tmp_path: Path
+) -> None:
+    # the job copies an assign/subscribe line to every other key of its run only when the
+    # first pass counted one: a history with them, alone in its job, in JSONL and in
+    # Parquet, still gets the local engine's results; one without them skips the copies
+    # and loses nothing. (Seed 10: without the copies, a poll of key k1 after a reassign
+    # looks like a nonmonotonic poll, and the verdict turns ILLEGAL.)
+    from jepsen_py.checker.spark import SparkOptions, verify_spark
+
+    ops = generate_small(random.Random(10), SmallWorkload(keys=3, steps=80, p_fault=0.05))
+    assert any(op.f in ("assign", "subscribe") for op in ops)
+    inputs = {"jsonl": write_jsonl, "parquet": write_parquet}
+    for suffix, write in inputs.items():
+        path = tmp_path / f"consumers.{suffix}"
+        write(path, ops)
+        report = verify_spark([str(path)], SparkOptions(partitions=2), spark=spark)
+        assert report.figures["reassign_lines"] > 0, suffix
+        (result,) = report.inputs
+        assert not _compare(result, verify_path(str(path))), suffix
+    plain = tmp_path / "plain.jsonl"
+    write_jsonl(plain, generate(random.Random(6), LogWorkload(ops=300, keys=3)))
+    report = verify_spark([str(plain)], SparkOptions(partitions=2), spark=spark)
+    assert report.figures["reassign_lines"] == 0
+    (result,) = report.inputs
+    assert result.verdict is Verdict.OK and not _compare(result, verify_path(str(plain)))
+
+
 W_SMALL = LogWorkload(
     ops=60,
     producers=3,

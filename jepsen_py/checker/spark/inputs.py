@@ -18,7 +18,8 @@ JSONL and Parquet are read by Spark, with an explicit schema (no inference pass)
   ``monotonically_increasing_id`` counts rows within its partition, where a split's rows
   are consecutive; one aggregation counts each split's rows, and the line of a row is the
   rows of earlier splits of its file plus its place in its split. The same pass samples
-  ``run``/``key`` to estimate each key's size (`LineStats`).
+  ``run``/``key`` to estimate each key's size, and counts the ``assign``/``subscribe``
+  lines, whose copies the job makes only when there are any (`LineStats`).
 - Parquet with this project's columns (`jepsen_py.history.parquet.SCHEMA`); the "line" is
   the row number (``_metadata.row_index + 1``), as the local reader numbers rows.
 
@@ -47,12 +48,14 @@ from jepsen_py.checker.spark.keycheck import (
     FILE_RUN,
     FILE_SHIFT,
     NOT_UTF8_LINE,
+    REASSIGN_PATTERN,
     JobSpec,
     exact_group,
     op_record_text,
     position,
     run_of,
 )
+from jepsen_py.checker.taxonomy import REASSIGN_FS
 from jepsen_py.history import FORMATS, HistoryError, Rejection, Rejections, detect_format, validate
 from jepsen_py.history.files import (
     format_by_name,
@@ -201,6 +204,9 @@ class LineStats:
     lines: dict[int, int]
     blanks: dict[int, int]
     estimates: dict[tuple[str, str | None], int]
+    reassigns: int = 0
+    """Lines that may be ``assign``/``subscribe`` ops (`keycheck.REASSIGN_PATTERN`): when
+    there are none, the job hands no copies between keys and skips looking for them."""
 
 
 @attrs.define
@@ -263,6 +269,15 @@ def _key_expr(column: Any) -> Any:
     return F.when(column.contains('"key":"'), fast).otherwise(slow)
 
 
+def _reassign_flag(column: Any) -> Any:
+    """1 for a line `keycheck.REASSIGN_PATTERN` matches, else 0: the pattern only for the
+    lines that hold ``"assign"`` or ``"subscribe"`` (byte searches), which it needs."""
+    from pyspark.sql import functions as F
+
+    maybe = column.contains('"assign"') | column.contains('"subscribe"')
+    return F.when(maybe, column.rlike(REASSIGN_PATTERN).cast("int")).otherwise(F.lit(0))
+
+
 def read_lines(
     spark: SparkSession,
     files: list[InputFile],
@@ -281,6 +296,7 @@ def read_lines(
     line_counts: dict[int, int] = {}
     blanks: dict[int, int] = {}
     estimates: dict[tuple[str, str | None], int] = {}
+    reassigns = 0
     jsonl = [f for f in files if f.format == "jsonl"]
     parquet = [f for f in files if f.format == "parquet"]
     driver = [f for f in files if f.format in DRIVER_FORMATS]
@@ -311,9 +327,15 @@ def read_lines(
                 sampled.alias("sampled"),
                 F.when(sampled, _run_expr(F.col("text"))).alias("srun"),
                 F.when(sampled, _key_expr(F.col("text"))).alias("skey"),
+                _reassign_flag(F.col("text")).alias("reassign"),
             )
             .groupBy("path", "block", "sampled", "srun", "skey")
-            .agg(F.count(F.lit(1)).alias("n"), F.min("mid").alias("mid0"), F.sum("blank"))
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.min("mid").alias("mid0"),
+                F.sum("blank"),
+                F.sum("reassign").alias("reassigns"),
+            )
             .collect()
         )
         splits: dict[tuple[str, int], list[int]] = {}  # (path, block) -> [rows, mid0]
@@ -324,6 +346,7 @@ def read_lines(
             split[0] += row["n"]
             split[1] = min(split[1], row["mid0"])
             blanks[file_id] = blanks.get(file_id, 0) + int(row["sum(blank)"] or 0)
+            reassigns += int(row["reassigns"] or 0)
             if row["sampled"]:
                 group = (run_of(file_id, row["srun"]), row["skey"])
                 estimates[group] = estimates.get(group, 0) + round(row["n"] * scale)
@@ -377,14 +400,16 @@ def read_lines(
                 sampled.alias("sampled"),
                 F.when(sampled, F.col("run")).alias("srun"),
                 F.when(sampled, F.col("key")).alias("skey"),
+                F.col("f").isin(*REASSIGN_FS).cast("int").alias("reassign"),
             )
             .groupBy("path", "sampled", "srun", "skey")
-            .count()
+            .agg(F.count(F.lit(1)).alias("count"), F.sum("reassign").alias("reassigns"))
             .collect()
         )
         for row in stats:
             file_id = ids[normalize(row["path"])]
             line_counts[file_id] = line_counts.get(file_id, 0) + row["count"]
+            reassigns += int(row["reassigns"] or 0)
             if row["sampled"]:
                 group = (run_of(file_id, row["srun"]), row["skey"])
                 estimates[group] = estimates.get(group, 0) + round(row["count"] * scale)
@@ -412,7 +437,7 @@ def read_lines(
             lines = _exact(lines.select("pos", "file_id", "text"), exact)
         frames.append(lines)
 
-    out = Lines(None, LineStats(line_counts, blanks, estimates))
+    out = Lines(None, LineStats(line_counts, blanks, estimates, reassigns))
     if driver:
         driver_rows = _driver_rows(files, ids, driver, out, spec_models)
         if driver_rows:
@@ -453,6 +478,7 @@ def _driver_rows(
     keeping their order in the file (positions are that order: the real line travels in
     the record)."""
     rows: list[tuple[int, str, str | None, str]] = []
+    reassigns = 0
     for file in driver:
         file_id = ids[normalize(file.uri)]
         assert file.format is not None
@@ -470,6 +496,7 @@ def _driver_rows(
                 key = None if op.key is None else str(op.key)
                 pos = position(file_id, len(mine) + 1)
                 mine.append((pos, run_of(file_id, op.run), key, op_record_text(op)))
+                reassigns += op.f in REASSIGN_FS
             loaded = Loaded(
                 file.display,
                 file.format,
@@ -491,4 +518,5 @@ def _driver_rows(
             group = (run_of(file_id, run), None if key is None else str(key))
             out.stats.estimates[group] = out.stats.estimates.get(group, 0) + len(ops)
         rows.extend(mine)
+    out.stats = attrs.evolve(out.stats, reassigns=out.stats.reassigns + reassigns)
     return rows

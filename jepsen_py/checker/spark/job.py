@@ -4,7 +4,9 @@ check every group in the executors, and settle on the driver what no single grou
 The usual path is one pass over the data after a cheap first one:
 
 1. `inputs.read_lines`: the first pass counts each file split's lines (exact line numbers)
-   and samples keys (their sizes); the lines DataFrame ``(pos, run_eff, key, text)``;
+   and its ``assign``/``subscribe`` lines, and samples keys (their sizes); the lines
+   DataFrame ``(pos, run_eff, key, text)``, and, only when there are such lines, a copy of
+   each in the group of every other key of its run;
 2. per-key path: ``groupBy(run_eff, key)``, each group's lines handed to a Python worker
    as Arrow arrays (a grouped-aggregate ``arrow_udf``; before PySpark 4.1 a row UDF over
    the sorted ``collect_list``) and checked by `keycheck.check_group` in history order
@@ -284,10 +286,12 @@ class _Job:
         self.lines = lines
         self.figures["first_pass_seconds"] = round(time.perf_counter() - started, 3)
         self.figures["lines"] = sum(lines.stats.lines.values())
+        self.figures["reassign_lines"] = lines.stats.reassigns
         frame = lines.frame
         if frame is None:
             return self._assemble(spec, [], [], {}, lines)
-        frame = _with_reassign_copies(frame)
+        if lines.stats.reassigns:
+            frame = _with_reassign_copies(frame)
         self.frame = frame
 
         huge = self._huge_keys(lines.stats.estimates, frame)
