@@ -211,7 +211,8 @@ def test_the_member_table_refuses_an_illegal_move() -> None:
 
 
 def test_an_answer_on_a_connection_given_up_on_is_dropped() -> None:
-    """A JoinGroup unanswered for ``request.timeout.ms`` closes its connection; the answer
+    """A JoinGroup unanswered for its timeout (the rebalance timeout plus 5 s, as Kafka's
+    consumer gives it) closes its connection; the answer
     the coordinator still sends for it is never read (Kafka's ``NetworkClient`` matches a
     response to its request by correlation id, on the connection it went out on). Taken, it
     would make the member the member id that request created, and the next SyncGroup answer
@@ -224,7 +225,9 @@ def test_an_answer_on_a_connection_given_up_on_is_dropped() -> None:
     m.step("b1", FindCoordinatorResponse("g", NONE, "b1", find.correlation), 1)
     ((_, first),) = m.poll(2).sends
     ((_, late),) = c.step("c1", first, 3).sends  # generation 1 for c1-b1-1, slow to arrive
-    now = 2 + m.config.request_timeout_ns
+    m.tick(2 + m.config.request_timeout_ns)
+    assert "join" in m.in_flight, "a JoinGroup outlasts request.timeout.ms"
+    now = 2 + m.timeout_ns("join")
     m.tick(now)
     assert "join" not in m.in_flight and m.coordinator == "" and m.connection == 1
     ((_, find),) = m.poll(now).sends

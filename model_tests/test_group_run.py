@@ -35,10 +35,9 @@ def test_one_owner_per_partition_and_no_zombie_commit(seed: int) -> None:
 
 def test_the_bug_is_found_within_a_few_seeds() -> None:
     found = [s for s in range(1, 11) if not GroupRun(BUG, s).run().ok]
-    assert found[:2] == [2, 5], found
-    violations = GroupRun(BUG, 2).run().violations
+    assert found[:2] == [2, 8], found
+    violations = GroupRun(BUG, 2).run().violations  # both consequences
     assert any(v.startswith("zombie commit accepted") for v in violations)
-    violations = GroupRun(BUG, 21).run().violations  # the first seed with both
     assert any(v.startswith("double ownership") for v in violations)
 
 
@@ -47,7 +46,7 @@ def test_a_restarted_consumer_never_reads_what_was_sent_to_its_previous_process(
     went to the old process's connections: the new one never reads them."""
     runs = [GroupRun(GroupRunConfig(faults=("kill-consumer",)), s) for s in (1, 2, 3)]
     assert all(run.run().ok for run in runs)
-    assert [run.lost_with_process for run in runs] == [0, 3, 1]
+    assert [run.lost_with_process for run in runs] == [1, 0, 1]
 
 
 def test_without_faults_the_group_settles_into_one_generation() -> None:

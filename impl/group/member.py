@@ -257,11 +257,21 @@ class Member:
 
     # ------------------------------------------------------------------ background thread
 
+    def timeout_ns(self, kind: str) -> int:
+        """How long a request of ``kind`` may stay unanswered before its connection is
+        given up: ``request.timeout.ms``, but a JoinGroup waits for the whole rebalance
+        (the coordinator holds it until every member joined or the rebalance timeout
+        passed), so Kafka's consumer gives it the rebalance timeout plus 5 s
+        (``AbstractCoordinator``'s ``JOIN_GROUP_TIMEOUT_LAPSE``)."""
+        if kind == "join":
+            return max(self.config.request_timeout_ns, self.config.max_poll_interval_ns + ms(5_000))
+        return self.config.request_timeout_ns
+
     def tick(self, now: int) -> Effects:
         effects = Effects()
         for kind in sorted(self.in_flight):
             request = self.in_flight.get(kind)
-            if request is not None and now - request.sent_at >= self.config.request_timeout_ns:
+            if request is not None and now - request.sent_at >= self.timeout_ns(kind):
                 self._disconnect(request.node, now)
         if self.member_id and now - self.last_poll > self.config.max_poll_interval_ns:
             # KIP-62: the heartbeat thread leaves the group for a poll loop that stalls.
