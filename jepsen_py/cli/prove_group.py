@@ -16,6 +16,7 @@ from jepsen_py.cli.common import echo_enabledness, emit_json, fail_input, proof_
 from spec.framework import SpecError
 from spec.group import Params
 from spec.proofs.group.obligations import COUNTEREXAMPLE, PROVED, Run, prove, render
+from spec.proofs.status import counts
 
 
 def exit_code(run: Run) -> int:
@@ -24,7 +25,7 @@ def exit_code(run: Run) -> int:
 
 
 def run_json(run: Run) -> dict[str, Any]:
-    counts = {s: sum(1 for r in run.results if r.status == s) for s in (PROVED, COUNTEREXAMPLE)}
+    counted = counts(run.results)
     return {
         "spec": "group",
         "protocol": run.params.protocol,
@@ -33,8 +34,8 @@ def run_json(run: Run) -> dict[str, Any]:
         "bugs": sorted(run.params.bugs),
         "status": run.status,
         "obligations": len(run.results),
-        "proved": counts[PROVED],
-        "counterexamples": counts[COUNTEREXAMPLE],
+        "proved": counted[PROVED],
+        "counterexamples": counted[COUNTEREXAMPLE],
         "enabled": dict(run.enabled),
         "results": [
             {"invariant": r.invariant, "action": r.action, "status": r.status} for r in run.results

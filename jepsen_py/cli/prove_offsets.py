@@ -24,6 +24,7 @@ from jepsen_py.cli.common import echo_enabledness, emit_json, fail_input, proof_
 from spec.framework import SpecError
 from spec.offsets import Params
 from spec.proofs.offsets.obligations import COUNTEREXAMPLE, PROVED, UNKNOWN, Run, prove, render
+from spec.proofs.status import counts
 
 
 def exit_code(run: Run) -> int:
@@ -32,9 +33,7 @@ def exit_code(run: Run) -> int:
 
 
 def run_json(run: Run, seconds: float) -> dict[str, Any]:
-    counts = {
-        s: sum(1 for r in run.results if r.status == s) for s in (PROVED, COUNTEREXAMPLE, UNKNOWN)
-    }
+    counted = counts(run.results)
     p = run.params
     return {
         "spec": "offsets",
@@ -46,9 +45,9 @@ def run_json(run: Run, seconds: float) -> dict[str, Any]:
         "bugs": sorted(p.bugs),
         "status": run.status,
         "obligations": len(run.results),
-        "proved": counts[PROVED],
-        "counterexamples": counts[COUNTEREXAMPLE],
-        "unknown": counts[UNKNOWN],
+        "proved": counted[PROVED],
+        "counterexamples": counted[COUNTEREXAMPLE],
+        "unknown": counted[UNKNOWN],
         "seconds": round(seconds, 3),
         "enabled": dict(run.enabled),
         "results": [

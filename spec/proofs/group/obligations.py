@@ -27,13 +27,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import z3
 
 from spec.group.consumer import State
 from spec.group.params import Params
 from spec.proofs.group.encoding import PER_CONSUMER, Encoding, Sym
-from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, counts, grid, overall
+from spec.proofs.status import (
+    COUNTEREXAMPLE,
+    PROVED,
+    UNKNOWN,
+    Obligation,
+    ProofRun,
+    cti_lines,
+    grid,
+    summary_line,
+)
 
 InvFn = Callable[[Encoding, Sym], Any]
 
@@ -139,34 +147,21 @@ def stale_generation_changes_nothing(enc: Encoding, c: int, pre: Sym, post: Sym)
 TRANSITION = "StaleGenerationChangesNothing"
 
 
-@attrs.frozen
-class Result:
-    invariant: str
-    action: str
-    status: str
-    cti: tuple[State, State] | None = None
-
-
-@attrs.frozen
-class Run:
-    params: Params
-    results: tuple[Result, ...]
-    enabled: tuple[tuple[str, str], ...]
-
-    @property
-    def status(self) -> str:
-        return overall(r.status for r in self.results)
+Result = Obligation
+"""One obligation's outcome (``spec.proofs.status.Obligation``)."""
+Run = ProofRun
+"""The whole proof (``spec.proofs.status.ProofRun``)."""
 
 
 def _label(action: str, c: int) -> str:
     return f"{action}({c + 1})" if action in PER_CONSUMER else action
 
 
-def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
+def prove(params: Params, *, timeout_ms: int = 20_000) -> ProofRun[Params, State]:
     """Every obligation of the strengthening, for every action instance."""
     enc = Encoding(params)
     init = enc.of_state(enc.init())
-    results: list[Result] = []
+    results: list[Obligation[State]] = []
     for name, (fn, _) in INVARIANTS.items():
         holds = z3.is_true(z3.simplify(fn(enc, init)))
         results.append(Result(name, "Init", PROVED if holds else COUNTEREXAMPLE))
@@ -203,12 +198,8 @@ def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
     return Run(params, tuple(results), tuple(enabled))
 
 
-def render(run: Run) -> str:
+def render(run: ProofRun[Params, State]) -> str:
     """The invariant x action table, then every CTI as a two-row trace table."""
-    from spec.explore import TraceStep
-    from spec.framework import Step
-    from spec.trace import render_table
-
     enc = Encoding(run.params)
     table, names = grid(
         run.results,
@@ -224,23 +215,11 @@ def render(run: Run) -> str:
     lines += table
     kinds = {n: k for n, (_, k) in INVARIANTS.items()}
     spec_names = [n for n in names if kinds.get(n, "spec") == "spec"]
-    counted = counts(run.results)
     lines += [
         "",
         "columns: lost = heartbeat_response_lost, moves = coordinator_moves",
         f"the spec's properties: {', '.join(spec_names)}; the rest is the strengthening",
-        f"{len(run.results)} obligations: {counted[PROVED]} proved, "
-        f"{counted[COUNTEREXAMPLE]} counterexamples, {counted[UNKNOWN]} unknown",
+        summary_line(run.results),
     ]
-    for r in run.results:
-        if r.cti is None:
-            continue
-        pre, post = r.cti
-        trace = [TraceStep(None, pre), TraceStep(Step(r.action), post)]
-        lines += [
-            "",
-            f"{r.invariant} is not preserved by {r.action} (counterexample to induction: the "
-            "pre-state satisfies every assumed invariant):",
-            render_table(enc.spec, trace).rstrip().replace(" Init ", " pre  ", 1),
-        ]
+    lines += cti_lines(enc.spec, run.results)
     return "\n".join(lines) + "\n"

@@ -60,7 +60,16 @@ from spec.proofs.offsets.encoding import (
     covered,
     same,
 )
-from spec.proofs.status import COUNTEREXAMPLE, PROVED, UNKNOWN, counts, grid, overall
+from spec.proofs.status import (
+    COUNTEREXAMPLE,
+    PROVED,
+    UNKNOWN,
+    Obligation,
+    ProofRun,
+    cti_lines,
+    grid,
+    summary_line,
+)
 
 StateFn = Callable[[Encoding, Sym], Any]
 CommitFn = Callable[[Encoding, Sym, CSym], Any]
@@ -546,31 +555,18 @@ def committed_never_regresses(pre: Sym, post: Sym) -> Any:
     return covered(post.scom_h, post.scom) >= covered(pre.scom_h, pre.scom)
 
 
-@attrs.frozen
-class Result:
-    invariant: str
-    action: str
-    status: str
-    cti: tuple[State, State] | None = None
+Result = Obligation
+"""One obligation's outcome (``spec.proofs.status.Obligation``)."""
+Run = ProofRun
+"""The whole proof (``spec.proofs.status.ProofRun``)."""
 
 
-@attrs.frozen
-class Run:
-    params: Params
-    results: tuple[Result, ...]
-    enabled: tuple[tuple[str, str], ...]
-
-    @property
-    def status(self) -> str:
-        return overall(r.status for r in self.results)
-
-
-def prove(params: Params, *, timeout_ms: int = 20_000) -> Run:
+def prove(params: Params, *, timeout_ms: int = 20_000) -> ProofRun[Params, State]:
     """Every obligation of the strengthening, for every action instance."""
     enc = Encoding(params)
     invs = invariants(params)
     init = enc.init()
-    results: list[Result] = []
+    results: list[Obligation[State]] = []
     for inv in invs:
         results.append(
             Result(inv.name, "Init", PROVED if holds_on(enc, inv, init) else COUNTEREXAMPLE)
@@ -648,12 +644,8 @@ def _small_model(solver: z3.Solver, numbers: list[Any]) -> Any:
     return solver.model()
 
 
-def render(run: Run) -> str:
+def render(run: ProofRun[Params, State]) -> str:
     """The invariant x action table, then every CTI as a two-row trace table."""
-    from spec.explore import TraceStep
-    from spec.framework import Step
-    from spec.trace import render_table
-
     enc = Encoding(run.params)
     table, names = grid(run.results, _short)
     p = run.params
@@ -667,28 +659,17 @@ def render(run: Run) -> str:
     lines += table
     kinds = {i.name: i.kind for i in invariants(p)}
     spec_names = [n for n in names if kinds.get(n, "spec") == "spec"]
-    counted = counts(run.results)
     lines += [
         "",
         "columns: action(slot) or action(member id); join = join_group, complete = "
         "complete_join, sync = sync_group, fetch = fetch_offset, send = send_commit, handle = "
         "handle_commit, moves = coordinator_moves, load = load_offsets",
         f"the spec's properties: {', '.join(spec_names)}; the rest is the strengthening",
-        f"{len(run.results)} obligations: {counted[PROVED]} proved, "
-        f"{counted[COUNTEREXAMPLE]} counterexamples, {counted[UNKNOWN]} unknown",
+        summary_line(run.results),
     ]
-    for r in run.results:
-        if r.cti is None:
-            continue
-        pre, post = r.cti
-        trace = [TraceStep(None, pre), TraceStep(Step(r.action), post)]
-        lines += [
-            "",
-            f"{r.invariant} is not preserved by {r.action} (counterexample to induction: the "
-            "pre-state satisfies every assumed invariant; the commits shown are those the "
-            "obligation is about):",
-            render_table(enc.spec, trace).rstrip().replace(" Init ", " pre  ", 1),
-        ]
+    lines += cti_lines(
+        enc.spec, run.results, "; the commits shown are those the obligation is about"
+    )
     return "\n".join(lines) + "\n"
 
 
