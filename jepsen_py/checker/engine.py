@@ -27,6 +27,8 @@ line rejected, a format that does not fit the file) is UNKNOWN, with the reason.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
 import time
@@ -117,10 +119,32 @@ def load(path: str | os.PathLike[str], fmt: str | None = None) -> Loaded:
         raise HistoryError(f"{name}: no such file")
     spec = FORMATS[fmt]
     rejections = Rejections(name)
-    accepted = list(_client_ops(path, spec, rejections))
-    groups = group_ops(accepted)
+    with collector_paused():
+        accepted = list(_client_ops(path, spec, rejections))
+        groups = group_ops(accepted)
     fs = frozenset(op.f for op in accepted)
     return Loaded(name, fmt, spec.conventions, groups, rejections, len(accepted), fs)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Run the block with Python's cycle collector off (and back on after, if it was on).
+
+    Reading a history and checking its Kafka-log keys make millions of objects that stay
+    alive (the ops, each with its value; a key's offsets and anomaly tables) and no
+    reference cycles: every collection then walks them again, for nothing. On 10^6 ops of
+    a Kafka log that was a third of the local engine's CPU time (12.7 s against 8.6 s,
+    ``benchmarks/spark_verify.py --sizes 1000000 --configs local``), with the same peak
+    memory. Reference counting still frees whatever is dropped; the WGL search of
+    register and key-value keys does not run under it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _client_ops(path: str | os.PathLike[str], spec: Format, rejections: Rejections) -> Iterator[Op]:
@@ -265,12 +289,24 @@ def check_groups_log(
     anomaly taxonomy, decided under ``consistency``); returns the key results and the
     anomalies (name -> witnessing op groups, all keys). ``max_witnesses`` caps the
     witnesses kept per anomaly and key (the counts stay exact)."""
+    results: list[KeyResult] = []
+    anomalies: dict[str, list[list[Op]]] = {}
+    with collector_paused():
+        _check_log_keys(groups, consistency, max_witnesses, results, anomalies)
+    return results, anomalies
+
+
+def _check_log_keys(
+    groups: dict[GroupKey, list[Op]],
+    consistency: str,
+    max_witnesses: int | None,
+    results: list[KeyResult],
+    anomalies: dict[str, list[list[Op]]],
+) -> None:
     # here: the Kafka-log checker and the anomaly pass (verdict, kafka_log, anomalies) load
     # only for Kafka logs, never for a register or key-value history
     from jepsen_py.checker.verdict import check_keys
 
-    results: list[KeyResult] = []
-    anomalies: dict[str, list[list[Op]]] = {}
     for run, key in group_order(groups):
         ops = groups[(run, key)]
         for checked in check_keys(ops, consistency, max_witnesses=max_witnesses):
@@ -299,7 +335,6 @@ def check_groups_log(
                     anomalies=mine,
                 )
             )
-    return results, anomalies
 
 
 SPILL_ABOVE_BYTES = 256 << 20
@@ -500,7 +535,8 @@ class _BucketJob:
     parallel: bool | None
 
     def check(self, i: int) -> tuple[list[KeyResult], list[Rejection]]:
-        groups = group_ops(list(self.spilled.bucket_ops(i)))
+        with collector_paused():
+            groups = group_ops(list(self.spilled.bucket_ops(i)))
         if not groups:
             return [], []
         sink = Rejections(self.meta.path)
