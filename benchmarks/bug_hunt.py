@@ -217,6 +217,8 @@ def run_one(
     exposures = SAFE_EXPOSURES - KIP_966_CLOSES if elr else SAFE_EXPOSURES
     # Acknowledged writes lost, and records read (the HW covered them) then lost.
     mechanisms = set(check.loss_mechanisms) | set(check.read_loss_mechanisms)
+    # Offsets that held two values because a replica kept records its leader did not have.
+    mechanisms |= set(check.divergence_mechanisms)
     exposed = bool(mechanisms) and mechanisms <= exposures
     explained = lossy and exposed and set(check.violations) <= LOSS_VIOLATIONS
     # The entry's own mechanisms: anything but those exposures and "unexplained".
@@ -253,6 +255,7 @@ def run_one(
         "violations": list(check.violations)
         + [f"lost:{m}" for m in check.loss_mechanisms]
         + [f"read-lost:{m}" for m in check.read_loss_mechanisms]
+        + [f"diverged:{m}" for m in check.divergence_mechanisms]
         + [f"invariant:{i}" for i in broken],
         "command": outcome.command,
     }

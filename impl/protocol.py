@@ -594,6 +594,21 @@ class Truncated(Message):
 
 
 @message
+class Reconciled(Message):
+    """A follower finished reconciling its log with its leader's (the truncation phase of
+    ``makeFollower``, by the truncation rule: KIP-101, KIP-279 or KIP-320), cut or not;
+    it fetches from ``log_end_offset`` on. Every record below it is meant to be the
+    leader's: the simulated world checks that (``impl.timeline.Divergence``)."""
+
+    broker: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    leader: int
+    log_end_offset: int
+
+
+@message
 class ProduceFailed(Message):
     """A leader failed a parked acks=all write (it stopped leading, or the ISR shrank below
     ``min.insync.replicas``)."""

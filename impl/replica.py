@@ -90,6 +90,7 @@ from impl.protocol import (
     Produce,
     ProduceFailed,
     ProduceResponse,
+    Reconciled,
     Truncated,
 )
 from impl.roles import REQUESTS, SERVES, Role, RoleEvent, next_role
@@ -390,6 +391,16 @@ class Replica:
             self.producer_state.check_invariants(self.leo)
         assert self.leo <= target
         self._set_hw(min(self.hw, self.leo))
+        out.note(
+            Reconciled(
+                self.broker_id,
+                self.topic,
+                self.partition,
+                self.leader_epoch,
+                self.leader,
+                self.leo,
+            )
+        )
 
     def _take(self, request: LeaderAndIsr) -> None:
         self.leader = request.leader

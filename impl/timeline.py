@@ -8,7 +8,10 @@ from the faults it performs itself (a crash, with or without a power loss, and w
 restarted broker recovered). A history
 shows what clients saw; this record shows why, so that a lost acknowledged write can be
 explained step by step (``jepsen_py.explain``): which replica led, what the ISR was, who
-lost the write to a power loss, who truncated it away.
+lost the write to a power loss, who truncated it away. When a follower reconciles its log
+with its leader's (``Reconciled``), the world compares the two logs and records a
+`Divergence` if the follower kept a record the leader does not have: how an offset comes
+to hold two values.
 
 Events are frozen records with a ``kind`` and a JSON form (``to_json``); the store keeps them
 as ``cluster.jsonl`` next to the history. Recording them costs nothing per message: only the
@@ -17,6 +20,7 @@ events above are recorded, the most frequent being one per acknowledged batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -27,6 +31,7 @@ from impl.protocol import Acked, BecameLeader, IsrChanged, Published, SessionExp
 __all__ = [
     "Ack",
     "Crash",
+    "Divergence",
     "Election",
     "Event",
     "IsrChange",
@@ -36,6 +41,7 @@ __all__ = [
     "SessionExpiry",
     "Timeline",
     "Truncation",
+    "epoch_mismatches",
     "event_from_json",
     "event_to_json",
 ]
@@ -193,7 +199,73 @@ class Recovery:
         return _log_end(self.logs, topic, partition)
 
 
-Event = Ack | Election | IsrChange | SessionExpiry | Leadership | Truncation | Crash | Recovery
+@attrs.frozen
+class Divergence:
+    """A follower reconciled its log with its leader's (``Reconciled``) and kept a record
+    its leader does not have: at ``offset`` its log holds a batch of leader epoch
+    ``epoch`` where the leader's holds one of ``leader_record_epoch`` (the two logs agree
+    below it). The follower then fetches on top of it, so the replicas hold different
+    records at the same offset: the divergence KIP-279 (fast leader failover) and KIP-320
+    (a follower fenced from a stale leader) close, and truncating to the high watermark
+    (before KIP-101) does not prevent. No node sees this; the simulated world compares
+    the two logs when the note comes (`epoch_mismatches` says where to look)."""
+
+    time: int
+    broker: int
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    """The epoch the follower reconciled in."""
+    offset: int
+    epoch: int
+    """The leader epoch of the follower's batch at ``offset``."""
+    leader_record_epoch: int
+    """The leader epoch of the leader's batch at ``offset``."""
+    log_end_offset: int
+    """The follower's log end after reconciling."""
+
+    kind = "diverged"
+
+
+def epoch_mismatches(
+    ours: Sequence[tuple[int, int]], our_end: int, theirs: Sequence[tuple[int, int]], their_end: int
+) -> Iterator[tuple[int, int, int]]:
+    """The offsets below both log ends where two replicas' leader-epoch caches (``(epoch,
+    start offset)`` in order, Kafka's ``leader-epoch-checkpoint``) give their records
+    different epochs, in order, with the two epochs: where the logs may hold different
+    records. A record's epoch is that of the last entry starting at or before it; only
+    the entries' starts need looking at. A cache is no proof (Kafka's cache drops the
+    entries above an older epoch appended after them), so the caller compares the
+    records themselves."""
+    end = min(our_end, their_end)
+    starts = sorted({s for _, s in ours if s < end} | {s for _, s in theirs if s < end})
+    for offset in starts:
+        a, b = _epoch_at(ours, offset), _epoch_at(theirs, offset)
+        if a is not None and b is not None and a != b:
+            yield offset, a, b
+
+
+def _epoch_at(entries: Sequence[tuple[int, int]], offset: int) -> int | None:
+    found = None
+    for epoch, start in entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
+
+
+Event = (
+    Ack
+    | Election
+    | IsrChange
+    | SessionExpiry
+    | Leadership
+    | Truncation
+    | Crash
+    | Recovery
+    | Divergence
+)
 
 _KINDS: dict[str, type[Any]] = {
     cls.kind: cls
@@ -206,6 +278,7 @@ _KINDS: dict[str, type[Any]] = {
         Truncation,
         Crash,
         Recovery,
+        Divergence,
     )
 }
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 import collections
 import copy
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -87,6 +88,7 @@ from impl.protocol import (
     Effects,
     LeaderAndIsr,
     Published,
+    Reconciled,
     SessionExpired,
     ShutdownReady,
     StaleControllerRequest,
@@ -97,7 +99,7 @@ from impl.sim.disk import SimDisk
 from impl.sim.network import Network, NetworkConfig
 from impl.sim.node import NodeLifecycles, NodeState
 from impl.sim.rng import SimRandom
-from impl.timeline import Crash, Recovery, Timeline
+from impl.timeline import Crash, Divergence, Recovery, Timeline, epoch_mismatches
 
 __all__ = ["FENCE_BUGS", "ClusterConfig", "Ghost", "IllegalEvent", "World"]
 
@@ -362,6 +364,18 @@ class Ghost:
             self.requests.add(
                 (note.topic, note.partition, note.leader_epoch, note.leader, note.isr)
             )
+
+
+def _batch_at(log: Log, offset: int) -> tuple[int, bytes | None, bytes | None] | None:
+    """The leader epoch of the batch holding ``offset`` in ``log``, with the key and value
+    of the record there (None when the log does not hold it)."""
+    if not log.log_start_offset <= offset < log.log_end_offset:
+        return None
+    for batch in log.read_batches(offset, 0):
+        for at, record in batch.offsets_and_records():
+            if at == offset:
+                return batch.partition_leader_epoch, record.key, record.value
+    return None
 
 
 class World:
@@ -739,10 +753,47 @@ class World:
     def _observe(self, note: Message) -> None:
         """Record a node's note: in the timeline, and (if kept) in the ghost state."""
         self.timeline.observe(self.clock.now, note)
+        if isinstance(note, Reconciled):
+            self._check_reconciled(note)
         if isinstance(note, StaleControllerRequest):
             self.stats["stale_controller_" + ("applied" if note.applied else "rejected")] += 1
         if self.config.ghosts:
             self.ghost.observe(note)
+
+    def _check_reconciled(self, note: Reconciled) -> None:
+        """A follower reconciled its log with its leader's: record a `Divergence` if it
+        kept a record the leader does not have (the world sees both logs; no node does)."""
+        follower, leader = self.brokers.get(note.broker), self.brokers.get(note.leader)
+        if follower is None or leader is None:
+            return  # the leader is down: nothing to compare with
+        mine = follower.replica(note.topic, note.partition)
+        theirs = leader.replica(note.topic, note.partition)
+        if mine is None or theirs is None:
+            return
+        for offset, _, _ in itertools.islice(
+            epoch_mismatches(
+                mine.log.epoch_cache.entries, mine.leo, theirs.log.epoch_cache.entries, theirs.leo
+            ),
+            8,
+        ):
+            here, there = _batch_at(mine.log, offset), _batch_at(theirs.log, offset)
+            if here is None or there is None or here == there:
+                continue  # the same record (an epoch cache is no proof)
+            self.timeline.add(
+                Divergence(
+                    self.clock.now,
+                    note.broker,
+                    note.topic,
+                    note.partition,
+                    note.leader,
+                    note.leader_epoch,
+                    offset,
+                    here[0],
+                    there[0],
+                    note.log_end_offset,
+                )
+            )
+            return
 
     # ------------------------------------------------------------------ faults
 

@@ -67,6 +67,7 @@ from impl.sim.clock import NS_PER_S
 from impl.timeline import (
     Ack,
     Crash,
+    Divergence,
     Election,
     Event,
     IsrChange,
@@ -81,8 +82,10 @@ from jepsen_py.history.op import Op
 __all__ = [
     "MECHANISMS",
     "STORY_LINES",
+    "DivergenceExplanation",
     "LossExplanation",
     "Mechanism",
+    "explain_divergences",
     "explain_losses",
     "explanation_lines",
     "mechanism_of",
@@ -237,6 +240,153 @@ class LossExplanation:
 
 
 @attrs.frozen
+class DivergenceExplanation:
+    """Offsets of one key that held two values (``inconsistent-offsets``), and the
+    replica that kept records its leader did not have (``impl.timeline.Divergence``)."""
+
+    key: str
+    mechanism: str
+    offsets: int
+    """How many offsets of the key were read or acknowledged with two values."""
+    first_offset: int
+    last_offset: int
+    follower: int
+    """The replica that kept records its leader did not have."""
+    leader: int
+    leader_epoch: int
+    """The leader it reconciled with, and the epoch it did so in."""
+    story: tuple[str, ...]
+
+    def summary(self) -> str:
+        m = MECHANISMS[self.mechanism]
+        return (
+            f"{self.key}: {self.offsets} offset(s) with two values from {self.first_offset} "
+            f"by {self.mechanism} ({m.title}; {m.reference}); b{self.follower} kept records "
+            f"b{self.leader} did not have, reconciling in epoch {self.leader_epoch}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        m = MECHANISMS[self.mechanism]
+        return {
+            "key": self.key,
+            "mechanism": self.mechanism,
+            "title": m.title,
+            "reference": m.reference,
+            "safe_configuration_exposed": m.safe,
+            "offsets": self.offsets,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "follower": self.follower,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "story": list(self.story),
+        }
+
+
+def explain_divergences(
+    inconsistent: Iterable[Sequence[Op]],
+    history: Sequence[Op],
+    events: Sequence[Event],
+    *,
+    truncation: str,
+    topic: str = "t",
+) -> list[DivergenceExplanation]:
+    """Explain the offsets that held two values (``inconsistent``: the witnesses of
+    ``inconsistent-offsets``, each the ops that read or acknowledged one offset) by the
+    replicas' logs: a follower that reconciled with its leader and kept records the
+    leader did not have (a `Divergence` of the cluster's ``events``, at or below the
+    offset). Its mechanism is the truncation rule's gap (`_TRUNCATION_MECHANISM`); under
+    KIP-320's rule a divergence is ``unexplained`` (no known gap). A key whose offsets no
+    divergence explains gets no explanation here: overwritten offsets also follow a leader
+    elected without records others had (`explain_losses` tells that story)."""
+    offsets: dict[str, list[int]] = {}
+    for witness in inconsistent:
+        at = _common_offset(witness)
+        if at is not None and witness:
+            offsets.setdefault(str(witness[0].key), []).append(at)
+    faults = _faults(history)
+    explanations = []
+    for key, found in sorted(offsets.items()):
+        partition = _partition_of(key, topic)
+        first = next(
+            (
+                e
+                for e in events
+                if isinstance(e, Divergence)
+                and (e.topic, e.partition) == (topic, partition)
+                and e.offset <= max(found)
+            ),
+            None,
+        )
+        if first is None:
+            continue
+        name = _TRUNCATION_MECHANISM.get(truncation, "unexplained")
+        mine = [e for e in events if _partition(e) in (None, (topic, partition))]
+        explanations.append(
+            DivergenceExplanation(
+                key,
+                name,
+                len(found),
+                min(found),
+                max(found),
+                first.broker,
+                first.leader,
+                first.leader_epoch,
+                _divergence_story(first, mine, faults),
+            )
+        )
+    return explanations
+
+
+def _common_offset(witness: Sequence[Op]) -> int | None:
+    """The offset an ``inconsistent-offsets`` witness is about: the first offset its ops
+    (a send's acknowledged offset and value, a poll's records) give different values."""
+    seen: dict[int, set[Any]] = {}
+    for op in witness:
+        value = op.value if isinstance(op.value, dict) else {}
+        pairs = [(value["offset"], value.get("value"))] if type(value.get("offset")) is int else []
+        pairs += [tuple(r) for r in value.get("records") or () if len(r) == 2]
+        for offset, v in pairs:
+            if type(offset) is int:
+                seen.setdefault(offset, set()).add(repr(v))
+    differing = [o for o, values in seen.items() if len(values) > 1]
+    return min(differing) if differing else None
+
+
+def _faults(history: Sequence[Op]) -> list[Op]:
+    """The nemesis's ops; each fault is logged twice (invoked, then done with its
+    targets): the last of each is kept."""
+    done: dict[tuple[int, str], Op] = {}
+    for op in history:
+        if not op.is_client:
+            done[(op.time, op.f)] = op
+    return list(done.values())
+
+
+def _divergence_story(
+    first: Divergence, events: Sequence[Event], faults: Sequence[Op]
+) -> tuple[str, ...]:
+    """From the election of the epoch of the follower's diverging record to the
+    divergence: the faults and cluster events that moved leadership in between."""
+    start = next(
+        (e.time for e in events if isinstance(e, Election) and e.leader_epoch == first.epoch),
+        first.time - 30 * NS_PER_S,
+    )
+    lines: list[tuple[int, int, str]] = []
+    margin = 10 * NS_PER_S
+    for op in faults:
+        if start - margin <= op.time <= first.time and _interesting_fault(op):
+            lines.append((op.time, 1, f"nemesis: {op.f} {_short(op.value)}"))
+    for e in events:
+        if start <= e.time <= first.time and not isinstance(e, Ack):
+            text = _describe(e)
+            if text:
+                lines.append((e.time, 2, text))
+    lines.sort(key=lambda item: (item[0], item[1]))
+    return tuple(f"{t / NS_PER_S:9.3f} s  {text}" for t, _, text in lines)
+
+
+@attrs.frozen
 class _Lost:
     key: str
     offset: int
@@ -269,12 +419,7 @@ def explain_losses(
         for op in lost
         if isinstance(op.value, dict) and isinstance(op.value.get("offset"), int)
     ]
-    # The nemesis logs each fault twice (invoked, then done with its targets): keep the last.
-    done: dict[tuple[int, str], Op] = {}
-    for op in history:
-        if not op.is_client:
-            done[(op.time, op.f)] = op
-    faults = list(done.values())
+    faults = _faults(history)
     groups: dict[tuple[Any, ...], list[tuple[_Lost, tuple[str, ...]]]] = {}
     for write in sorted(writes, key=lambda w: (w.key, w.offset)):
         partition = _partition_of(write.key, topic)
@@ -567,6 +712,13 @@ def _describe(e: Event) -> str:
         return f"b{e.broker}'s process dies (page cache kept; {_logs_text(e.logs)})"
     if isinstance(e, Recovery):
         return f"b{e.broker} restarts and recovers {_logs_text(e.logs)}"
+    if isinstance(e, Divergence):
+        return (
+            f"b{e.broker} reconciles with b{e.leader} in epoch {e.leader_epoch} to log end "
+            f"{e.log_end_offset} and keeps a record b{e.leader} does not have: at offset "
+            f"{e.offset} its batch is of epoch {e.epoch}, b{e.leader}'s of epoch "
+            f"{e.leader_record_epoch}"
+        )
     return ""
 
 
@@ -578,8 +730,11 @@ STORY_LINES = 24
 """Story lines printed per explanation (``results.json`` and ``kmodel replay`` keep all)."""
 
 
-def explanation_lines(explanations: Sequence[LossExplanation], story: bool = True) -> list[str]:
-    """How each group of lost writes was lost (`jepsen_py.explain`), for the terminal."""
+def explanation_lines(
+    explanations: Sequence[LossExplanation | DivergenceExplanation], story: bool = True
+) -> list[str]:
+    """How each group of lost writes was lost, or how a key's offsets came to hold two
+    values (`jepsen_py.explain`), for the terminal."""
     lines = []
     for e in explanations:
         m = MECHANISMS[e.mechanism]
@@ -588,7 +743,12 @@ def explanation_lines(explanations: Sequence[LossExplanation], story: bool = Tru
             if e.first_offset == e.last_offset
             else f"offsets {e.first_offset}..{e.last_offset}"
         )
-        lines.append(f"    {e.key}: {e.writes} at {span}: {e.mechanism} ({m.title}; {m.reference})")
+        what = (
+            f"{e.writes} at {span}"
+            if isinstance(e, LossExplanation)
+            else f"{e.offsets} with two values at {span}"
+        )
+        lines.append(f"    {e.key}: {what}: {e.mechanism} ({m.title}; {m.reference})")
         if story:
             told = e.story[:STORY_LINES]
             lines.extend(f"      {line}" for line in told)

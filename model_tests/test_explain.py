@@ -193,3 +193,42 @@ def test_kmodel_test_prints_and_stores_the_explanation(tmp_path: Path) -> None:
     assert {"elected", "crashed", "recovered", "became-leader"} <= kinds
     replayed = CliRunner().invoke(main, ["replay", str(run)])
     assert "correlated-power-loss" in replayed.output
+
+
+def test_epoch_mismatches_are_the_offsets_where_two_epoch_caches_disagree() -> None:
+    from impl.timeline import epoch_mismatches
+
+    # KIP-279's fast failover: b3 kept epoch 2's records from 43 on; b2 never had epoch 2
+    follower = [(0, 0), (1, 25), (2, 43)]
+    leader = [(0, 0), (1, 25), (3, 48)]
+    assert list(epoch_mismatches(follower, 46, leader, 60)) == [(43, 2, 1)]
+    # the same records: nothing, whatever entries begin at or past a log end
+    assert list(epoch_mismatches(follower, 43, leader, 60)) == []
+    assert list(epoch_mismatches([(0, 0), (4, 10)], 10, [(0, 0)], 10)) == []
+
+
+def test_a_divergence_is_named_by_the_truncation_rule_and_only_where_the_logs_diverged() -> None:
+    from impl.timeline import Divergence
+    from jepsen_py.explain import explain_divergences
+
+    def op(index: int, records: list[list[int]]) -> Op:
+        return Op(
+            index=index,
+            time=index,
+            process=0,
+            type="ok",
+            f="poll",
+            key="t-0",
+            value={"records": records},
+        )
+
+    witness = [op(1, [[42, 7], [43, 8]]), op(2, [[42, 7], [43, 9]])]
+    diverged = Divergence(5, 3, "t", 0, 2, 3, 43, 2, 1, 46)
+    elsewhere = attrs.evolve(diverged, partition=1)
+    for rule, name in (("kip101", "epoch-truncation"), ("kip320", "unexplained")):
+        (found,) = explain_divergences([witness], [], [diverged], truncation=rule)
+        assert (found.mechanism, found.first_offset, found.follower) == (name, 43, 3)
+    # a divergence of another partition, or above the offset, explains nothing
+    assert explain_divergences([witness], [], [elsewhere], truncation="kip101") == []
+    above = attrs.evolve(diverged, offset=44)
+    assert explain_divergences([witness], [], [above], truncation="kip101") == []

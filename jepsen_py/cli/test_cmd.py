@@ -105,6 +105,10 @@ def print_outcome(outcome: RunOutcome) -> None:
     )
     for line in explanation_lines(check.loss_explanations):
         click.echo(line)
+    if check.divergence_explanations:
+        click.echo("  offsets that held two values:")
+        for line in explanation_lines(check.divergence_explanations):
+            click.echo(line)
     controller = outcome.figures.controller
     if config.bugs or controller["brain_splits"]:
         # docs/controller.md: a zombie controller beside its successor, and what its

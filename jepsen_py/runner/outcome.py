@@ -29,7 +29,12 @@ from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS, KeyAnomalies, obs
 from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, KeyCheck, check_keys
-from jepsen_py.explain import LossExplanation, explain_losses
+from jepsen_py.explain import (
+    DivergenceExplanation,
+    LossExplanation,
+    explain_divergences,
+    explain_losses,
+)
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import fault_of_op
 from jepsen_py.runner.config import TestConfig
@@ -130,6 +135,9 @@ class HistoryCheck:
     """Why records a consumer read but whose send was never acknowledged (the high
     watermark covered them: with the ISR below ``min.insync.replicas`` it still advances,
     before KIP-966) are missing from the complete final read (`read_then_lost`)."""
+    divergence_explanations: tuple[DivergenceExplanation, ...] = ()
+    """Why offsets held two values, where a replica kept records its leader did not have
+    (`jepsen_py.explain.explain_divergences`)."""
 
     @property
     def valid(self) -> bool | None:
@@ -187,6 +195,11 @@ class HistoryCheck:
         """The mechanisms that explain the records read and then lost, sorted."""
         return sorted({e.mechanism for e in self.read_loss_explanations})
 
+    @property
+    def divergence_mechanisms(self) -> list[str]:
+        """The mechanisms that explain the offsets with two values, sorted."""
+        return sorted({e.mechanism for e in self.divergence_explanations})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": verdict_name(self.verdict),
@@ -211,6 +224,7 @@ class HistoryCheck:
             "checker_seconds": self.checker_seconds,
             "loss_explanations": [e.to_json() for e in self.loss_explanations],
             "read_loss_explanations": [e.to_json() for e in self.read_loss_explanations],
+            "divergence_explanations": [e.to_json() for e in self.divergence_explanations],
         }
 
 
@@ -274,15 +288,29 @@ def check_run(
     consistency: str = KAFKA,
 ) -> HistoryCheck:
     """A simulated run's check: `check_history`, settled (`settle_run`), its lost writes
-    explained from the cluster's ``events`` (`explain_run_losses`)."""
+    explained from the cluster's ``events`` (`explain_run_losses`), and so are its offsets
+    that held two values (`jepsen_py.explain.explain_divergences`)."""
     check = settle_run(check_history(history, consistency), finished=finished)
     explained = explain_run_losses(config, history, events, check.lost_writes)
     read_lost = read_then_lost(history) if check.verdict is Verdict.ILLEGAL else []
     read_explained = explain_run_losses(config, history, events, read_lost) if read_lost else []
+    diverged = check.anomalies.get("inconsistent-offsets", ())
+    divergences = (
+        explain_divergences(
+            diverged,
+            history,
+            events,
+            truncation=config.truncation,
+            topic=config.cluster_config().topic,
+        )
+        if diverged
+        else []
+    )
     return attrs.evolve(
         check,
         loss_explanations=tuple(explained),
         read_loss_explanations=tuple(read_explained),
+        divergence_explanations=tuple(divergences),
     )
 
 
