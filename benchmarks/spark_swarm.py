@@ -8,10 +8,14 @@ over the swarm itself (``seconds`` of the JSON: from the first run to the last v
 after Spark started); Spark's start-up and the whole process's wall time are reported
 beside. The swarms must agree seed for seed (history hashes and verdicts): ``agree``.
 
+``--master URL`` adds a Spark cluster (``spark://host:7077``, ``yarn``, ...) as a fourth
+engine, ``spark_master``; ``--engines`` picks which engines run (the first one is the
+reference the others must agree with).
+
 Prints ONE JSON line, with the load average before and after (the machine may be shared).
 
     .venv/bin/python benchmarks/spark_swarm.py [--runs 12] [--seed 1] [--time-limit 20s]
-        [--repeat 1]
+        [--repeat 1] [--master URL] [--engines local,spark_local_2,spark_master]
 """
 
 from __future__ import annotations
@@ -34,14 +38,19 @@ ENGINES = {
 }
 
 
+MASTER = "spark_master"
+"""The engine ``--master`` names: Spark on that cluster."""
+
+
 def kmodel() -> list[str]:
     return [sys.executable, "-c", "from jepsen_py.cli import main; main()"]
 
 
 def one(engine: str, args: argparse.Namespace, store: Path) -> dict[str, Any]:
+    flags = ["--engine", "spark", "--master", args.master] if engine == MASTER else ENGINES[engine]
     command = [*kmodel(), "test", "--runs", str(args.runs), "--seed", str(args.seed)]
     command += ["--time-limit", args.time_limit, "--nemesis", "all", "--no-reports", "--json"]
-    command += ["--store", str(store), *ENGINES[engine]]
+    command += ["--store", str(store), *flags]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
@@ -63,16 +72,23 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--time-limit", default="20s")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--master", default=None, help="a Spark cluster to run on too")
+    parser.add_argument("--engines", default=None, help="comma-separated engines to run")
     args = parser.parse_args()
+    known = [*ENGINES, *([MASTER] if args.master else [])]
+    chosen = known if args.engines is None else args.engines.split(",")
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        parser.error(f"unknown engine(s) {', '.join(unknown)}; known: {', '.join(known)}")
     load_before = os.getloadavg()
-    figures: dict[str, list[dict[str, Any]]] = {name: [] for name in ENGINES}
+    figures: dict[str, list[dict[str, Any]]] = {name: [] for name in chosen}
     with tempfile.TemporaryDirectory(prefix="kmodel-spark-swarm-") as scratch:
         for repeat in range(args.repeat):
-            for name in ENGINES:
+            for name in chosen:
                 store = Path(scratch) / f"{name}-{repeat}"
                 figures[name].append(one(name, args, store))
     load_after = os.getloadavg()
-    reference = figures["local"][0]["runs"]
+    reference = figures[chosen[0]][0]["runs"]
     agree = all(f["runs"] == reference for runs in figures.values() for f in runs)
     out: dict[str, Any] = {}
     for name, runs in figures.items():
@@ -92,6 +108,7 @@ def main() -> None:
                 "seed": args.seed,
                 "time_limit": args.time_limit,
                 "nemesis": "all",
+                "master": args.master,
                 **out,
                 "agree": agree,
                 "invalid_runs": sum(v == "invalid" for _, v, _ in reference),
