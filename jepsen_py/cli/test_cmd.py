@@ -364,6 +364,13 @@ def _duration(flag: str, text: str) -> int:
     "kill of the isolated leader), they stop innermost first and the partition heals last.",
 )
 @click.option(
+    "--compound-hold",
+    default=None,
+    help="With --compound, how long the partition holds before faults start inside it "
+    "(default: replica.lag.time.max.ms, so the ISR shrinks first); 0s: a quick compound, "
+    "the inner faults follow inside the window where the cut-off follower is still in sync.",
+)
+@click.option(
     "--buggify",
     is_flag=True,
     help="Randomized timing inside the brokers (FoundationDB's BUGGIFY, impl.buggify): a "
@@ -454,6 +461,7 @@ def test_cmd(
     bugs: tuple[str, ...],
     buggify: bool,
     compound: bool,
+    compound_hold: str | None,
     workload: str,
     commit: str,
     offset_reset: str,
@@ -542,6 +550,9 @@ def test_cmd(
             bugs=tuple(sorted(set(bugs))),
             buggify=buggify,
             compound=compound,
+            compound_hold_ns=(
+                None if compound_hold is None else _duration("--compound-hold", compound_hold)
+            ),
             retention_ms=retention_ms,
             retention_bytes=retention_bytes,
             segment_bytes=segment_bytes,
