@@ -308,7 +308,15 @@ def _duration(flag: str, text: str) -> int:
 @click.option("--rate", type=float, default=100.0, show_default=True, help="Client ops/s.")
 @click.option("--concurrency", type=int, default=5, show_default=True, help="Client threads.")
 @click.option("--seed", type=int, default=None, help="The run's seed (default: a random one).")
-@click.option("--runs", type=int, default=1, show_default=True, help=">1: swarm mode.")
+@click.option(
+    "--runs",
+    type=int,
+    default=1,
+    show_default=True,
+    help=">1: swarm mode: each run draws from its seed a subset of the faults (targeted ones "
+    "too, e.g. transfer-leadership, pause-deciding-controller), a pace, how many overlap, "
+    "and whether they nest (--compound, half of them quick); docs/fault-injection.md.",
+)
 @click.option("--stop-on-failure", is_flag=True, help="Swarm: stop at the first invalid run.")
 @click.option(
     "--engine",
