@@ -40,7 +40,9 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
 - ``partition-one-follower``: one follower cut off from its partition's leader only (it
   still reaches the store and the other brokers): it leaves the ISR after
   ``replica.lag.time.max.ms`` while the leader goes on acknowledging with the others, so it
-  misses acknowledged writes -- the replica a faulty election must not pick;
+  misses acknowledged writes -- the replica a faulty election must not pick. A partition
+  whose leader is not the controller is preferred (else the follower would not hear the
+  controller either);
 - ``partition-stale-follower``: a follower (neither the leader nor the controller) cut off
   from the controller only: it goes on fetching but misses LeaderAndIsr requests, so when
   leadership moves it acts on a stale leader and epoch (what KIP-320's fencing is for);
@@ -63,7 +65,10 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   has not fetched what the leader appended since (KIP-279's double failover). Its stop
   does nothing.
 
-Each falls back to a partition's leader when its target does not exist now.
+Each kill falls back to a partition's leader when its target does not exist now;
+``transfer-leadership`` is skipped when no partition has a running ISR follower the
+controller reaches. While a targeted partition runs, the faults aimed at "a partition's
+leader" aim at the leader of the partition it cut (``Nemesis.focus``).
 
 Processes:
 
