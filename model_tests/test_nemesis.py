@@ -12,6 +12,7 @@ import pytest
 from impl.cluster import Cluster
 from impl.log.batch import read_header
 from impl.sim.node import NodeState
+from jepsen_py.checker.result import Verdict
 from jepsen_py.fault_verbs import fault_kind, fault_ops
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import (
@@ -465,6 +466,27 @@ def test_a_quick_compound_of_the_leadership_faults_is_the_same_run_from_its_seed
     scripted = TestConfig.from_json({**config.to_json(), "schedule": [s.to_json() for s in steps]})
     replayed = simulate_run(scripted, 3).history
     assert [op for op in first.history if op.is_client] == [op for op in replayed if op.is_client]
+
+
+def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_kip_279() -> None:
+    # Generic faults only, nested quickly: a follower cut off from its leader, leadership
+    # moved to it, the new leader killed inside replica.lag.time.max.ms. Seed 8: with
+    # KIP-101's truncation two offsets end up with two values (KIP-279's double failover,
+    # the explainer's epoch-truncation); with KIP-320's rule the same seed is valid.
+    config = TestConfig(
+        nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
+        max_faults=3,
+        compound=True,
+        compound_hold_ns=0,
+        interval_ns=2 * SECOND,
+        truncation="kip101",
+    )
+    diverged = run_test(config, 8, reports=False)
+    assert diverged.check.inconsistent_offsets > 0
+    assert diverged.check.divergence_mechanisms == ["epoch-truncation"]
+    assert not diverged.check.lost_acknowledged_writes
+    fixed = run_test(attrs.evolve(config, truncation="kip320"), 8, reports=False)
+    assert fixed.verdict is Verdict.OK
 
 
 def test_a_controller_paused_at_a_decision_is_a_zombie_whose_requests_the_fence_rejects() -> None:
