@@ -602,17 +602,21 @@ class Controller:
             self.next_imbalance_check = now + self.config.leader_imbalance_check_interval_ns
             self.request_preferred_election(only_imbalanced=True)
 
-    def request_preferred_election(self, only_imbalanced: bool = False) -> int:
+    def request_preferred_election(
+        self, only_imbalanced: bool = False, keys: frozenset[tuple[str, int]] | None = None
+    ) -> int:
         """Queue preferred-leader elections (the admin's ``kafka-leader-election.sh
-        --election-type preferred``, ``ElectLeaders``): every partition, or with
-        ``only_imbalanced`` those of the brokers over ``leader.imbalance.per.broker
-        .percentage``. Returns how many partitions were queued."""
+        --election-type preferred``, ``ElectLeaders``): every partition, those named by
+        ``keys`` (``--topic T --partition P``), or with ``only_imbalanced`` those of the
+        brokers over ``leader.imbalance.per.broker.percentage``. Returns how many
+        partitions were queued."""
         limit = self.config.leader_imbalance_per_broker_percentage / 100
         over = {b for b, ratio in self.imbalance().items() if ratio > limit}
         queued = [
             key
             for key in sorted(self.context)
             if self._preferred_ready(key)
+            and (keys is None or key in keys)
             and (not only_imbalanced or self.context[key].replicas[0] in over)
         ]
         self.preferred_pending = sorted(set(self.preferred_pending) | set(queued))

@@ -428,6 +428,11 @@ class World:
         self.stats: collections.Counter[str] = collections.Counter()
         self._role_serial: dict[int, int] = {}
         """Broker -> the number of the election that made its controller role."""
+        self.pause_at_decision = False
+        """Armed (``pause_controller_at_decision``): the controller's broker is paused on
+        its next tick that leaves requests queued for its send threads."""
+        self.paused_at_decision: str | None = None
+        """The broker that armed pause stopped (until it is resumed or disarmed)."""
         self._epoch_writers: dict[int, set[int]] = {}
         """Controller epoch -> the elections whose controllers wrote to the store in it
         (``spec.controller``'s ``OneControllerWritesPerEpoch``: one at most)."""
@@ -566,6 +571,11 @@ class World:
             effects = role.tick(now, connected)
             self._forget_resigned(b)
             self._dispatch(name, effects)
+            if self.pause_at_decision and role.outbox and not role.resigned:
+                # A decision written to the store, its requests not yet sent: SIGSTOP now.
+                self.pause_at_decision = False
+                self.paused_at_decision = name
+                self.nodes.pause(name)
             return bool(effects)
         if broker.broker_epoch is None or not connected or self.store.controller != NO_LEADER:
             return False
@@ -888,14 +898,16 @@ class World:
 
     # ------------------------------------------------------------------ leadership admin
 
-    def preferred_election(self) -> int | None:
-        """An admin's preferred-leader election for every partition (``ElectLeaders``,
-        ``kafka-leader-election.sh --election-type preferred``): the controller queues
-        them and elects one per tick. How many were queued; None: no controller acts."""
+    def preferred_election(self, partition: int | None = None) -> int | None:
+        """An admin's preferred-leader election for every partition of the topic, or for
+        ``partition`` only (``ElectLeaders``, ``kafka-leader-election.sh --election-type
+        preferred [--partition P]``): the controller queues them and elects one per tick.
+        How many were queued; None: no controller acts."""
         controller = self.controller
         if controller is None or not self.running(broker_node(controller.broker_id)):
             return None
-        return controller.request_preferred_election()
+        keys = None if partition is None else frozenset({(self.config.topic, partition)})
+        return controller.request_preferred_election(keys=keys)
 
     def add_partitions(self, total: int, topic: str | None = None) -> list[int] | None:
         """An admin grows ``topic`` (default: the test's) to ``total`` partitions (or creates
@@ -1050,6 +1062,18 @@ class World:
             raise IllegalEvent(f"{name} is not a group consumer")
         self.groups.subscribe(name, self.clock.wall_now(name))
         self._collect(name)
+
+    def pause_controller_at_decision(self, armed: bool = True) -> None:
+        """Arm (or disarm) a SIGSTOP of the controller's broker at the moment it has
+        decided -- a leader elected, an ISR changed, written to the store -- and its
+        requests wait for the send threads (``ControllerChannelManager``): a long GC pause
+        that lands there. Woken after its session expired, it is a zombie whose queued
+        requests of the old controller epoch reach the brokers after its successor's
+        (what ``STALE_CONTROLLER_EPOCH`` fencing is for). Which broker it stopped is
+        ``paused_at_decision``; `resume` wakes it."""
+        self.pause_at_decision = armed
+        if armed:
+            self.paused_at_decision = None
 
     def pause(self, name: str) -> None:
         if name == STORE:

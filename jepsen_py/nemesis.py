@@ -40,7 +40,9 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
 - ``partition-one-follower``: one follower cut off from its partition's leader only (it
   still reaches the store and the other brokers): it leaves the ISR after
   ``replica.lag.time.max.ms`` while the leader goes on acknowledging with the others, so it
-  misses acknowledged writes -- the replica a faulty election must not pick;
+  misses acknowledged writes -- the replica a faulty election must not pick. A partition
+  whose leader is not the controller is preferred (else the follower would not hear the
+  controller either);
 - ``partition-stale-follower``: a follower (neither the leader nor the controller) cut off
   from the controller only: it goes on fetching but misses LeaderAndIsr requests, so when
   leadership moves it acts on a stale leader and epoch (what KIP-320's fencing is for);
@@ -49,9 +51,24 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
 - ``kill-lagging``: power loss of a replica outside a partition's ISR (a lagging or cut-off
   follower, a KIP-966 ELR member);
 - ``kill-isolated``: power loss of the broker the running partition cuts off from the most
-  servers (the leader first among equals): the isolated leader killed inside its partition.
+  servers (the leader first among equals): the isolated leader killed inside its partition;
+- ``pause-deciding-controller``: SIGSTOP of the controller's broker at its next decision
+  (a leader elected, an ISR changed: written to the store), while the requests it decided
+  wait for its send threads (``ControllerChannelManager``): armed at the start, it fires
+  when the controller next acts; a pause past the session timeout makes it a zombie whose
+  queued requests of the old controller epoch reach the brokers after its successor's
+  (issue 16's brain split; what ``STALE_CONTROLLER_EPOCH`` fences). The stop resumes it;
+- ``transfer-leadership``: a partition's leadership moved to one of its ISR followers (a
+  reassignment that puts it first, then a preferred-leader election of that partition, as
+  an operator does it; Jepsen's Redpanda nemesis), to a follower cut off from the leader
+  when there is one: it is still in the ISR until ``replica.lag.time.max.ms`` passes, but
+  has not fetched what the leader appended since (KIP-279's double failover). Its stop
+  does nothing.
 
-Each falls back to a partition's leader when its target does not exist now.
+Each kill falls back to a partition's leader when its target does not exist now;
+``transfer-leadership`` is skipped when no partition has a running ISR follower the
+controller reaches. While a targeted partition runs, the faults aimed at "a partition's
+leader" aim at the leader of the partition it cut (``Nemesis.focus``).
 
 Processes:
 
@@ -234,6 +251,11 @@ CATALOGUE: dict[str, Fault] = {
         Fault("pause", "process", "SIGSTOP a server (often the leader or controller)"),
         Fault("pause-leader", "process", "SIGSTOP a partition's leader"),
         Fault("pause-controller", "process", "SIGSTOP the controller (a zombie when it wakes)"),
+        Fault(
+            "pause-deciding-controller",
+            "process",
+            "SIGSTOP the controller at its next decision, its requests still queued",
+        ),
         Fault("pause-consumer", "process", "SIGSTOP a consumer (a zombie group member)"),
         Fault("kill-consumer", "process", "kill a group consumer; it comes back a new member"),
         Fault("leave-consumer", "process", "a group consumer closes (LeaveGroup), rejoins later"),
@@ -243,6 +265,11 @@ CATALOGUE: dict[str, Fault] = {
             "a broker shuts down cleanly: its leaderships move first; restart it",
         ),
         Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
+        Fault(
+            "transfer-leadership",
+            "leadership",
+            "move a partition's leadership to an ISR follower, one cut off from the leader first",
+        ),
         Fault("add-partitions", "leadership", "grow the topic by a partition (admin)"),
         Fault(
             "reassign",
@@ -271,6 +298,8 @@ TARGETED: dict[str, str] = {
     "kill-last-isr": "kill",
     "kill-lagging": "kill",
     "kill-isolated": "kill",
+    "pause-deciding-controller": "pause-controller",
+    "transfer-leadership": "preferred-election",
 }
 """Faults aimed by the cluster's live state (Jepsen's nemesis targets ``:primaries``,
 ``:minority``), each -> the generic fault it aims: not in ``all``, whose runs keep their
@@ -403,6 +432,11 @@ class Nemesis:
         self.base_network = cluster.network.config
         self.active: dict[str, Any] = {}
         """fault -> what it holds down: nodes killed or paused, network settings."""
+        self.focus: int | None = None
+        """The partition a running targeted partition fault aims at (``TARGETED``): while
+        it runs, faults aimed at "a partition's leader" aim at that partition's, so that
+        a compound acts on what its partition did (the leader of the follower it cut
+        off), as Jepsen's composed nemeses do. None otherwise (a partition drawn)."""
         self.performed = 0
 
     # ------------------------------------------------------------------ helpers
@@ -425,9 +459,12 @@ class Nemesis:
         return self.cluster.nodes.state(node)
 
     def leader(self, partition: int | None = None) -> tuple[int, str | None]:
-        """(partition, its leader's node) for ``partition`` or one drawn at random; the
-        leader is None when the partition has none."""
+        """(partition, its leader's node) for ``partition``, else the one a running
+        targeted partition aims at (``focus``), else one drawn at random; the leader is
+        None when the partition has none."""
         config = self.cluster.config
+        if partition is None and self.focus is not None:
+            partition = self.focus
         if partition is None:
             partition = self.rng.randrange(config.partitions)
         state = self.cluster.store.partitions[(config.topic, partition)]
@@ -456,6 +493,7 @@ class Nemesis:
     # ------------------------------------------------------------------ partitions
 
     def _start_partition(self, fault: str, given: dict[str, Any] | None) -> Any:
+        self.focus = None
         if given is not None and "grudge" in given:
             shape = given.get("shape", "given")
             links = links_of(given["grudge"])
@@ -469,6 +507,8 @@ class Nemesis:
         self.cluster.heal()
         self.cluster.partition(sorted(links))
         self.active[fault] = sorted(links)
+        if fault in TARGETED and isinstance(extra.get("partition"), int):
+            self.focus = extra["partition"]
         return {**extra, "grudge": grudge_of(links)}
 
     def _shape(self, shape: str) -> tuple[frozenset[Link], dict[str, Any]]:
@@ -496,7 +536,17 @@ class Nemesis:
             links = frozenset((node, o) for o in others) | frozenset((o, node) for o in others)
             return links, {"node": node, "partition": partition}
         if shape == "one-follower":
-            partition, leader = self.leader()
+            # A partition whose leader is not the controller, when there is one: cut off
+            # from the leader only, the follower still hears the controller (its ISR
+            # changes, its promotion); cut off from a leader that is the controller, it
+            # would hear neither.
+            controller = self.controller()
+            others = [
+                p
+                for p, state in self._partition_states()
+                if state.leader != NO_LEADER and broker_node(state.leader) != controller
+            ]
+            partition, leader = self.leader(self._draw(others) if others else None)
             followers = [b for b in self.brokers if b != leader]
             node = followers[self.rng.randrange(len(followers))]
             if leader is None:
@@ -540,6 +590,7 @@ class Nemesis:
         held = [name for name in self.active if CATALOGUE[name].group == "partition"]
         for name in held:
             del self.active[name]
+        self.focus = None
         blocked = len(self.cluster.network.blocked_links())
         self.cluster.heal()
         return {"healed_links": blocked} if blocked else {"healed": "nothing was partitioned"}
@@ -549,6 +600,11 @@ class Nemesis:
     def _start_process(self, fault: str, given: dict[str, Any] | None) -> Any:
         if fault in self.active:
             return {"skipped": f"{fault} is already holding {self.active[fault]}"}
+        if fault == "pause-deciding-controller":
+            # Armed now; the world stops the controller's broker at its next decision.
+            self.cluster.pause_controller_at_decision(True)
+            self.active[fault] = []
+            return {"armed": True}
         if fault == "kill-all":
             nodes = given.get("nodes") if given is not None else None
             targets = [n for n in (nodes or self.brokers) if self._state(n).alive]
@@ -675,6 +731,16 @@ class Nemesis:
         return self.cluster.unflushed_files(self.cluster.broker_id(node))
 
     def _stop_process(self, fault: str) -> Any:
+        if fault == "pause-deciding-controller" and fault in self.active:
+            self.active.pop(fault)
+            self.cluster.pause_controller_at_decision(False)
+            node = self.cluster.paused_at_decision
+            self.cluster.paused_at_decision = None
+            if node is None:
+                return {"healed": "the controller decided nothing while armed"}
+            if self._state(node) is NodeState.PAUSED:
+                self.cluster.resume(node)
+            return {"nodes": [node]}
         nodes = self.active.pop(fault, None)
         if not nodes:
             return {"healed": f"no {fault} to undo"}
@@ -699,6 +765,8 @@ class Nemesis:
             return self._start_reassign(given)
         if fault == "add-partitions":
             return self._start_add_partitions(given)
+        if fault == "transfer-leadership":
+            return self._start_transfer(given)
         if fault == "preferred-election":
             queued = self.cluster.preferred_election()
             if queued is None:
@@ -721,6 +789,56 @@ class Nemesis:
             return {"node": node, "skipped": f"{node} is {self._state(node).value}"}
         self.active[fault] = [node]
         return {"node": node, **out}
+
+    def _start_transfer(self, given: dict[str, Any] | None) -> Any:
+        """Leadership of one partition moved to a chosen ISR follower, as an operator does
+        it in Kafka: a reassignment to the same replicas with that follower first (KIP-455;
+        no data moves), then a preferred-leader election of that partition (KIP-460's
+        ``ElectLeaders``); Jepsen's Redpanda test has the same nemesis. The follower is,
+        when one exists, an ISR member cut off from its leader by the running partition
+        (it still counts as in sync until ``replica.lag.time.max.ms`` passes, so it is
+        eligible, yet it has not fetched what the leader appended since the cut): leadership
+        moving there and away again before the ISR shrinks is KIP-279's double failover.
+        Otherwise any running ISR follower of a partition drawn at random. A follower the
+        controller cannot reach is never chosen: it would not hear of its promotion."""
+        if given is not None:
+            partition, target = int(given["partition"]), tuple(given["target"])
+            out: dict[str, Any] = {"partition": partition, "target": list(target)}
+        else:
+            blocked = self.cluster.network.blocked_links()
+            controller = self.controller()
+            running = NodeState.RUNNING
+
+            def apart(a: str | None, b: str) -> bool:
+                return a is not None and ((a, b) in blocked or (b, a) in blocked)
+
+            candidates: list[tuple[bool, int, int]] = []
+            for p, state in self._partition_states():
+                if state.leader == NO_LEADER:
+                    continue
+                leader = broker_node(state.leader)
+                for b in sorted(state.isr):
+                    node = broker_node(b)
+                    if b == state.leader or self._state(node) is not running:
+                        continue
+                    if apart(controller, node):
+                        continue  # it would never hear the LeaderAndIsr that promotes it
+                    cut = apart(leader, node)
+                    candidates.append((cut, p, b))
+            if not candidates:
+                return {"skipped": "no partition has a running ISR follower"}
+            cut_off = [c for c in candidates if c[0]]
+            cut, partition, chosen = self._draw(cut_off or candidates)
+            replicas = dict(self._partition_states())[partition].replicas
+            target = (chosen, *(r for r in replicas if r != chosen))
+            out = {"partition": partition, "target": list(target), "cut_off": cut}
+        result = self.cluster.reassign(partition, target)
+        if result != "NONE":
+            return {**out, "skipped": f"reassignment refused: {result}"}
+        queued = self.cluster.preferred_election(partition)
+        if queued is None:
+            return {**out, "skipped": "no controller acts now"}
+        return {**out, "queued": queued}
 
     def _start_add_partitions(self, given: dict[str, Any] | None) -> Any:
         topic = self.cluster.config.topic
@@ -755,7 +873,7 @@ class Nemesis:
             if not state.reassigning:
                 return {"partition": partition, "completed": True}
             return {"partition": partition, "cancel": self.cluster.reassign(partition, None)}
-        if fault in ("preferred-election", "add-partitions"):
+        if fault in ("preferred-election", "transfer-leadership", "add-partitions"):
             return {}  # an election is not undone, a topic never shrinks
         for node in self.active.get(fault, []):
             # Still waiting for its leaderships to move: it stops now anyway, as Kafka's

@@ -12,6 +12,7 @@ import pytest
 from impl.cluster import Cluster
 from impl.log.batch import read_header
 from impl.sim.node import NodeState
+from jepsen_py.checker.result import Verdict
 from jepsen_py.fault_verbs import fault_kind, fault_ops
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import (
@@ -112,6 +113,47 @@ def test_one_follower_cut_from_its_leader_leaves_the_isr_while_the_others_go_on(
     assert nemesis.perform("start-kill-lagging", None)["node"] == node
 
 
+def test_leadership_moves_to_a_follower_cut_off_from_its_leader_while_still_in_the_isr() -> None:
+    # b1 is the controller and leads both partitions; moving t-0 to b2 first gives a leader
+    # that is not the controller, so the follower cut off from it still hears the controller.
+    cluster = busy_cluster(("partition-one-follower", "transfer-leadership"))
+    nemesis = Nemesis(cluster, random.Random(5))
+    first = nemesis.perform("start-transfer-leadership", {"partition": 0, "target": [2, 1, 3]})
+    assert first["queued"] == 1, first
+    cluster.run_until(cluster.clock.now + SECOND)
+    topic = cluster.config.topic
+    assert cluster.store.partitions[(topic, 0)].leader == 2
+    cut = nemesis.perform("start-partition-one-follower", None)
+    assert cut["partition"] == 0 and cut["leader"] == "b2", "the leader that is not controller"
+    cluster.run_until(cluster.clock.now + SECOND)
+    moved = nemesis.perform("start-transfer-leadership", None)
+    assert moved["cut_off"] and moved["partition"] == 0, moved
+    assert f"b{moved['target'][0]}" == cut["node"]
+    cluster.run_until(cluster.clock.now + SECOND)
+    state = cluster.store.partitions[(topic, 0)]
+    # Within replica.lag.time.max.ms: the new leader missed writes, the old one is in the ISR.
+    assert f"b{state.leader}" == cut["node"] and 2 in state.isr, state
+    assert nemesis.perform("stop-transfer-leadership", None) == {}
+
+
+def test_the_controller_is_paused_at_its_next_decision_with_its_requests_queued() -> None:
+    cluster = busy_cluster(("pause-deciding-controller",))
+    nemesis = Nemesis(cluster, random.Random(1))
+    assert nemesis.perform("start-pause-deciding-controller", None) == {"armed": True}
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    assert all_running(cluster), "the controller decided nothing: not paused"
+    cluster.crash("b3")  # its session expires: the controller shrinks the ISRs
+    cluster.run_until(cluster.clock.now + 8 * SECOND)
+    assert cluster.paused_at_decision == "b1" and states(cluster)["b1"] is NodeState.PAUSED
+    assert cluster.controllers[1].outbox, "its decision's requests wait for the send threads"
+    assert nemesis.perform("stop-pause-deciding-controller", None) == {"nodes": ["b1"]}
+    assert states(cluster)["b1"] is NodeState.RUNNING
+    # Stopped before the controller decided anything: disarmed, nothing to resume.
+    nemesis.perform("start-pause-deciding-controller", None)
+    healed = nemesis.perform("stop-pause-deciding-controller", None)
+    assert "healed" in healed and not cluster.pause_at_decision
+
+
 def test_unknown_faults_are_refused_with_the_catalogue() -> None:
     with pytest.raises(NemesisError, match=r"unknown fault 'partiton'.*clock"):
         parse_faults("partiton")
@@ -152,6 +194,13 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert skewed == set(done["skews"])
     elif fault == "preferred-election":
         assert done["queued"] >= 0
+    elif fault == "transfer-leadership":
+        assert done["queued"] == 1 and not done["cut_off"], done
+    elif fault == "pause-deciding-controller":
+        assert done == {"armed": True} and all_running(cluster), "nothing paused yet"
+        # A leadership move makes the controller decide (elect the preferred replica).
+        assert cluster.reassign(0, (2, 1, 3)) == "NONE"
+        assert cluster.preferred_election(0) == 1
     elif fault == "add-partitions":
         assert done["created"] == [2], done
     elif fault == "reassign":
@@ -165,6 +214,13 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
         assert states(cluster)[done["node"]] is expected
     cluster.run_until(cluster.clock.now + 2 * SECOND)
+    if fault == "transfer-leadership":
+        moved = cluster.store.partitions[(cluster.config.topic, done["partition"])]
+        assert moved.leader == done["target"][0] and moved.replicas == tuple(done["target"])
+    if fault == "pause-deciding-controller":
+        assert cluster.paused_at_decision == "b1" and states(cluster)["b1"] is NodeState.PAUSED
+        controller = cluster.controllers[1]
+        assert controller.outbox, "paused with the decision's requests still queued"
     if fault == "controlled-shutdown":
         assert states(cluster)[done["node"]] is NodeState.CRASHED, "stopped once moved off"
         assert cluster.stats["controlled_shutdowns"] == 1
@@ -381,6 +437,71 @@ def test_a_runs_faults_read_back_from_its_history_replay_the_same_run() -> None:
     replayed = simulate_run(scripted, 21).history
     clients = [op for op in history if op.is_client]
     assert clients == [op for op in replayed if op.is_client]
+
+
+def test_a_quick_compound_of_the_leadership_faults_is_the_same_run_from_its_seed() -> None:
+    # A partition of one follower, leadership moved to it and the controller paused at a
+    # decision, inside replica.lag.time.max.ms (--compound-hold 0s): the same seed gives
+    # the same history, and the faults read back from it replay the same client ops.
+    config = TestConfig(
+        nemesis=(
+            "partition-one-follower",
+            "sigkill-leader",
+            "pause-deciding-controller",
+            "transfer-leadership",
+        ),
+        max_faults=3,
+        compound=True,
+        compound_hold_ns=0,
+        interval_ns=2 * SECOND,
+        time_limit_ns=30 * SECOND,
+        recovery_ns=8 * SECOND,
+    )
+    first, again = simulate_run(config, 3), simulate_run(config, 3)
+    assert first.history == again.history
+    done = [op.value for op in first.history if not op.is_client and isinstance(op.value, dict)]
+    assert any(v.get("cut_off") for v in done), "leadership moved to a cut-off follower"
+    assert any(v.get("armed") for v in done)
+    steps = realized_schedule(first.history, before=config.time_limit_ns)
+    scripted = TestConfig.from_json({**config.to_json(), "schedule": [s.to_json() for s in steps]})
+    replayed = simulate_run(scripted, 3).history
+    assert [op for op in first.history if op.is_client] == [op for op in replayed if op.is_client]
+
+
+def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_kip_279() -> None:
+    # Generic faults only, nested quickly: a follower cut off from its leader, leadership
+    # moved to it, the new leader killed inside replica.lag.time.max.ms. Seed 8: with
+    # KIP-101's truncation two offsets end up with two values (KIP-279's double failover,
+    # the explainer's epoch-truncation); with KIP-320's rule the same seed is valid.
+    config = TestConfig(
+        nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
+        max_faults=3,
+        compound=True,
+        compound_hold_ns=0,
+        interval_ns=2 * SECOND,
+        truncation="kip101",
+    )
+    diverged = run_test(config, 8, reports=False)
+    assert diverged.check.inconsistent_offsets > 0
+    assert diverged.check.divergence_mechanisms == ["epoch-truncation"]
+    assert not diverged.check.lost_acknowledged_writes
+    fixed = run_test(attrs.evolve(config, truncation="kip320"), 8, reports=False)
+    assert fixed.verdict is Verdict.OK
+
+
+def test_a_controller_paused_at_a_decision_is_a_zombie_whose_requests_the_fence_rejects() -> None:
+    # Seed 4: the pause lands on a decision and outlasts the session; the successor's
+    # requests go out first, the zombie's queued ones after it wakes. Fenced, the broker
+    # rejects them (STALE_CONTROLLER_EPOCH); with the fence off it applies one.
+    config = TestConfig(
+        nemesis=("partition-one-follower", "kill-leader", "pause-deciding-controller"),
+        max_faults=2,
+        interval_ns=6 * SECOND,
+    )
+    fenced = run_test(config, 4, reports=False).figures.controller
+    assert fenced["stale_controller_rejected"] >= 1 and fenced["stale_controller_applied"] == 0
+    unfenced = attrs.evolve(config, bugs=("accept_stale_controller_epoch",))
+    assert run_test(unfenced, 4, reports=False).figures.controller["stale_controller_applied"] >= 1
 
 
 def test_fault_windows_pair_each_start_with_its_stop() -> None:

@@ -40,7 +40,7 @@ from jepsen_py.runner import (
     run_test,
     swarm_config,
 )
-from jepsen_py.runner.config import SWARM_PACE
+from jepsen_py.runner.config import SWARM_PACE, swarm_density
 from jepsen_py.scenarios import (
     ACKS_1_LEADER_KILLS,
     JEPSEN_2013,
@@ -402,6 +402,16 @@ def test_swarm_configurations_are_drawn_from_the_seed() -> None:
     assert all((c.acks, c.min_isr, c.truncation) == ("all", 2, "kip320") for c in drawn)
 
 
+def test_swarm_runs_draw_targeted_faults_at_least_at_their_own_density() -> None:
+    base = TestConfig(nemesis=ALL)
+    sparse = [swarm_config(base, s) for s in range(200) if swarm_density(s) == 0.1]
+    assert len(sparse) > 30, "some runs draw the sparsest subsets"
+    targeted = sum(len(set(c.nemesis) & set(TARGETED)) for c in sparse) / len(sparse)
+    others = sum(len(set(c.nemesis) - set(TARGETED)) for c in sparse) / len(sparse)
+    # About half of the 8 targeted faults, about a tenth of the 28 others.
+    assert 3 <= targeted <= 5 and others < 5, (targeted, others)
+
+
 def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_asked() -> None:
     base = TestConfig(nemesis=ALL)
     drawn = [swarm_config(base, s) for s in range(40)]
@@ -414,6 +424,13 @@ def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_ask
     assert {c.compound for c in overlapping if c.max_faults > 1} == {True, False}
     nested = next(c for c in overlapping if c.compound)
     assert "--compound" in reproduce_command(nested, 1)
+    # Half of the nested runs are quick: the inner faults follow at the run's pace, inside
+    # replica.lag.time.max.ms; the others hold the partition for it (None: the lag time).
+    holds = {c.compound_hold_ns for c in overlapping if c.compound}
+    assert holds == {0, None}, holds
+    quick = next(c for c in overlapping if c.compound_hold_ns == 0)
+    assert "--compound-hold 0s" in reproduce_command(quick, 1)
+    assert not any(c.compound_hold_ns is not None for c in drawn)
     assert "--max-faults" in reproduce_command(next(c for c in overlapping if c.max_faults > 1), 1)
 
 

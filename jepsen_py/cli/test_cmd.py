@@ -308,7 +308,15 @@ def _duration(flag: str, text: str) -> int:
 @click.option("--rate", type=float, default=100.0, show_default=True, help="Client ops/s.")
 @click.option("--concurrency", type=int, default=5, show_default=True, help="Client threads.")
 @click.option("--seed", type=int, default=None, help="The run's seed (default: a random one).")
-@click.option("--runs", type=int, default=1, show_default=True, help=">1: swarm mode.")
+@click.option(
+    "--runs",
+    type=int,
+    default=1,
+    show_default=True,
+    help=">1: swarm mode: each run draws from its seed a subset of the faults (targeted ones "
+    "too, e.g. transfer-leadership, pause-deciding-controller), a pace, how many overlap, "
+    "and whether they nest (--compound, half of them quick); docs/fault-injection.md.",
+)
 @click.option("--stop-on-failure", is_flag=True, help="Swarm: stop at the first invalid run.")
 @click.option(
     "--engine",
@@ -362,6 +370,13 @@ def _duration(flag: str, text: str) -> int:
     is_flag=True,
     help="With --max-faults > 1, faults nest: a partition opens, faults start inside it (a "
     "kill of the isolated leader), they stop innermost first and the partition heals last.",
+)
+@click.option(
+    "--compound-hold",
+    default=None,
+    help="With --compound, how long the partition holds before faults start inside it "
+    "(default: replica.lag.time.max.ms, so the ISR shrinks first); 0s: a quick compound, "
+    "the inner faults follow inside the window where the cut-off follower is still in sync.",
 )
 @click.option(
     "--buggify",
@@ -454,6 +469,7 @@ def test_cmd(
     bugs: tuple[str, ...],
     buggify: bool,
     compound: bool,
+    compound_hold: str | None,
     workload: str,
     commit: str,
     offset_reset: str,
@@ -542,6 +558,9 @@ def test_cmd(
             bugs=tuple(sorted(set(bugs))),
             buggify=buggify,
             compound=compound,
+            compound_hold_ns=(
+                None if compound_hold is None else _duration("--compound-hold", compound_hold)
+            ),
             retention_ms=retention_ms,
             retention_bytes=retention_bytes,
             segment_bytes=segment_bytes,

@@ -71,6 +71,12 @@ class TestConfig:
     for ``replica.lag.time.max.ms`` (the ISR shrinks), faults start inside it (a kill of
     the isolated leader), they stop innermost first, the partition heals last
     (``jepsen_py.generator.nemesis_schedule(outer=..., hold=...)``)."""
+    compound_hold_ns: int | None = None
+    """How long a compound's partition holds before faults start inside it
+    (``--compound-hold``). None: ``replica.lag.time.max.ms``, so the ISR has shrunk
+    first; 0, a quick compound: the inner faults follow at the run's pace, inside the
+    window where the cut-off follower still counts as in sync (KIP-279's double failover
+    needs leadership moved to it and away again before the ISR drops anyone)."""
     time_limit_ns: int = 60 * SECOND
     rate: float = 100.0
     """Client ops per second of logical time, over all threads."""
@@ -132,6 +138,8 @@ class TestConfig:
             raise ConfigError(f"nemesis: unknown faults {unknown}; see jepsen_py.nemesis")
         if self.max_faults < 1:
             raise ConfigError(f"max_faults={self.max_faults}: at least 1 fault at a time")
+        if self.compound_hold_ns is not None and self.compound_hold_ns < 0:
+            raise ConfigError(f"compound_hold_ns={self.compound_hold_ns}: must be >= 0")
         if self.interval_ns <= 0 or self.time_limit_ns < 0 or self.recovery_ns < 0:
             raise ConfigError("interval must be > 0, time limit and recovery >= 0")
         if not self.rate > 0:
@@ -284,6 +292,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         interval_ns=config.interval_ns,
         max_faults=config.max_faults,
         compound=config.compound,
+        compound_hold_ns=config.compound_hold_ns,
         time_limit_ns=config.time_limit_ns,
         recovery_ns=config.recovery_ns,
         rate=config.rate,
@@ -321,6 +330,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         args.append(f"--max-faults {config.max_faults}")
     if config.compound:
         args.append("--compound")
+    if config.compound_hold_ns is not None:
+        args.append(f"--compound-hold {format_duration(config.compound_hold_ns)}")
     if config.recovery_ns != default.recovery_ns:
         args.append(f"--recovery {format_duration(config.recovery_ns)}")
     if config.idempotence is not None:
@@ -404,6 +415,15 @@ leader) is then rare. Sparser subsets (3 or 8 faults on average) make such pairs
 while the dense ones keep the mixes."""
 
 
+TARGETED_DENSITY = 0.5
+"""The least chance a targeted fault (``jepsen_py.nemesis.TARGETED``) offered is in a swarm
+run's subset, whatever the run's density: they are few (7 of about 40 offered) and each
+aims at a situation the generic faults reach only by luck (a follower cut off from its
+leader, the last ISR member, leadership moved to a follower that missed writes), so the
+sequences that matter (a follower cut off, then its leader shut down or killed) are not a
+few percent of the runs."""
+
+
 def swarm_offered(base: TestConfig) -> tuple[str, ...]:
     """The fault kinds a swarm run of ``base`` may draw: those asked for, and the targeted
     faults (``jepsen_py.nemesis.TARGETED``) that aim one of them."""
@@ -431,10 +451,13 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     is scaled to the protocol's timers (`SWARM_PACE`). Overlap is opt-in: two faults at
     once (the ISR shrunk by a partition, then its last member's disk damaged) defeat
     replication factor 3 with min.insync.replicas=2, which is built to survive one. Half
-    of the runs that may overlap nest their faults (``TestConfig.compound``)."""
+    of the runs that may overlap nest their faults (``TestConfig.compound``), and half of
+    those are quick (``compound_hold_ns`` 0: the inner faults follow inside
+    ``replica.lag.time.max.ms``). Targeted faults are drawn at least at `TARGETED_DENSITY`."""
     rng, density = _config_stream(seed)
     offered = swarm_offered(base)
-    faults = [f for f in offered if rng.random() < density]
+    aimed = max(density, TARGETED_DENSITY)
+    faults = [f for f in offered if rng.random() < (aimed if f in TARGETED else density)]
     if offered and not faults:
         faults = [offered[rng.randrange(len(offered))]]
     timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
@@ -442,6 +465,11 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     rate = float(rng.choice((25, 50, 100, 200)))
     concurrency = rng.randint(2, 8)
     max_faults = rng.randint(1, base.max_faults)
+    # Half of the overlapping runs nest their faults (a partition, faults inside it).
+    compound = base.compound or (max_faults > 1 and rng.random() < 0.5)
+    hold = base.compound_hold_ns
+    if compound and hold is None and SimRandom(seed).split("config/hold").random() < 0.5:
+        hold = 0  # a quick compound: faults inside the partition before the ISR shrinks
     return attrs.evolve(
         base,
         nemesis=tuple(faults),
@@ -449,14 +477,15 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
         rate=rate,
         concurrency=concurrency,
         max_faults=max_faults,
-        # Half of the overlapping runs nest their faults (a partition, faults inside it).
-        compound=base.compound or (max_faults > 1 and rng.random() < 0.5),
+        compound=compound,
+        compound_hold_ns=hold,
     )
 
 
 __all__ = [
     "SWARM_DENSITY",
     "SWARM_PACE",
+    "TARGETED_DENSITY",
     "ConfigError",
     "TestConfig",
     "format_duration",

@@ -97,8 +97,14 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
             if config.compound
             else (),
             # A compound's partition outlasts replica.lag.time.max.ms before faults start
-            # inside it: the ISR has shrunk by then.
-            hold=config.replica_lag_time_max_ns if config.compound else 0,
+            # inside it (the ISR has shrunk by then), unless its hold is set (0: quick).
+            hold=(
+                0
+                if not config.compound
+                else config.replica_lag_time_max_ns
+                if config.compound_hold_ns is None
+                else config.compound_hold_ns
+            ),
         )
     else:
         schedule = on_nemesis(concat())
