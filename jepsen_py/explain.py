@@ -191,6 +191,17 @@ def mechanism_of(name: str) -> Mechanism:
     return MECHANISMS[name]
 
 
+def _mechanism_json(name: str) -> dict[str, Any]:
+    """A mechanism as an explanation's JSON names it."""
+    m = MECHANISMS[name]
+    return {
+        "mechanism": name,
+        "title": m.title,
+        "reference": m.reference,
+        "safe_configuration_exposed": m.safe,
+    }
+
+
 @attrs.frozen
 class LossExplanation:
     """Lost acknowledged writes of one key that one mechanism explains."""
@@ -223,13 +234,9 @@ class LossExplanation:
         )
 
     def to_json(self) -> dict[str, Any]:
-        m = MECHANISMS[self.mechanism]
         return {
             "key": self.key,
-            "mechanism": self.mechanism,
-            "title": m.title,
-            "reference": m.reference,
-            "safe_configuration_exposed": m.safe,
+            **_mechanism_json(self.mechanism),
             "writes": self.writes,
             "first_offset": self.first_offset,
             "last_offset": self.last_offset,
@@ -266,13 +273,9 @@ class DivergenceExplanation:
         )
 
     def to_json(self) -> dict[str, Any]:
-        m = MECHANISMS[self.mechanism]
         return {
             "key": self.key,
-            "mechanism": self.mechanism,
-            "title": m.title,
-            "reference": m.reference,
-            "safe_configuration_exposed": m.safe,
+            **_mechanism_json(self.mechanism),
             "offsets": self.offsets,
             "first_offset": self.first_offset,
             "last_offset": self.last_offset,
