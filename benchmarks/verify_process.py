@@ -110,9 +110,7 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0, help="busy loops to run beside")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    loops = [
-        subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(args.busy)
-    ]
+    loops = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(args.busy)]
     try:
         for round_ in range(args.repeat):
             for config in args.configs.split(","):

@@ -100,18 +100,14 @@ def read_jsonl_lines(lines: Iterable[bytes], rejections: Rejections) -> Iterator
     memory (``io.BytesIO(content)``: Spark's whole-file path hands a file's bytes to a
     worker). Malformed lines go to ``rejections``; blank lines are skipped."""
     ordinal = 0
+    loads = orjson.loads
     for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
+        if raw[:1] != b"{" and not raw.strip():  # "{": an op's line, not a blank one
             continue
         try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            rejections.reject(number, NOT_UTF8)
-            continue
-        try:
-            record = orjson.loads(raw)
+            record = loads(raw)  # refuses bytes that are not UTF-8: no decode beforehand
         except orjson.JSONDecodeError as exc:
-            rejections.reject(number, f"not valid JSON ({exc.args[0]}); one object per line")
+            rejections.reject(number, _unreadable(raw, exc))
             continue
         try:
             op = op_from_record(record, ordinal, number)
@@ -121,6 +117,16 @@ def read_jsonl_lines(lines: Iterable[bytes], rejections: Rejections) -> Iterator
             continue
         ordinal += 1
         yield op
+
+
+def _unreadable(raw: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why a line orjson refused is rejected: not UTF-8 (`NOT_UTF8`, as every reader
+    says), else not JSON."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    return f"not valid JSON ({exc.args[0]}); one object per line"
 
 
 class JsonlWriter(HistoryWriter):

@@ -129,16 +129,22 @@ def check_file(spec: JobSpec, file_id: int, content: bytes) -> dict[str, Any]:
     ]
     runs = {run_of(file_id, op.run) for op in accepted}
     runs.update(r["run"] or run_of(file_id, None) for r in rejections)
-    # keys with only assign/subscribe ops of their own: the per-key path gives them a
-    # group of their own (no model: the ops were handed to the other keys)
-    for op in accepted:
-        if op.f in REASSIGN_FS and (op.run, op.key) not in groups:
-            groups.setdefault((op.run, op.key), [])
-    for group_key in [k for k, ops in groups.items() if not ops]:
-        run, key = group_key
-        groups[group_key] = [o for o in accepted if o.run == run and o.key == key]
-    model = spec.model or spec.models[file_id] or guess_model({op.f for op in accepted})
-    rows = [_check_group(spec, file_id, model, run, key, ops) for (run, key), ops in groups.items()]
+    fs = {op.f for op in accepted}
+    reassigns = bool(fs & REASSIGN_FS)
+    if reassigns:
+        # keys with only assign/subscribe ops of their own: the per-key path gives them a
+        # group of their own (no model: the ops were handed to the other keys)
+        for op in accepted:
+            if op.f in REASSIGN_FS and (op.run, op.key) not in groups:
+                groups.setdefault((op.run, op.key), [])
+        for group_key in [k for k, ops in groups.items() if not ops]:
+            run, key = group_key
+            groups[group_key] = [o for o in accepted if o.run == run and o.key == key]
+    model = spec.model or spec.models[file_id] or guess_model(fs)
+    rows = [
+        _check_group(spec, file_id, model, run, key, ops, reassigns)
+        for (run, key), ops in groups.items()
+    ]
     return {
         "file_id": file_id,
         "lines": lines,
@@ -149,12 +155,19 @@ def check_file(spec: JobSpec, file_id: int, content: bytes) -> dict[str, Any]:
 
 
 def _check_group(
-    spec: JobSpec, file_id: int, model: str | None, run: str | None, key: str | None, ops: list[Op]
+    spec: JobSpec,
+    file_id: int,
+    model: str | None,
+    run: str | None,
+    key: str | None,
+    ops: list[Op],
+    reassigns: bool,
 ) -> dict[str, Any]:
     """One (run, key) of the file, checked as `keycheck.check_group` checks it."""
-    own = [op for op in ops if op.key == key or op.f not in REASSIGN_FS]
+    own = [op for op in ops if op.key == key or op.f not in REASSIGN_FS] if reassigns else ops
     fs = {op.f for op in own}
-    where = [position(file_id, op.line or 0) for op in ops]
+    base = position(file_id, 0)
+    where = [base | op.line for op in ops]  # type: ignore[operator]  # a JSONL op has a line
     found: list[tuple[int, str, str | None, str | None, str]] = []
     out = check_ops(spec, model, NATIVE, ops, where, fs, found)
     return {
