@@ -1,7 +1,12 @@
 """The Spark verification job: list the inputs, read their lines, group them by (run, key),
 check every group in the executors, and settle on the driver what no single group can.
 
-The usual path is one pass over the data after a cheap first one:
+First the whole-file path (`wholefile`): each JSONL file of at most
+``whole_file_max_bytes`` is checked whole in one task, by the local engine's reader,
+validator and grouping (Spark's ``binaryFiles`` hands a worker its bytes); the files
+that share a run (the ``run`` field) with another go by key with the rest. For the rest
+(Parquet, the driver-read formats, bigger files, shared runs; every file with
+``whole_files`` off) the per-key path is one pass over the data after a cheap first one:
 
 1. `inputs.read_lines`: the first pass counts each file split's lines (exact line numbers)
    and its ``assign``/``subscribe`` lines, and samples keys (their sizes); the lines
@@ -21,7 +26,9 @@ alone: processes that interleave are validated exactly and their keys checked ag
 without the rejected lines; keys that guessed another model than their file's are checked
 again with it; ops numbered by a guessed ordinal are numbered again; and if any op landed
 in the wrong group (the grouping columns are a guess), the whole job runs again with
-exact grouping. Each of these is counted in the figures (``reruns``).
+exact grouping; and if a file checked whole shares a run with the files read by key, it
+joins them and their part is done again. Each of these is counted in the figures
+(``reruns``). A file checked whole needs none of these steps: its worker saw all of it.
 
 Results are sorted by (run, key), so the verdict table is the same on every run whatever
 the partitioning; a task that fails is retried by Spark (see `session`).
