@@ -267,11 +267,11 @@ class _Job:
         cannot be wrong). Files checked whole whose runs the per-key path's files share
         go to the per-key path, and its part is done again (at most once: the runs of
         the files it then takes were known; the other whole files' results stand)."""
-        for _ in range(3):
+        for _ in range(4):  # at most: the first, exact grouping, files gone by key, spare
             report = self._attempt()
             if report is not None:
                 return report
-        raise AssertionError("the job was done three times and still found a regrouping")
+        raise AssertionError("the job was done four times and still had to regroup")
 
     def _attempt(self) -> SparkReport | None:
         """One pass of the steps of the module docstring: the report, or None when an op
