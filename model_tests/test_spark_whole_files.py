@@ -107,6 +107,12 @@ def _directory(folder: Path) -> dict[str, Path]:
     made["big"].write_text("\n".join(big[:-20]) + "\n")
     made["big-tail"] = folder / "51-big-tail.jsonl"
     made["big-tail"].write_text("\n".join(big[-20:]) + "\n")
+    # nothing to check: an empty file, and one of the nemesis's lines alone
+    made["empty"] = folder / "60-empty.jsonl"
+    made["empty"].write_text("")
+    made["nemesis"] = folder / "61-nemesis.jsonl"
+    nemesis = [Op(i, i, "nemesis", "info", "start-partition", None, None) for i in range(3)]
+    write_jsonl(made["nemesis"], nemesis)
     assert made["big"].stat().st_size > BOUND
     assert all(p.stat().st_size <= BOUND for n, p in made.items() if n not in ("big", "gz"))
     return made
@@ -160,8 +166,8 @@ def test_whole_files_give_the_per_key_paths_results_row_for_row(spark: Any, tmp_
     # of a shared run; it does not read .gz: its uncompressed twin stands in)
     results = {r.path: r for r in whole.inputs}
     for name, path in made.items():
-        if name in ("split-a", "split-b", "big", "big-tail"):
-            continue
+        if name in ("split-a", "split-b", "big", "big-tail", "empty", "nemesis"):
+            continue  # a shared run; an input Spark calls "cannot tell the model" (both paths)
         mine = results[str(path)]
         local = verify_path(made["lost-write"] if name == "gz" else path)
         assert (mine.verdict, mine.ops, mine.model) == (local.verdict, local.ops, local.model)
@@ -190,6 +196,7 @@ def test_whole_files_give_the_per_key_paths_results_row_for_row(spark: Any, tmp_
         (2, "b"),
     ]
     assert [r.line for r in results[str(made["undecodable"])].rejected] == [4]
+    assert results[str(made["empty"])].error and results[str(made["nemesis"])].error
     verdicts = {r.verdict for r in whole.inputs}
     assert verdicts == {Verdict.OK, Verdict.ILLEGAL, Verdict.UNKNOWN}
 
