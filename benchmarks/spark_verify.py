@@ -9,7 +9,9 @@ directory, and times:
 
 - ``local``: the local engine (`engine.verify_path`), file after file, in this process;
 - ``spark_local1`` / ``spark_local2``: `checker.spark.verify_spark` on the directory, each
-  configuration in a process of its own (a new JVM, as a ``kmodel verify`` run starts one).
+  configuration in a process of its own (a new JVM, as a ``kmodel verify`` run starts one);
+  ``spark2k`` (``spark_local2_per_key``): ``local[2]`` with the whole-file path off
+  (``--no-whole-files``), every file through the per-key path, as before that path existed.
   ``startup_seconds`` is the session's start (the JVM); ``warmup_seconds`` a first
   verification of a tiny history (JIT, Python workers): the fixed cost of a Spark
   verification, paid once per session; ``seconds`` then the verification of the size
@@ -27,7 +29,7 @@ cores`` is the least wall time the same work could take on an idle machine with 
 many cores.
 
     .venv/bin/python benchmarks/spark_verify.py [--sizes 100000,1000000,10000000]
-        [--configs local,spark1,spark2] [--data DIR] [--seed 1] [--driver-memory 3g]
+        [--configs local,spark1,spark2,spark2k] [--data DIR] [--seed 1] [--driver-memory 3g]
 """
 
 from __future__ import annotations
@@ -130,16 +132,22 @@ def run_local(folder: Path) -> dict[str, Any]:
     }
 
 
-def run_spark(folder: Path, master: str, memory: str, scratch: Path) -> dict[str, Any]:
+def run_spark(
+    folder: Path, master: str, memory: str, scratch: Path, whole_files: bool = True
+) -> dict[str, Any]:
     """One Spark configuration in a process of its own, as ``kmodel verify`` would run:
     a JVM started for it, with no JIT or Python worker left over from another one."""
     command = [sys.executable, __file__, "--one-spark", master, "--data", str(scratch)]
     command += ["--driver-memory", memory, str(folder)]
+    if not whole_files:
+        command.append("--per-key")
     done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def spark_once(folder: Path, master: str, memory: str, scratch: Path) -> dict[str, Any]:
+def spark_once(
+    folder: Path, master: str, memory: str, scratch: Path, whole_files: bool = True
+) -> dict[str, Any]:
     from jepsen_py.checker.spark import SessionOptions, SparkOptions, verify_spark
     from jepsen_py.checker.spark.session import start
 
@@ -157,7 +165,8 @@ def spark_once(folder: Path, master: str, memory: str, scratch: Path) -> dict[st
         jvm_before, workers_before = tree_cpu_seconds(jvm.pid)
         own = os.times()  # this process: the driver's Python
         began = time.perf_counter()
-        report = verify_spark([str(folder)], SparkOptions(), spark=spark)
+        options = SparkOptions(whole_files=whole_files)
+        report = verify_spark([str(folder)], options, spark=spark)
         seconds = time.perf_counter() - began
         mine = os.times()
         jvm_after, workers_after = tree_cpu_seconds(jvm.pid)
@@ -179,6 +188,7 @@ def spark_once(folder: Path, master: str, memory: str, scratch: Path) -> dict[st
         "ops": figures.get("ops", 0),
         "partitions": figures.get("partitions"),
         "first_pass_seconds": figures.get("first_pass_seconds"),
+        "whole_files": figures.get("whole_files"),
         "steps": figures.get("steps"),
         "verdicts": verdicts,
     }
@@ -192,10 +202,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--driver-memory", default="3g")
     parser.add_argument("--one-spark", metavar="MASTER", help=argparse.SUPPRESS)
+    parser.add_argument("--per-key", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("folder", nargs="?", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one_spark:  # a child of `run_spark`: one configuration, one JSON line
-        result = spark_once(Path(args.folder), args.one_spark, args.driver_memory, Path(args.data))
+        result = spark_once(
+            Path(args.folder), args.one_spark, args.driver_memory, Path(args.data), not args.per_key
+        )
         print(json.dumps(result, sort_keys=True))
         return
     sizes = [int(float(s)) for s in args.sizes.split(",")]
@@ -217,8 +230,9 @@ def main() -> None:
             if config == "local":
                 result = run_local(folder)
             else:
-                master = {"spark1": "local[1]", "spark2": "local[2]"}[config]
-                result = run_spark(folder, master, args.driver_memory, scratch)
+                master = {"spark1": "local[1]", "spark2": "local[2]", "spark2k": "local[2]"}[config]
+                whole = config != "spark2k"
+                result = run_spark(folder, master, args.driver_memory, scratch, whole)
             result["load_average_before"] = [round(x, 2) for x in load]
             result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
             ops = info["ops"]
@@ -231,8 +245,9 @@ def main() -> None:
         if any(v != first for v in verdicts.values()):
             raise SystemExit(f"the engines disagree on size {size}: {verdicts}")
         line["verdicts"] = {v: list(first.values()).count(v) for v in sorted(set(first.values()))}
-        line.update({("spark_local1" if k == "spark1" else "spark_local2" if k == "spark2"
-                      else k): v for k, v in results.items()})  # fmt: skip
+        names = {"spark1": "spark_local1", "spark2": "spark_local2",
+                 "spark2k": "spark_local2_per_key"}  # fmt: skip
+        line.update({names.get(k, k): v for k, v in results.items()})
         if "spark1" in results and "spark2" in results:
             line["speedup_local2_over_local1"] = round(
                 results["spark1"]["seconds"] / results["spark2"]["seconds"], 2

@@ -210,7 +210,7 @@ def test_the_row_udf_of_older_pyspark_gives_the_local_engines_results(
 
     paths = [*map(str, _runs(tmp_path / "runs")), *map(str, _broken(tmp_path))]
     monkeypatch.setattr(job, "_arrow_udf", lambda: None)
-    results = _verify(spark, paths)
+    results = _verify(spark, paths, whole_files=False)
     assert len(results) == len(paths)
     disagreements = {r.path: d for r in results if (d := _compare(r, verify_path(r.path)))}
     assert not disagreements
@@ -224,7 +224,8 @@ def test_assign_and_subscribe_lines_are_found_in_every_format_before_their_copie
     # first pass counted one: a history with them, alone in its job, in JSONL and in
     # Parquet, still gets the local engine's results; one without them skips the copies
     # and loses nothing. (Seed 10: without the copies, a poll of key k1 after a reassign
-    # looks like a nonmonotonic poll, and the verdict turns ILLEGAL.)
+    # looks like a nonmonotonic poll, and the verdict turns ILLEGAL.) The per-key path's
+    # alone: a JSONL file would be checked whole, with no copies to make.
     from jepsen_py.checker.spark import SparkOptions, verify_spark
 
     ops = generate_small(random.Random(10), SmallWorkload(keys=3, steps=80, p_fault=0.05))
@@ -233,13 +234,15 @@ def test_assign_and_subscribe_lines_are_found_in_every_format_before_their_copie
     for suffix, write in inputs.items():
         path = tmp_path / f"consumers.{suffix}"
         write(path, ops)
-        report = verify_spark([str(path)], SparkOptions(partitions=2), spark=spark)
+        options = SparkOptions(partitions=2, whole_files=False)
+        report = verify_spark([str(path)], options, spark=spark)
         assert report.figures["reassign_lines"] > 0, suffix
         (result,) = report.inputs
         assert not _compare(result, verify_path(str(path))), suffix
     plain = tmp_path / "plain.jsonl"
     write_jsonl(plain, generate(random.Random(6), LogWorkload(ops=300, keys=3)))
-    report = verify_spark([str(plain)], SparkOptions(partitions=2), spark=spark)
+    options = SparkOptions(partitions=2, whole_files=False)
+    report = verify_spark([str(plain)], options, spark=spark)
     assert report.figures["reassign_lines"] == 0
     (result,) = report.inputs
     assert result.verdict is Verdict.OK and not _compare(result, verify_path(str(plain)))

@@ -87,8 +87,9 @@ def test_runner_local_and_spark_give_the_same_verdicts_and_anomaly_counts(
     for path in checkable:
         assert runner_summary(path) == local[str(path)], path
     # one job, both paths: keys estimated above 300 ops (the runs', the big ones) go to
-    # the SQL path, the others to the per-key path
-    options = SparkOptions(partitions=2, max_key_ops=300)
+    # the SQL path, the others to the per-key path (no file whole: the whole-file path
+    # has its own comparison, test_spark_whole_files.py)
+    options = SparkOptions(partitions=2, max_key_ops=300, whole_files=False)
     report = verify_spark([str(p) for p in paths], options, spark=spark)
     assert len(report.inputs) == len(paths)
     engines = {(row["file"], row["key"]): row["engine"] for row in report.verdicts}

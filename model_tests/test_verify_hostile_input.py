@@ -169,6 +169,7 @@ def test_a_path_that_names_nothing_is_an_input_error_not_a_crash(tmp_path: Path)
         (["--model", "register", "--consistency", "kafka"], "--consistency applies to Kafka"),
         (["--timeout", "0"], "--timeout must be a positive"),
         (["--engine", "local", "--master", "local[2]"], "applies to --engine spark"),
+        (["--engine", "local", "--no-whole-files"], "applies to --engine spark"),
         (["--partitions", "0"], "Invalid value for '--partitions'"),
         (["--max-key-ops", "-1"], "Invalid value for '--max-key-ops'"),
         (["--consistency", "strict"], "Invalid value for '--consistency'"),

@@ -87,8 +87,9 @@ key too big for a list of ops still streams through (the Spark engine's big keys
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -305,8 +306,14 @@ class Observer:
 
     ``max_witnesses`` caps the witnesses kept per anomaly and key (None: all)."""
 
-    def __init__(self, max_witnesses: int | None = None) -> None:
+    def __init__(
+        self, max_witnesses: int | None = None, label: Callable[[int], str] | None = None
+    ) -> None:
         self.max_witnesses = max_witnesses
+        self.label: Callable[[int], str] = label or str
+        """How a problem message names the op at a position that `feed` was given no
+        ``where`` for (made only for the few ops that have a problem: a string per op
+        fed costs a few percent of the pass)."""
         self.keys: dict[tuple[Any, Any], _Key] = {}
         self.consumers: dict[tuple[Any, Any], _Consumer] = {}
 
@@ -320,7 +327,7 @@ class Observer:
     def feed(self, pos: int, run: Any, process: Any, type_: str, f: str, key: Any, value: Any,
              *, where: str = "") -> None:  # fmt: skip
         """One op: its position, run, process, type, f, key and value. ``where`` names
-        the op in problem messages (e.g. "line 12")."""
+        the op in problem messages (e.g. "line 12"; when empty, ``label(pos)``)."""
         if process == "nemesis":
             return
         reassign = f in REASSIGN_FS
@@ -391,8 +398,8 @@ class Observer:
                 if part.ident[0] == run:
                     part.problems.append(
                         Problem(
-                            f"assign/subscribe at {where or pos} has value {_show(arg)}: "
-                            "expected a list of keys; positions forgotten",
+                            f"assign/subscribe at {where or self.label(pos)} has value "
+                            f"{_show(arg)}: expected a list of keys; positions forgotten",
                             (inv, pos),
                         )
                     )
@@ -427,18 +434,19 @@ class Observer:
             offset = _int(raw)
             if (raw is not None and offset is None) or (offset is not None and offset < 0):
                 part.problems.append(
-                    Problem(f"send ok at {where or pos}: offset {_show(raw)} is not an "
+                    Problem(f"send ok at {where or self.label(pos)}: offset {_show(raw)} is not an "
                             "offset (a non-negative integer)", (pos,))
                 )  # fmt: skip
                 offset = None
             if "value" in value and _value(value["value"]) != v:
                 part.problems.append(
-                    Problem(f"send ok at {where or pos} echoes {_show(value['value'])}, not "
-                            f"the value sent ({_show(arg)})", (inv, pos))
+                    Problem(f"send ok at {where or self.label(pos)} echoes "
+                            f"{_show(value['value'])}, not the value sent ({_show(arg)})",
+                            (inv, pos))
                 )  # fmt: skip
         elif value is not None:
             part.problems.append(
-                Problem(f"send ok at {where or pos}: value {_show(value)} is not "
+                Problem(f"send ok at {where or self.label(pos)}: value {_show(value)} is not "
                         '{"offset": o, "value": v}', (pos,))
             )  # fmt: skip
         part.acked.setdefault(v, (pos, offset))
@@ -473,8 +481,8 @@ class Observer:
             or (start_arg is not None and (_int(start_arg) is None or start_arg < 0))
         ):
             part.problems.append(
-                Problem(f"poll at {where or pos}: {_show(arg)} -> {_show(value)} is not "
-                        '{"from": N} -> {"records": [[offset, value], ...], "hw": H}',
+                Problem(f"poll at {where or self.label(pos)}: {_show(arg)} -> {_show(value)} "
+                        'is not {"from": N} -> {"records": [[offset, value], ...], "hw": H}',
                         (inv, pos))
             )  # fmt: skip
             consumer.positions.pop(key, None)
@@ -649,12 +657,18 @@ class Observer:
 
 def observe(ops: Iterable[Any], max_witnesses: int | None = None) -> list[KeyAnomalies]:
     """Run the pass over ``ops`` (`Op`s, positions = their place in ``ops``)."""
-    observer = Observer(max_witnesses)
+    ops = ops if isinstance(ops, Sequence) else list(ops)
+    observer = Observer(max_witnesses, label=functools.partial(op_label, ops))
     feed = observer.feed
     for pos, op in enumerate(ops):
-        where = f"line {op.line}" if op.line is not None else f"index {op.index}"
-        feed(pos, op.run, op.process, op.type, op.f, op.key, op.value, where=where)
+        feed(pos, op.run, op.process, op.type, op.f, op.key, op.value)
     return observer.finish()
+
+
+def op_label(ops: Sequence[Any], pos: int) -> str:
+    """How a problem message names ``ops[pos]``: its line, else its index."""
+    op = ops[pos]
+    return f"line {op.line}" if op.line is not None else f"index {op.index}"
 
 
 Witnesses = list[list[Any]]

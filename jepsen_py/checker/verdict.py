@@ -22,13 +22,14 @@ runner hands it a whole run's history, the engines one key's ops (with the ``ass
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from jepsen_py.checker.anomalies import FinalRead, KeyAnomalies, Observer
+from jepsen_py.checker.anomalies import FinalRead, KeyAnomalies, Observer, op_label
 from jepsen_py.checker.kafka_log import LogResult, check_log
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.taxonomy import (
@@ -252,13 +253,12 @@ def check_keys(
     ``line``, else its index + 1). Keys come sorted by (run, key)."""
     started = time.perf_counter()
     lines = line_of or (lambda p: ops[p].line if ops[p].line is not None else p + 1)
-    observer = Observer(max_witnesses)
+    observer = Observer(max_witnesses, label=functools.partial(op_label, ops))
     feed = observer.feed
     per_key: dict[tuple[Any, Any], list[Op]] = {}
     where: dict[int, int] = {}  # id(op) -> position, for check_log's witness
     for pos, op in enumerate(ops):
-        label = f"line {op.line}" if op.line is not None else f"index {op.index}"
-        feed(pos, op.run, op.process, op.type, op.f, op.key, op.value, where=label)
+        feed(pos, op.run, op.process, op.type, op.f, op.key, op.value)
         if op.f in LOG_FS and op.is_client:
             per_key.setdefault((op.run, op.key), []).append(op)
             where[id(op)] = pos

@@ -273,9 +273,13 @@ def _figures_line(figures: dict[str, Any]) -> str:
     reruns = figures.get("reruns") or {}
     again = "; checked again: " + ", ".join(f"{k} {v}" for k, v in reruns.items()) if reruns else ""
     sql = f"; {figures['sql_keys']} key(s) by Spark SQL" if figures.get("sql_keys") else ""
+    whole = figures.get("whole_files") or 0
+    paths = f"{whole} file(s) whole" if whole else ""
+    if figures.get("files", 0) > whole or not whole:
+        paths += (", " if paths else "") + f"{figures.get('partitions')} partitions by key"
     return (
         f"spark {figures.get('master')}: {ops} ops in {figures.get('keys', 0)} keys, "
-        f"{figures.get('partitions')} partitions, {seconds:.1f} s{started}{rate}{sql}{again}"
+        f"{paths}, {seconds:.1f} s{started}{rate}{sql}{again}"
     )
 
 
@@ -358,6 +362,13 @@ def _figures_line(figures: dict[str, Any]) -> str:
     help="Spark: keys above N ops run the log checker as Spark SQL (default 250000).",
 )
 @click.option(
+    "--whole-files/--no-whole-files",
+    "whole_files",
+    default=None,
+    help="Spark: check each JSONL file of at most 256 MB whose runs are its own whole, in one "
+    "task (default), or every file key by key (--no-whole-files). docs/spark.md.",
+)
+@click.option(
     "--driver-memory",
     default="2g",
     show_default=True,
@@ -400,6 +411,7 @@ def verify(
     output_dir: str | None,
     spark_log_level: str,
     max_key_ops: int | None,
+    whole_files: bool | None,
     driver_memory: str,
     spark_conf: tuple[str, ...],
     consistency: str | None,
@@ -455,6 +467,7 @@ def verify(
         "--master": master,
         "--partitions": partitions,
         "--max-key-ops": max_key_ops,
+        "--whole-files/--no-whole-files": whole_files,
         "--spark-conf": spark_conf or None,
     }
     if engine == "auto":
@@ -475,6 +488,7 @@ def verify(
         if delivery is not None:
             unsupported = {"--output": output_dir, "--partitions": partitions}
             unsupported["--max-key-ops"] = max_key_ops
+            unsupported["--whole-files/--no-whole-files"] = whole_files
             flag = next((f for f, v in unsupported.items() if v is not None), None)
             if flag is not None:
                 fail_input(f"{flag} does not apply to --delivery on Spark yet")
@@ -500,6 +514,7 @@ def verify(
             output_dir=output_dir,
             log_level=spark_log_level,
             max_key_ops=max_key_ops,
+            whole_files=whole_files is not False,
             driver_memory=driver_memory,
             spark_conf=settings,
             consistency=consistency,
@@ -623,6 +638,7 @@ def _verify_spark(
     output_dir: str | None,
     log_level: str,
     max_key_ops: int | None,
+    whole_files: bool,
     driver_memory: str,
     spark_conf: list[tuple[str, str]],
     consistency: str,
@@ -643,6 +659,7 @@ def _verify_spark(
         timeout=timeout,
         partitions=partitions,
         max_key_ops=DEFAULT_MAX_KEY_OPS if max_key_ops is None else max_key_ops,
+        whole_files=whole_files,
         output=output_dir,
         consistency=consistency,
         verbose=verbose,

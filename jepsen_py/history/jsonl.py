@@ -12,7 +12,7 @@ in the file and ``time`` to its index; ``key``, ``value`` and ``run`` are option
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,29 +90,43 @@ def read_jsonl(path: str | os.PathLike[str], rejections: Rejections | None = Non
     """Stream the ops of a JSONL history. Malformed lines go to ``rejections`` (or raise
     `HistoryError` when none is given); blank lines are skipped."""
     handle, sink = open_history(path, rejections)
-    ordinal = 0
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                sink.reject(number, NOT_UTF8)
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                sink.reject(number, f"not valid JSON ({exc.args[0]}); one object per line")
-                continue
-            try:
-                op = op_from_record(record, ordinal, number)
-            except RecordError as exc:
-                key = record.get("key") if isinstance(record, dict) else None
-                sink.reject(number, str(exc), key=key if isinstance(key, str) else None)
-                continue
-            ordinal += 1
-            yield op
+        yield from read_jsonl_lines(handle, sink)
+
+
+def read_jsonl_lines(lines: Iterable[bytes], rejections: Rejections) -> Iterator[Op]:
+    """The ops of a JSONL history's lines (bytes, each with or without its ``\\n``, the
+    first line numbered 1): `read_jsonl` without the file, for a history already in
+    memory (``io.BytesIO(content)``: Spark's whole-file path hands a file's bytes to a
+    worker). Malformed lines go to ``rejections``; blank lines are skipped."""
+    ordinal = 0
+    loads = orjson.loads
+    for number, raw in enumerate(lines, start=1):
+        if raw[:1] != b"{" and not raw.strip():  # "{": an op's line, not a blank one
+            continue
+        try:
+            record = loads(raw)  # refuses bytes that are not UTF-8: no decode beforehand
+        except orjson.JSONDecodeError as exc:
+            rejections.reject(number, _unreadable(raw, exc))
+            continue
+        try:
+            op = op_from_record(record, ordinal, number)
+        except RecordError as exc:
+            key = record.get("key") if isinstance(record, dict) else None
+            rejections.reject(number, str(exc), key=key if isinstance(key, str) else None)
+            continue
+        ordinal += 1
+        yield op
+
+
+def _unreadable(raw: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why a line orjson refused is rejected: not UTF-8 (`NOT_UTF8`, as every reader
+    says), else not JSON."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    return f"not valid JSON ({exc.args[0]}); one object per line"
 
 
 class JsonlWriter(HistoryWriter):

@@ -5,12 +5,14 @@ driver) are grouped by (run, key) and every group is checked in parallel by the 
 engine's own per-key checkers, inside the executors (`keycheck`); keys too big for one
 worker are checked by the log checker's SQL formulation (`logsql`, with `logfields` for
 each line's columns, `logstream` for the anomaly pass and `logexplain` for the words), so
-one enormous partition log is checked across the cluster too. `job` runs it, `session`
+one enormous partition log is checked across the cluster too. A JSONL file whose runs are
+its own is checked whole instead, in one task, with no grouping across the cluster
+(`wholefile`). `job` runs it, `session`
 starts Spark (`flags` checks its flags first), `inputs` reads the files, `output` writes
 the verdict table; `records` holds what these modules hand each other.
 
 Modules import downward: `keycheck` (the workers' code) <- `records`, `logfields`,
-`logstream`, `logexplain` <- `logsql`, `output`, `inputs` <- `job`.
+`logstream`, `logexplain` <- `logsql`, `output`, `inputs`, `wholefile` <- `job`.
 
 Importing this package imports none of its modules (the names below load on first use), so
 ``kmodel verify`` can check ``--master`` with `flags` alone; pyspark is imported by

@@ -1,7 +1,12 @@
 """The Spark verification job: list the inputs, read their lines, group them by (run, key),
 check every group in the executors, and settle on the driver what no single group can.
 
-The usual path is one pass over the data after a cheap first one:
+First the whole-file path (`wholefile`): each JSONL file of at most
+``whole_file_max_bytes`` is checked whole in one task, by the local engine's reader,
+validator and grouping (Spark's ``binaryFiles`` hands a worker its bytes); the files
+that share a run (the ``run`` field) with another go by key with the rest. For the rest
+(Parquet, the driver-read formats, bigger files, shared runs; every file with
+``whole_files`` off) the per-key path is one pass over the data after a cheap first one:
 
 1. `inputs.read_lines`: the first pass counts each file split's lines (exact line numbers)
    and its ``assign``/``subscribe`` lines, and samples keys (their sizes); the lines
@@ -21,7 +26,9 @@ alone: processes that interleave are validated exactly and their keys checked ag
 without the rejected lines; keys that guessed another model than their file's are checked
 again with it; ops numbered by a guessed ordinal are numbered again; and if any op landed
 in the wrong group (the grouping columns are a guess), the whole job runs again with
-exact grouping. Each of these is counted in the figures (``reruns``).
+exact grouping; and if a file checked whole shares a run with the files read by key, it
+joins them and their part is done again. Each of these is counted in the figures
+(``reruns``). A file checked whole needs none of these steps: its worker saw all of it.
 
 Results are sorted by (run, key), so the verdict table is the same on every run whatever
 the partitioning; a task that fails is retried by Spark (see `session`).
@@ -55,6 +62,7 @@ from jepsen_py.checker.spark.frames import local_frame
 from jepsen_py.checker.spark.inputs import (
     BLANK,
     DRIVER_FORMATS,
+    InputFile,
     Lines,
     list_inputs,
     normalize,
@@ -82,6 +90,14 @@ from jepsen_py.checker.spark.keycheck import (
 from jepsen_py.checker.spark.output import write_outputs
 from jepsen_py.checker.spark.records import Group, Rejected, SparkReport
 from jepsen_py.checker.spark.session import SessionOptions, ship_package, spark_reason, start
+from jepsen_py.checker.spark.wholefile import MAX_BYTES as WHOLE_FILE_MAX_BYTES
+from jepsen_py.checker.spark.wholefile import (
+    FileResult,
+    file_checker,
+    file_groups,
+    file_result,
+    is_candidate,
+)
 from jepsen_py.checker.taxonomy import KAFKA
 from jepsen_py.checker.totals import summary
 from jepsen_py.history import FORMATS, Op, Rejection
@@ -118,6 +134,11 @@ class SparkOptions:
     """``--consistency``: what decides a Kafka-log key's verdict."""
     exact_grouping: bool = False
     """Group by the Python parser from the start (slower; the fallback of a bad guess)."""
+    whole_files: bool = True
+    """Check each JSONL file whose runs are its own whole, in one task (`wholefile`);
+    False: every file goes through the per-key path (``--no-whole-files``)."""
+    whole_file_max_bytes: int = WHOLE_FILE_MAX_BYTES
+    """Files above this size keep the per-key path (`wholefile.MAX_BYTES`)."""
     verbose: bool = False
     """On a failure, print Spark's traces to stderr."""
     session: SessionOptions = attrs.field(factory=SessionOptions)
@@ -225,6 +246,12 @@ class _Job:
     ) -> None:
         self.sql_keys: set[tuple[str, str | None]] = set()
         self.fs_of: dict[int, set[str]] = {}
+        self.lines: Lines | None = None
+        self.whole: dict[int, FileResult] = {}
+        """Files checked whole, by file id (a file's result depends on it alone: kept
+        when the job is done again)."""
+        self.per_key_only: set[int] = set()
+        """Files that share a run with another file: the per-key path's."""
         self.spark = spark
         self.paths = paths
         self.options = options
@@ -237,13 +264,14 @@ class _Job:
         """The job's report. The grouping columns are a guess (`inputs`); when a worker
         finds an op grouped by a wrong guess of its run or key, every group is suspect,
         and the job is done once more with exact grouping (at most once: exact grouping
-        cannot be wrong)."""
-        report = self._attempt()
-        if report is None:
-            self.options = attrs.evolve(self.options, exact_grouping=True)
+        cannot be wrong). Files checked whole whose runs the per-key path's files share
+        go to the per-key path, and its part is done again (at most once: the runs of
+        the files it then takes were known; the other whole files' results stand)."""
+        for _ in range(4):  # at most: the first, exact grouping, files gone by key, spare
             report = self._attempt()
-            assert report is not None, "exact grouping found a wrongly grouped op"
-        return report
+            if report is not None:
+                return report
+        raise AssertionError("the job was done four times and still had to regroup")
 
     def _attempt(self) -> SparkReport | None:
         """One pass of the steps of the module docstring: the report, or None when an op
@@ -273,23 +301,36 @@ class _Job:
             consistency=self.options.consistency,
         )
         total_bytes = sum(f.size for f in good)
-        partitions = self.options.partitions or self._default_partitions(total_bytes)
+        whole = self._check_whole(spec, good)
+        whole_groups = [g for result in whole.values() for g in result.groups]
+        whole_rejected = [r for result in whole.values() for r in result.rejected]
+        rest = [f for i, f in enumerate(good) if i not in whole]
+        rest_bytes = sum(f.size for f in rest)
+        partitions = self.options.partitions or self._default_partitions(rest_bytes)
         self.spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
         self.figures.update({"files": len(files), "bytes": total_bytes, "partitions": partitions})
-        if not good:
-            return self._assemble(spec, [], [], {}, None)
-        self.say(f"reading {len(good)} file(s), {_size(total_bytes)} ...")
+        self.figures["whole_files"] = len(whole)
+        self.lines = None
+        if not rest:
+            groups, file_models = self._settle_models(spec, whole_groups, whole_rejected)
+            self.figures["lines"] = sum(r.lines for r in whole.values())
+            self.figures["check_seconds"] = round(time.perf_counter() - started, 3)
+            return self._assemble(spec, groups, _capped(whole_rejected), file_models, None)
+        self.say(f"reading {len(rest)} file(s), {_size(rest_bytes)} ...")
         exact = spec if self.options.exact_grouping else None
-        lines = read_lines(self.spark, good, ids, models, exact=exact)
+        lines = read_lines(self.spark, rest, ids, models, exact=exact)
         spec = attrs.evolve(spec, models=tuple(models))
         self.lines = lines
         self.figures["first_pass_seconds"] = round(time.perf_counter() - started, 3)
-        self.figures["lines"] = sum(lines.stats.lines.values())
+        self.figures["lines"] = sum(lines.stats.lines.values()) + sum(
+            r.lines for r in whole.values()
+        )
         self.figures["reassign_lines"] = lines.stats.reassigns
         frame = lines.frame
         if frame is None:
-            return self._assemble(spec, [], [], {}, lines)
+            groups, file_models = self._settle_models(spec, whole_groups, whole_rejected)
+            return self._assemble(spec, groups, _capped(whole_rejected), file_models, lines)
         if lines.stats.reassigns:
             frame = _with_reassign_copies(frame)
         self.frame = frame
@@ -333,7 +374,12 @@ class _Job:
                     f"{mismatches} op(s) were grouped by a wrong guess of their run or key; "
                     "checking again with exact grouping ..."
                 )
+                self.options = attrs.evolve(self.options, exact_grouping=True)
                 return None
+            if self._shared_runs(whole, groups, rejected):
+                return None
+            groups.extend(whole_groups)
+            rejected = _capped(rejected + whole_rejected)
             with self.step("processes"):
                 dirty = _dirty_processes(pairs)
             if dirty:
@@ -356,6 +402,60 @@ class _Job:
         finally:
             steps = self.figures.setdefault("steps", {})
             steps[name] = round(steps.get(name, 0.0) + time.perf_counter() - started, 3)
+
+    def _check_whole(self, spec: JobSpec, good: list[InputFile]) -> dict[int, FileResult]:
+        """The whole-file path (`wholefile`): the files it may take, each checked whole by
+        a worker that Spark's ``binaryFiles`` hands its bytes; those that share a run with
+        another of them are left to the per-key path (`per_key_only`)."""
+        options = self.options
+        if not options.whole_files or options.max_key_ops == 0:
+            return {}  # --max-key-ops 0: every log key by the SQL path, as asked
+        wanted = [
+            i
+            for i, f in enumerate(good)
+            if i not in self.per_key_only
+            and is_candidate(f.uri, f.format, f.size, options.whole_file_max_bytes)
+        ]
+        todo = [i for i in wanted if i not in self.whole]
+        if todo:
+            self.say(f"checking {len(todo)} file(s) whole ...")
+            ids = {normalize(good[i].uri): i for i in todo}
+            context = self.spark.sparkContext
+            groups = file_groups(
+                [(good[i].uri, good[i].size) for i in todo], context.defaultParallelism
+            )
+            # one input per group, so that Hadoop does not pack big files into one task
+            files = context.union([context.binaryFiles(",".join(g)) for g in groups])
+            with self.step("whole"):
+                rows = files.map(file_checker(spec, ids)).collect()
+            for row in rows:
+                result = file_result(row)
+                self.whole[result.file_id] = result
+        files_of: dict[str, list[int]] = {}
+        for i in wanted:
+            for run in self.whole[i].runs:
+                files_of.setdefault(run, []).append(i)
+        shared = {i for ids in files_of.values() if len(ids) > 1 for i in ids}
+        if shared:
+            self._to_per_key(shared)
+        return {i: self.whole[i] for i in wanted if i not in shared}
+
+    def _shared_runs(
+        self, whole: dict[int, FileResult], groups: list[Group], rejected: list[Rejected]
+    ) -> bool:
+        """Whether a file checked whole shares a run with the per-key path's files: it
+        then goes to the per-key path too, and the job is done again."""
+        runs = {g.run_eff for g in groups} | {r.group[0] for r in rejected}
+        shared = {i for i, result in whole.items() if result.runs & runs}
+        if shared:
+            self._to_per_key(shared)
+        return bool(shared)
+
+    def _to_per_key(self, files: set[int]) -> None:
+        self.per_key_only |= files
+        reruns = self.figures["reruns"]
+        reruns["shared_runs"] = reruns.get("shared_runs", 0) + len(files)
+        self.say(f"{len(files)} file(s) share runs with other files: checking them by key ...")
 
     def _default_partitions(self, total_bytes: int) -> int:
         cores = self.spark.sparkContext.defaultParallelism
@@ -532,6 +632,9 @@ class _Job:
         from pyspark.sql import functions as F
 
         needy = {f for g in groups if g.needs_ordinal for f in g.files}
+        if not needy:
+            return groups
+        assert self.lines is not None, "a key to number again, but no file read by key"
         parse_holes: dict[int, set[int]] = {}
         for r in rejected:
             if r.stage == "parse":
@@ -650,6 +753,9 @@ class _Job:
                 continue
             keys: list[KeyResult] = []
             anomalies: dict[str, list[list[Op]]] = {}
+            # in the local engine's order of keys (its anomalies' witnesses follow it), not
+            # in the order the groups were collected in
+            mine = sorted(mine, key=lambda g: (str(g.run), g.key is None, str(g.key)))
             for g in mine:
                 if not g.is_key:
                     continue
@@ -883,6 +989,11 @@ def _with_reassign_copies(frame: DataFrame) -> DataFrame:
             "pos", "run_eff", F.col("k").alias("key"), F.concat(F.lit(COPY), "text").alias("text")
         )
     )
+
+
+def _capped(rejected: list[Rejected]) -> list[Rejected]:
+    """The rejections in history order, at most `MAX_REJECTIONS` (as `_rejections`)."""
+    return sorted(rejected, key=lambda r: (r.pos, r.order))[:MAX_REJECTIONS]
 
 
 def _replace(groups: list[Group], again: list[Group]) -> list[Group]:

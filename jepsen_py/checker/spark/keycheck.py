@@ -429,37 +429,7 @@ def check_group(
     model_name = model_override or spec.model
     if model_name is None and file_models:
         model_name = sorted(file_models)[0]
-    if model_name is None and fs:
-        model_name = guess_model(fs)
-    out: dict[str, Any] = {
-        "model": model_name,
-        "verdict": None,
-        "ops": 0,
-        "seconds": 0.0,
-        "explanation": None,
-        "witness": None,
-        "anomalies": None,
-        "kafka": None,
-        "linearizable": None,
-        "consistency": None,
-        "violations": None,
-        "timed_out": False,
-    }
-    files = spec.files
-    if not fs or fs <= REASSIGN_FS:
-        out["model"] = None  # only assign/subscribe ops: they were handed to the keys
-    elif ops and model_name is not None:
-        sink = Rejections("", strict=False)
-        out.update(_check(spec, model_name, conventions, ops, sink, files, where))
-        if len(sink):
-            # a model-encoding rejection names its line: find the line's position
-            by_line = {op.line: p for op, p in zip(reversed(ops), reversed(where), strict=True)}
-            for rejection in sink:
-                pos = by_line.get(rejection.line or 0, rejection.line or 0)
-                reason, rkey = rejection.reason, _text_or_none(rejection.key)
-                rejections.append((pos, reason, rkey, rejection.run, "model"))
-    elif ops:
-        out["explanation"] = "no model fits the ops' f: " + ", ".join(sorted(fs))
+    out = check_ops(spec, model_name, conventions, ops, where, fs, rejections)
     return (
         out["model"],
         out["verdict"],
@@ -482,6 +452,55 @@ def check_group(
         needs_ordinal,
         out["timed_out"],
     )
+
+
+def check_ops(
+    spec: JobSpec,
+    model_name: str | None,
+    conventions: Conventions,
+    ops: list[Op],
+    where: list[int],
+    fs: set[str],
+    rejections: list[tuple[int, str, str | None, str | None, str]],
+) -> dict[str, Any]:
+    """The check of one (run, key) whose ops are read and validated: ``ops`` in history
+    order (another key's ``assign``/``subscribe`` ops among them), ``where`` the position
+    of each, ``fs`` the ``f`` of the key's own ops. ``model_name`` None: the model ``fs``
+    implies (`guess_model`). Returns the result fields of `RESULT_DDL` from ``model`` to
+    ``violations`` and ``timed_out``; the lines the model cannot read go to
+    ``rejections`` (stage ``model``). Both Spark paths call it: the per-key path
+    (`check_group`) and the whole-file path (`wholefile`)."""
+    if model_name is None and fs:
+        model_name = guess_model(fs)
+    out: dict[str, Any] = {
+        "model": model_name,
+        "verdict": None,
+        "ops": 0,
+        "seconds": 0.0,
+        "explanation": None,
+        "witness": None,
+        "anomalies": None,
+        "kafka": None,
+        "linearizable": None,
+        "consistency": None,
+        "violations": None,
+        "timed_out": False,
+    }
+    if not fs or fs <= REASSIGN_FS:
+        out["model"] = None  # only assign/subscribe ops: they were handed to the keys
+    elif ops and model_name is not None:
+        sink = Rejections("", strict=False)
+        out.update(_check(spec, model_name, conventions, ops, sink, spec.files, where))
+        if len(sink):
+            # a model-encoding rejection names its line: find the line's position
+            by_line = {op.line: p for op, p in zip(reversed(ops), reversed(where), strict=True)}
+            for rejection in sink:
+                pos = by_line.get(rejection.line or 0, rejection.line or 0)
+                reason, rkey = rejection.reason, _text_or_none(rejection.key)
+                rejections.append((pos, reason, rkey, rejection.run, "model"))
+    elif ops:
+        out["explanation"] = "no model fits the ops' f: " + ", ".join(sorted(fs))
+    return out
 
 
 def arrow_check(spec: JobSpec, result_type: Any) -> Callable[..., Any]:

@@ -4,7 +4,8 @@
   field, or the file the ops came from), ``key``, ``model``, ``verdict``, ``ops``,
   ``anomalies`` (name -> count), ``time`` (seconds of checking), ``file``,
   ``explanation`` (the counterexample in words), ``rejected_lines``, ``engine``
-  (``per-key`` or ``sql``), ``witness`` (the witnessing ops, JSON) and, for Kafka logs,
+  (``whole-file``, ``per-key`` or ``sql``: the path that checked the key), ``witness``
+  (the witnessing ops, JSON) and, for Kafka logs,
   ``consistency`` (what decided), ``kafka`` and ``linearizable`` (the two properties'
   verdicts) and ``violations`` (what made the key illegal);
 - ``anomalies.json``: one row per (run, key, anomaly) with its count, whether it is a
