@@ -874,28 +874,8 @@ def _check_frame_arrow(
 
 def _group(row: Any) -> Group:
     """A row of `_RESULT_COLUMNS` as the driver's `Group`."""
-    return Group(
-        run_eff=row["run_eff"],
-        key=row["key"],
-        files=tuple(sorted(int(f) for f in row["files"] or ())),
-        model=row["model"],
-        verdict=row["verdict"],
-        ops=int(row["ops"] or 0),
-        seconds=float(row["seconds"] or 0.0),
-        explanation=row["explanation"],
-        witness=row["witness"],
-        anomalies=row["anomalies"],
-        kafka=row["kafka"],
-        linearizable=row["linearizable"],
-        consistency=row["consistency"],
-        violations=tuple(row["violations"] or ()),
-        fs=tuple(row["fs"] or ()),
-        mismatches=int(row["mismatches"] or 0),
-        client_ops=int(row["client_ops"] or 0),
-        needs_ordinal=bool(row["needs_ordinal"]),
-        timed_out=bool(row["timed_out"]),
-        engine="per-key",
-    )
+    files = tuple(sorted(int(f) for f in row["files"] or ()))
+    return Group.from_row(row, files=files, engine="per-key")
 
 
 def _rejections(checked: DataFrame) -> list[Rejected]:

@@ -42,6 +42,41 @@ class Group:
     timed_out: bool
     engine: str = "per-key"
 
+    @classmethod
+    def from_row(
+        cls,
+        row: Any,
+        *,
+        files: tuple[int, ...],
+        engine: str,
+        mismatches: int | None = None,
+        needs_ordinal: bool | None = None,
+    ) -> Group:
+        """A worker's result row (`keycheck.RESULT_DDL`'s fields) as a `Group`;
+        ``mismatches`` and ``needs_ordinal`` override the row's (a whole file has none)."""
+        return cls(
+            run_eff=row["run_eff"],
+            key=row["key"],
+            files=files,
+            model=row["model"],
+            verdict=row["verdict"],
+            ops=int(row["ops"] or 0),
+            seconds=float(row["seconds"] or 0.0),
+            explanation=row["explanation"],
+            witness=row["witness"],
+            anomalies=row["anomalies"],
+            kafka=row["kafka"],
+            linearizable=row["linearizable"],
+            consistency=row["consistency"],
+            violations=tuple(row["violations"] or ()),
+            fs=tuple(row["fs"] or ()),
+            mismatches=int(row["mismatches"] or 0) if mismatches is None else mismatches,
+            client_ops=int(row["client_ops"] or 0),
+            needs_ordinal=bool(row["needs_ordinal"]) if needs_ordinal is None else needs_ordinal,
+            timed_out=bool(row["timed_out"]),
+            engine=engine,
+        )
+
     @property
     def ident(self) -> tuple[str, str | None]:
         return (self.run_eff, self.key)

@@ -242,28 +242,7 @@ def file_result(row: dict[str, Any]) -> FileResult:
     rejected = [_rejected(r) for r in row["rejections"] or ()]
     for g in row["groups"] or ():
         groups.append(
-            Group(
-                run_eff=g["run_eff"],
-                key=g["key"],
-                files=(file_id,),
-                model=g["model"],
-                verdict=g["verdict"],
-                ops=int(g["ops"] or 0),
-                seconds=float(g["seconds"] or 0.0),
-                explanation=g["explanation"],
-                witness=g["witness"],
-                anomalies=g["anomalies"],
-                kafka=g["kafka"],
-                linearizable=g["linearizable"],
-                consistency=g["consistency"],
-                violations=tuple(g["violations"] or ()),
-                fs=tuple(g["fs"] or ()),
-                mismatches=0,
-                client_ops=int(g["client_ops"] or 0),
-                needs_ordinal=False,
-                timed_out=bool(g["timed_out"]),
-                engine=ENGINE,
-            )
+            Group.from_row(g, files=(file_id,), engine=ENGINE, mismatches=0, needs_ordinal=False)
         )
         rejected.extend(_rejected(r) for r in g["rejections"] or ())
     return FileResult(file_id, int(row["lines"]), frozenset(row["runs"] or ()), groups, rejected)
