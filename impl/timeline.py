@@ -20,11 +20,12 @@ events above are recorded, the most frequent being one per acknowledged batch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
+from impl.log.leader_epoch import LeaderEpochCache
 from impl.messages import Message
 from impl.protocol import Acked, BecameLeader, IsrChanged, Published, SessionExpired, Truncated
 
@@ -229,30 +230,20 @@ class Divergence:
 
 
 def epoch_mismatches(
-    ours: Sequence[tuple[int, int]], our_end: int, theirs: Sequence[tuple[int, int]], their_end: int
+    ours: LeaderEpochCache, our_end: int, theirs: LeaderEpochCache, their_end: int
 ) -> Iterator[tuple[int, int, int]]:
-    """The offsets below both log ends where two replicas' leader-epoch caches (``(epoch,
-    start offset)`` in order, Kafka's ``leader-epoch-checkpoint``) give their records
-    different epochs, in order, with the two epochs: where the logs may hold different
-    records. A record's epoch is that of the last entry starting at or before it; only
-    the entries' starts need looking at. A cache is no proof (Kafka's cache drops the
-    entries above an older epoch appended after them), so the caller compares the
-    records themselves."""
+    """The offsets below both log ends where two replicas' leader-epoch caches (Kafka's
+    ``leader-epoch-checkpoint``) give their records different epochs, in order, with the
+    two epochs: where the logs may hold different records. A record's epoch changes only
+    where an entry starts, so only the entries' starts need looking at. A cache is no
+    proof (Kafka's cache drops the entries above an older epoch appended after them), so
+    the caller compares the records themselves."""
     end = min(our_end, their_end)
-    starts = sorted({s for _, s in ours if s < end} | {s for _, s in theirs if s < end})
-    for offset in starts:
-        a, b = _epoch_at(ours, offset), _epoch_at(theirs, offset)
+    starts = {e.start_offset for e in (*ours.entries, *theirs.entries) if e.start_offset < end}
+    for offset in sorted(starts):
+        a, b = ours.epoch_for(offset), theirs.epoch_for(offset)
         if a is not None and b is not None and a != b:
             yield offset, a, b
-
-
-def _epoch_at(entries: Sequence[tuple[int, int]], offset: int) -> int | None:
-    found = None
-    for epoch, start in entries:
-        if start > offset:
-            break
-        found = epoch
-    return found
 
 
 Event = (

@@ -781,9 +781,7 @@ class World:
         if mine is None or theirs is None:
             return
         for offset, _, _ in itertools.islice(
-            epoch_mismatches(
-                mine.log.epoch_cache.entries, mine.leo, theirs.log.epoch_cache.entries, theirs.leo
-            ),
+            epoch_mismatches(mine.log.epoch_cache, mine.leo, theirs.log.epoch_cache, theirs.leo),
             8,
         ):
             here, there = _batch_at(mine.log, offset), _batch_at(theirs.log, offset)

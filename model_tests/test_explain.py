@@ -209,15 +209,19 @@ def test_kmodel_test_prints_and_stores_the_explanation(tmp_path: Path) -> None:
 
 
 def test_epoch_mismatches_are_the_offsets_where_two_epoch_caches_disagree() -> None:
+    from impl.log.leader_epoch import LeaderEpochCache
     from impl.timeline import epoch_mismatches
 
+    def cache(*entries: tuple[int, int]) -> LeaderEpochCache:
+        return LeaderEpochCache(entries=entries)
+
     # KIP-279's fast failover: b3 kept epoch 2's records from 43 on; b2 never had epoch 2
-    follower = [(0, 0), (1, 25), (2, 43)]
-    leader = [(0, 0), (1, 25), (3, 48)]
+    follower = cache((0, 0), (1, 25), (2, 43))
+    leader = cache((0, 0), (1, 25), (3, 48))
     assert list(epoch_mismatches(follower, 46, leader, 60)) == [(43, 2, 1)]
     # the same records: nothing, whatever entries begin at or past a log end
     assert list(epoch_mismatches(follower, 43, leader, 60)) == []
-    assert list(epoch_mismatches([(0, 0), (4, 10)], 10, [(0, 0)], 10)) == []
+    assert list(epoch_mismatches(cache((0, 0), (4, 10)), 10, cache((0, 0)), 10)) == []
 
 
 def test_a_divergence_is_named_by_the_truncation_rule_and_only_where_the_logs_diverged() -> None:
