@@ -197,6 +197,15 @@ class TestConfig:
         return tuple(name for name in CATALOGUE if name in named)
 
     @property
+    def compound_hold(self) -> int:
+        """How long a compound's partition holds before faults start inside it:
+        `compound_hold_ns`, by default ``replica.lag.time.max.ms`` (the ISR has shrunk by
+        then)."""
+        if self.compound_hold_ns is None:
+            return self.replica_lag_time_max_ns
+        return self.compound_hold_ns
+
+    @property
     def keys(self) -> list[str]:
         return partition_keys(self.partitions)
 

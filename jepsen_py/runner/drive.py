@@ -96,15 +96,9 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
             outer=[f for f in faults if CATALOGUE[f].group == "partition"]
             if config.compound
             else (),
-            # A compound's partition outlasts replica.lag.time.max.ms before faults start
-            # inside it (the ISR has shrunk by then), unless its hold is set (0: quick).
-            hold=(
-                0
-                if not config.compound
-                else config.replica_lag_time_max_ns
-                if config.compound_hold_ns is None
-                else config.compound_hold_ns
-            ),
+            # A compound's partition holds before faults start inside it (by default
+            # replica.lag.time.max.ms: the ISR has shrunk by then; 0: a quick compound).
+            hold=config.compound_hold if config.compound else 0,
         )
     else:
         schedule = on_nemesis(concat())
