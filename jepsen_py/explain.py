@@ -58,7 +58,7 @@ them, one line each, with their logical time) that the runner prints and stores.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -305,7 +305,7 @@ def explain_divergences(
     offsets: dict[str, list[int]] = {}
     for witness in inconsistent:
         at = _common_offset(witness)
-        if at is not None and witness:
+        if at is not None:
             offsets.setdefault(str(witness[0].key), []).append(at)
     faults = _faults(history)
     explanations = []
@@ -375,18 +375,7 @@ def _divergence_story(
         (e.time for e in events if isinstance(e, Election) and e.leader_epoch == first.epoch),
         first.time - 30 * NS_PER_S,
     )
-    lines: list[tuple[int, int, str]] = []
-    margin = 10 * NS_PER_S
-    for op in faults:
-        if start - margin <= op.time <= first.time and _interesting_fault(op):
-            lines.append((op.time, 1, f"nemesis: {op.f} {_short(op.value)}"))
-    for e in events:
-        if start <= e.time <= first.time and not isinstance(e, Ack):
-            text = _describe(e)
-            if text:
-                lines.append((e.time, 2, text))
-    lines.sort(key=lambda item: (item[0], item[1]))
-    return tuple(f"{t / NS_PER_S:9.3f} s  {text}" for t, _, text in lines)
+    return _told(_window(events, faults, start, first.time))
 
 
 @attrs.frozen
@@ -646,29 +635,54 @@ def _story(
     """The lines that tell how the write was lost, in time order: its acknowledgement, the
     faults and cluster events from then to the first leader without it, and the followers'
     truncations after."""
-    lines: list[tuple[int, int, str]] = []
     acked_by = ""
     if ack is not None:
         isr = _isr_at(ack.time, events)
         acked_by = f" by b{ack.broker} in epoch {ack.leader_epoch} (ISR {list(isr)})"
-    lines.append((write.acked_at, 0, f"write at offset {write.offset} acknowledged{acked_by}"))
-    margin = 10 * NS_PER_S
-    for op in faults:
-        if start - margin <= op.time <= until and _interesting_fault(op):
-            lines.append((op.time, 1, f"nemesis: {op.f} {_short(op.value)}"))
-    for e in events:
-        if isinstance(e, Ack):
-            continue
-        if start <= e.time <= until or (
+    lines = [(write.acked_at, 0, f"write at offset {write.offset} acknowledged{acked_by}")]
+
+    def finishing(e: Event) -> bool:
+        # a follower's truncation after the first leader without the write, which it ends
+        return (
             root is not None
             and isinstance(e, Truncation)
             and e.time > until
             and e.leader_epoch == root.leader_epoch
             and e.to_offset <= write.offset < e.from_offset
-        ):
+        )
+
+    lines += _window(events, faults, start, until, also=finishing)
+    return _told(lines)
+
+
+def _window(
+    events: Sequence[Event],
+    faults: Sequence[Op],
+    start: int,
+    until: int,
+    also: Callable[[Event], bool] | None = None,
+) -> list[tuple[int, int, str]]:
+    """A story's lines from ``start`` to ``until``: the faults (from 10 s before, when
+    they began the trouble), then the cluster's events (acknowledgements left out), and
+    the events ``also`` picks outside the window; each ``(time, rank, text)``."""
+    margin = 10 * NS_PER_S
+    lines = [
+        (op.time, 1, f"nemesis: {op.f} {_short(op.value)}")
+        for op in faults
+        if start - margin <= op.time <= until and _interesting_fault(op)
+    ]
+    for e in events:
+        if isinstance(e, Ack):
+            continue
+        if start <= e.time <= until or (also is not None and also(e)):
             text = _describe(e)
             if text:
                 lines.append((e.time, 2, text))
+    return lines
+
+
+def _told(lines: list[tuple[int, int, str]]) -> tuple[str, ...]:
+    """A story's lines in time order (at one time: the write, the faults, the events)."""
     lines.sort(key=lambda item: (item[0], item[1]))
     return tuple(f"{t / NS_PER_S:9.3f} s  {text}" for t, _, text in lines)
 

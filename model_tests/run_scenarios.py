@@ -24,12 +24,12 @@ from typing import Any
 import attrs
 
 from impl.timeline import Crash, Election, IsrChange, Recovery, SessionExpiry
-from jepsen_py.explain import explain_divergences
 from jepsen_py.generator import SECOND
 from jepsen_py.nemesis import ScheduleStep
 from jepsen_py.runner import (
     TestConfig,
     check_history,
+    explain_run_divergences,
     explain_run_losses,
     simulate_run,
     verdict_name,
@@ -107,11 +107,7 @@ class RunScenario:
         for explanation in explain_run_losses(config, history, events, check.lost_writes):
             lines.append(f"loss: {explanation.summary()}")
             lines.extend(f"  {line.strip()}" for line in explanation.story)
-        diverged = check.anomalies.get("inconsistent-offsets", ())
-        topic = config.cluster_config().topic
-        for divergence in explain_divergences(
-            diverged, history, events, truncation=config.truncation, topic=topic
-        ):
+        for divergence in explain_run_divergences(config, history, events, check):
             lines.append(f"divergence: {divergence.summary()}")
             lines.extend(f"  {line.strip()}" for line in divergence.story)
         return lines

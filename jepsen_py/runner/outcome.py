@@ -294,18 +294,7 @@ def check_run(
     explained = explain_run_losses(config, history, events, check.lost_writes)
     read_lost = read_then_lost(history) if check.verdict is Verdict.ILLEGAL else []
     read_explained = explain_run_losses(config, history, events, read_lost) if read_lost else []
-    diverged = check.anomalies.get("inconsistent-offsets", ())
-    divergences = (
-        explain_divergences(
-            diverged,
-            history,
-            events,
-            truncation=config.truncation,
-            topic=config.cluster_config().topic,
-        )
-        if diverged
-        else []
-    )
+    divergences = explain_run_divergences(config, history, events, check)
     return attrs.evolve(
         check,
         loss_explanations=tuple(explained),
@@ -437,6 +426,23 @@ def explain_run_losses(
     )
 
 
+def explain_run_divergences(
+    config: TestConfig, history: Sequence[Op], events: Sequence[Event], check: HistoryCheck
+) -> list[DivergenceExplanation]:
+    """Why the run's offsets that held two values (``check``'s ``inconsistent-offsets``)
+    did (``jepsen_py.explain.explain_divergences``)."""
+    diverged = check.anomalies.get("inconsistent-offsets", ())
+    if not diverged:
+        return []
+    return explain_divergences(
+        diverged,
+        history,
+        events,
+        truncation=config.truncation,
+        topic=config.cluster_config().topic,
+    )
+
+
 def completion_counts(history: Iterable[Op]) -> dict[str, int]:
     """Client completions by f and type (``send ok``, ``poll fail``, ``final poll ok``...)."""
     counts: Counter[str] = Counter()
@@ -543,6 +549,7 @@ __all__ = [
     "check_history",
     "check_run",
     "completion_counts",
+    "explain_run_divergences",
     "explain_run_losses",
     "fault_counts",
     "final_read_status",
