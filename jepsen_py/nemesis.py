@@ -805,14 +805,14 @@ class Nemesis:
             partition, target = int(given["partition"]), tuple(given["target"])
             out: dict[str, Any] = {"partition": partition, "target": list(target)}
         else:
-            blocked = self.cluster.network.blocked_links()
+            network = self.cluster.network
             controller = self.controller()
             running = NodeState.RUNNING
 
             def apart(a: str | None, b: str) -> bool:
-                return a is not None and ((a, b) in blocked or (b, a) in blocked)
+                return a is not None and (network.is_blocked(a, b) or network.is_blocked(b, a))
 
-            candidates: list[tuple[bool, int, int]] = []
+            candidates: list[tuple[bool, int, int, tuple[int, ...]]] = []
             for p, state in self._partition_states():
                 if state.leader == NO_LEADER:
                     continue
@@ -823,13 +823,11 @@ class Nemesis:
                         continue
                     if apart(controller, node):
                         continue  # it would never hear the LeaderAndIsr that promotes it
-                    cut = apart(leader, node)
-                    candidates.append((cut, p, b))
+                    candidates.append((apart(leader, node), p, b, tuple(state.replicas)))
             if not candidates:
                 return {"skipped": "no partition has a running ISR follower"}
             cut_off = [c for c in candidates if c[0]]
-            cut, partition, chosen = self._draw(cut_off or candidates)
-            replicas = dict(self._partition_states())[partition].replicas
+            cut, partition, chosen, replicas = self._draw(cut_off or candidates)
             target = (chosen, *(r for r in replicas if r != chosen))
             out = {"partition": partition, "target": list(target), "cut_off": cut}
         result = self.cluster.reassign(partition, target)
