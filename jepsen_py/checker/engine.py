@@ -280,6 +280,7 @@ def check_groups_wgl(
     return results
 
 
+@collector_paused()
 def check_groups_log(
     groups: dict[GroupKey, list[Op]],
     consistency: str = KAFKA,
@@ -289,24 +290,12 @@ def check_groups_log(
     anomaly taxonomy, decided under ``consistency``); returns the key results and the
     anomalies (name -> witnessing op groups, all keys). ``max_witnesses`` caps the
     witnesses kept per anomaly and key (the counts stay exact)."""
-    results: list[KeyResult] = []
-    anomalies: dict[str, list[list[Op]]] = {}
-    with collector_paused():
-        _check_log_keys(groups, consistency, max_witnesses, results, anomalies)
-    return results, anomalies
-
-
-def _check_log_keys(
-    groups: dict[GroupKey, list[Op]],
-    consistency: str,
-    max_witnesses: int | None,
-    results: list[KeyResult],
-    anomalies: dict[str, list[list[Op]]],
-) -> None:
     # here: the Kafka-log checker and the anomaly pass (verdict, kafka_log, anomalies) load
     # only for Kafka logs, never for a register or key-value history
     from jepsen_py.checker.verdict import check_keys
 
+    results: list[KeyResult] = []
+    anomalies: dict[str, list[list[Op]]] = {}
     for run, key in group_order(groups):
         ops = groups[(run, key)]
         for checked in check_keys(ops, consistency, max_witnesses=max_witnesses):
@@ -335,6 +324,7 @@ def _check_log_keys(
                     anomalies=mine,
                 )
             )
+    return results, anomalies
 
 
 SPILL_ABOVE_BYTES = 256 << 20
