@@ -167,11 +167,15 @@ def process_repr(process: int | str) -> str:
     return f"i:{process}" if type(process) is int else f"s:{process}"
 
 
+_INT_PROCESSES = 1 << 60
+"""Integer processes below this (in magnitude) are their own number in the pair table."""
+
+
 def process_id(process: int | str) -> int:
     """A process as a number for the pair table: an integer process itself (doubled), a
     named one a hash (odd). Two processes that share a number only look as if their ops
     could interleave, which sends them to the exact validation: never a wrong verdict."""
-    if type(process) is int and -(1 << 60) < process < (1 << 60):
+    if type(process) is int and -_INT_PROCESSES < process < _INT_PROCESSES:
         return process * 2
     return (zlib.crc32(str(process).encode()) << 1) | 1
 
@@ -308,7 +312,7 @@ class _Pairs:
     def see(self, op: Op, pos: int) -> None:
         # called once per op of the job: `process_id` of an ordinary process inlined
         process = op.process
-        if type(process) is int and -(1 << 60) < process < (1 << 60):
+        if type(process) is int and -_INT_PROCESSES < process < _INT_PROCESSES:
             proc = process * 2
         else:
             proc = process_id(process)
