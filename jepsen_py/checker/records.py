@@ -239,10 +239,15 @@ def op_json(op: Op) -> dict[str, Any]:
     }
 
 
+def order_key(run: Any, key: Any) -> tuple[str, bool, str]:
+    """Where a (run, key) comes in the order results are listed: by run, then key, a key
+    of None (ops without a key) last."""
+    return (str(run), key is None, str(key))
+
+
 def group_order(groups: Iterable[_Group]) -> list[_Group]:
-    """(run, key) pairs in the order results are listed: by run, then key, a key of None
-    (ops without a key) last."""
-    return sorted(groups, key=lambda g: (str(g[0]), g[1] is None, str(g[1])))
+    """(run, key) pairs in the order results are listed (`order_key`)."""
+    return sorted(groups, key=lambda g: order_key(g[0], g[1]))
 
 
 def downgrade(results: list[KeyResult], rejected: Iterable[Rejection]) -> list[KeyResult]:

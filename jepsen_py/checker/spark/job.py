@@ -55,7 +55,13 @@ import attrs
 import orjson
 
 from jepsen_py.checker.engine import MODEL_NAMES
-from jepsen_py.checker.records import InputResult, KeyResult, downgrade, group_order
+from jepsen_py.checker.records import (
+    InputResult,
+    KeyResult,
+    downgrade,
+    group_order,
+    order_key,
+)
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark import logsql
 from jepsen_py.checker.spark.frames import local_frame
@@ -728,7 +734,7 @@ class _Job:
             reading = [r for r in lines_out if r.stage != "model"]
             modeled = sorted(
                 (r for r in lines_out if r.stage == "model"),
-                key=lambda r: (str(r.run), r.key is None, str(r.key), r.order),
+                key=lambda r: (*order_key(r.run, r.key), r.order),
             )
             file_rejections = sorted(
                 [*driver_rejections.get(file_id, []), *(_rejection(display, r) for r in reading)],
@@ -755,7 +761,7 @@ class _Job:
             anomalies: dict[str, list[list[Op]]] = {}
             # in the local engine's order of keys (its anomalies' witnesses follow it), not
             # in the order the groups were collected in
-            mine = sorted(mine, key=lambda g: (str(g.run), g.key is None, str(g.key)))
+            mine = sorted(mine, key=lambda g: order_key(g.run, g.key))
             for g in mine:
                 if not g.is_key:
                     continue
@@ -784,7 +790,7 @@ class _Job:
                     consistency=self.options.consistency if model == "log" else None,
                 )
             )
-        verdict_rows.sort(key=lambda row: (str(row["run"]), row["key"] is None, str(row["key"])))
+        verdict_rows.sort(key=lambda row: order_key(row["run"], row["key"]))
         return SparkReport(results, verdict_rows, self.figures, rejected, spec.files)
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from jepsen_py.checker.records import InputResult
+from jepsen_py.checker.records import InputResult, order_key
 from jepsen_py.checker.spark.keycheck import file_of, line_of
 from jepsen_py.checker.spark.records import SparkReport
 
@@ -146,7 +146,7 @@ def rows_from_inputs(results: list[InputResult]) -> list[dict[str, Any]]:
                     "violations": list(key.violations),
                 }
             )
-    rows.sort(key=lambda row: (str(row["run"]), row["key"] is None, str(row["key"])))
+    rows.sort(key=lambda row: order_key(row["run"], row["key"]))
     return rows
 
 
