@@ -134,12 +134,11 @@ def check_file(spec: JobSpec, file_id: int, content: bytes) -> dict[str, Any]:
     if reassigns:
         # keys with only assign/subscribe ops of their own: the per-key path gives them a
         # group of their own (no model: the ops were handed to the other keys)
+        own: dict[tuple[str | None, str | None], list[Op]] = {}
         for op in accepted:
             if op.f in REASSIGN_FS and (op.run, op.key) not in groups:
-                groups.setdefault((op.run, op.key), [])
-        for group_key in [k for k, ops in groups.items() if not ops]:
-            run, key = group_key
-            groups[group_key] = [o for o in accepted if o.run == run and o.key == key]
+                own.setdefault((op.run, op.key), []).append(op)
+        groups.update(own)
     model = spec.model or spec.models[file_id] or guess_model(fs)
     rows = [
         _check_group(spec, file_id, model, run, key, ops, reassigns)
