@@ -38,13 +38,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
-from proc_tree import RSS, descendants, proc_stats
+from proc_tree import watched
 
 from jepsen_py.checker.histgen import LogWorkload, generate
 from jepsen_py.history import write_jsonl
@@ -77,43 +76,21 @@ def make_history(path: Path, gigabytes: float, seed: int) -> dict[str, Any]:
     return {"bytes": written, "ops": copies * ops_per_copy, "runs": copies}
 
 
-def _tree_rss_bytes(root: int) -> int:
-    """Resident bytes of process ``root`` and every process below it (Linux /proc)."""
-    stats = proc_stats()
-    page = os.sysconf("SC_PAGE_SIZE")
-    pids = [root, *descendants(root, stats)]
-    return sum(int(stats[pid][RSS]) * page for pid in pids if pid in stats)
-
-
 def measured(command: list[str]) -> dict[str, Any]:
     """Wall seconds, peak RSS (MB) and last stdout line of one child process (its output
     goes to files: a verdict table can be bigger than a pipe holds)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err)
-        peak = [0]
-        sampling = threading.Event()
-
-        def sample() -> None:
-            while not sampling.wait(0.5):
-                peak[0] = max(peak[0], _tree_rss_bytes(process.pid))
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        _, status, usage = os.wait4(process.pid, 0)
-        sampling.set()
-        sampler.join()
-        seconds = time.perf_counter() - started
+        run = watched(command, 0.5, out, err)
         out.seek(0)
         err.seek(0)
         lines = out.read().decode(errors="replace").strip().splitlines()
         last = lines[-1] if lines else err.read().decode(errors="replace").strip()[-300:]
     return {
-        "seconds": round(seconds, 1),
-        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
-        "tree_peak_rss_mb": round(peak[0] / 2**20, 1),
-        "exit_code": os.waitstatus_to_exitcode(status),
+        "seconds": round(run.seconds, 1),
+        "cpu_seconds": round(run.usage.ru_utime + run.usage.ru_stime, 1),
+        "peak_rss_mb": round(run.usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
+        "tree_peak_rss_mb": round(run.peak_rss / 2**20, 1),
+        "exit_code": os.waitstatus_to_exitcode(run.status),
         "last_line": last[:300],
     }
 

@@ -29,64 +29,27 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from proc_tree import CUTIME, RSS, UTIME, descendants, proc_stats
+from proc_tree import watched
 
 KMODEL = str(Path(sys.executable).with_name("kmodel"))
-
-
-def tree_sample(root: int) -> tuple[float, int]:
-    """(CPU seconds, resident bytes) of ``root`` and the processes below it: each one's
-    own CPU and that of the children it waited for (``cutime``)."""
-    stats = proc_stats()
-    tick = os.sysconf("SC_CLK_TCK")
-    page = os.sysconf("SC_PAGE_SIZE")
-    cpu = 0.0
-    rss = 0
-    for pid in [root, *descendants(root, stats)]:
-        fields = stats.get(pid)
-        if fields is None:
-            continue
-        ticks = sum(int(fields[i]) for i in (UTIME, UTIME + 1, CUTIME, CUTIME + 1))
-        cpu += ticks / tick
-        rss += int(fields[RSS]) * page
-    return cpu, rss
 
 
 def measured(command: list[str]) -> dict[str, Any]:
     """One run of ``command``: wall, tree CPU, tree peak RSS, exit code, last stderr line."""
     load = os.getloadavg()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err)
-        peak_cpu = [0.0]
-        peak_rss = [0]
-        done = threading.Event()
-
-        def sample() -> None:
-            while not done.wait(0.2):
-                cpu, rss = tree_sample(process.pid)
-                peak_cpu[0] = max(peak_cpu[0], cpu)
-                peak_rss[0] = max(peak_rss[0], rss)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        _, status, usage = os.wait4(process.pid, 0)
-        done.set()
-        sampler.join()
-        seconds = time.perf_counter() - started
+        run = watched(command, 0.2, out, err)
         err.seek(0)
         said = err.read().decode(errors="replace").strip().splitlines()
-    own = usage.ru_utime + usage.ru_stime  # the driver and what it waited for
+    own = run.usage.ru_utime + run.usage.ru_stime  # the driver and what it waited for
     return {
-        "seconds": round(seconds, 1),
-        "tree_cpu_seconds": round(max(peak_cpu[0], own), 1),
-        "tree_peak_rss_mb": round(peak_rss[0] / 2**20),
-        "exit_code": os.waitstatus_to_exitcode(status),
+        "seconds": round(run.seconds, 1),
+        "tree_cpu_seconds": round(max(run.peak_cpu, own), 1),
+        "tree_peak_rss_mb": round(run.peak_rss / 2**20),
+        "exit_code": os.waitstatus_to_exitcode(run.status),
         "load_average_before": [round(x, 2) for x in load],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "last_line": said[-1][:300] if said else "",
