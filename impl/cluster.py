@@ -46,6 +46,7 @@ __all__ = [
     "ClusterConfig",
     "Ghost",
     "IllegalEvent",
+    "Wake",
     "Writeback",
 ]
 # ClusterConfig, Ghost and IllegalEvent belong to impl.world; they are named here too because
@@ -63,6 +64,13 @@ class ChannelRelease:
 
     src: str
     dst: str
+
+
+@attrs.frozen
+class Wake:
+    """The timer payload of a pause that ends at a set time (``Cluster.resume_at``)."""
+
+    node: str
 
 
 @attrs.frozen
@@ -170,6 +178,12 @@ class Cluster(World):
         """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
         self.timers.schedule(at, payload)
 
+    def resume_at(self, name: str, at: int) -> None:
+        """Resume the paused node ``name`` at global time ``at`` (a pause held to its end
+        whatever the nemesis's schedule: ``jepsen_py.nemesis``'s
+        ``pause-deciding-controller``)."""
+        self.timers.schedule(at, Wake(name))
+
     def next_event_time(self) -> int | None:
         """When the cluster next has something to do (a message delivery, a tick of a node
         not paused, a write-back, a caller's timer); None: nothing ever again."""
@@ -247,6 +261,9 @@ class Cluster(World):
                         on_event()
             elif isinstance(payload, ChannelRelease):
                 self._release(payload)
+            elif isinstance(payload, Wake):
+                if self.state(payload.node) is NodeState.PAUSED:
+                    self.resume(payload.node)
             elif isinstance(payload, Writeback):
                 self.writeback(payload.broker)
                 assert self.config.dirty_writeback_ns

@@ -433,6 +433,8 @@ class World:
         its next tick that leaves requests queued for its send threads."""
         self.paused_at_decision: str | None = None
         """The broker that armed pause stopped (until it is resumed or disarmed)."""
+        self.paused_at_decision_since: int | None = None
+        """When (global time, ns) the armed pause stopped ``paused_at_decision``."""
         self._epoch_writers: dict[int, set[int]] = {}
         """Controller epoch -> the elections whose controllers wrote to the store in it
         (``spec.controller``'s ``OneControllerWritesPerEpoch``: one at most)."""
@@ -575,6 +577,7 @@ class World:
                 # A decision written to the store, its requests not yet sent: SIGSTOP now.
                 self.pause_at_decision = False
                 self.paused_at_decision = name
+                self.paused_at_decision_since = self.clock.now
                 self.nodes.pause(name)
             return bool(effects)
         if broker.broker_epoch is None or not connected or self.store.controller != NO_LEADER:

@@ -63,9 +63,22 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   an operator does it; Jepsen's Redpanda nemesis), to a follower cut off from the leader
   when there is one: it is still in the ISR until ``replica.lag.time.max.ms`` passes, but
   has not fetched what the leader appended since (KIP-279's double failover). Its stop
-  does nothing.
+  does nothing;
+- ``shutdown-last-isr``: a controlled shutdown (``controlled.shutdown.enable``) of the
+  leader of the partition with the smallest ISR: the controller must hand its leadership to
+  another ISR member, never to the replica the ISR dropped, which misses acknowledged
+  writes (KIP-966's "last replica standing" is the ISR of one it leaves). Stopped and
+  restarted as ``controlled-shutdown`` is;
+- ``reassign-lagging``: a KIP-455 reassignment of a partition onto its replicas that are
+  behind (outside the ISR, or cut off from the leader), with ISR followers, then the
+  leader, added up to ``min.insync.replicas``: an operator moving a partition to brokers
+  that have not caught up, the case where the controller must wait for the target
+  replicas to join the ISR before it drops the others. Its stop cancels it if unfinished,
+  as ``reassign``'s does.
 
-Each kill falls back to a partition's leader when its target does not exist now;
+Each kill falls back to a partition's leader when its target does not exist now, the
+controlled shutdown to a partition's leader, and ``reassign-lagging`` to ``reassign``'s
+random move when no replica lags;
 ``transfer-leadership`` is skipped when no partition has a running ISR follower the
 controller reaches. While a targeted partition runs, the faults aimed at "a partition's
 leader" aim at the leader of the partition it cut (``Nemesis.focus``).
@@ -264,6 +277,11 @@ CATALOGUE: dict[str, Fault] = {
             "leadership",
             "a broker shuts down cleanly: its leaderships move first; restart it",
         ),
+        Fault(
+            "shutdown-last-isr",
+            "leadership",
+            "a controlled shutdown of the leader of the partition with the smallest ISR",
+        ),
         Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
         Fault(
             "transfer-leadership",
@@ -275,6 +293,11 @@ CATALOGUE: dict[str, Fault] = {
             "reassign",
             "leadership",
             "move a partition to random replicas, RF changes included; cancel if unfinished",
+        ),
+        Fault(
+            "reassign-lagging",
+            "leadership",
+            "move a partition onto its replicas that lag, off its ISR; cancel if unfinished",
         ),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
@@ -299,12 +322,23 @@ TARGETED: dict[str, str] = {
     "kill-lagging": "kill",
     "kill-isolated": "kill",
     "pause-deciding-controller": "pause-controller",
+    "shutdown-last-isr": "controlled-shutdown",
     "transfer-leadership": "preferred-election",
+    "reassign-lagging": "reassign",
 }
 """Faults aimed by the cluster's live state (Jepsen's nemesis targets ``:primaries``,
 ``:minority``), each -> the generic fault it aims: not in ``all``, whose runs keep their
 histories; a swarm run (``jepsen_py.runner.config.swarm_config``) draws each one whose
 generic fault it may draw, and ``--nemesis targeted`` names them."""
+
+ZOMBIE_PAUSE_SESSIONS = 2
+"""``pause-deciding-controller`` holds its pause at least this many
+``zookeeper.session.timeout.ms`` from when it fired: the session expires, a successor is
+elected and sends its requests, and the controller wakes a zombie (a stop that comes sooner
+leaves it paused until then)."""
+
+REASSIGNS = ("reassign", "reassign-lagging")
+"""The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
 
 ALL = tuple(
     name
@@ -735,10 +769,16 @@ class Nemesis:
             self.active.pop(fault)
             self.cluster.pause_controller_at_decision(False)
             node = self.cluster.paused_at_decision
+            since = self.cluster.paused_at_decision_since
             self.cluster.paused_at_decision = None
             if node is None:
                 return {"healed": "the controller decided nothing while armed"}
             if self._state(node) is NodeState.PAUSED:
+                # Held past zookeeper.session.timeout.ms, so that it wakes a zombie.
+                wake = (since or 0) + ZOMBIE_PAUSE_SESSIONS * self.cluster.config.session_timeout_ns
+                if wake > self.cluster.clock.now:
+                    self.cluster.resume_at(node, wake)
+                    return {"nodes": [node], "wakes_at": wake}
                 self.cluster.resume(node)
             return {"nodes": [node]}
         nodes = self.active.pop(fault, None)
@@ -761,8 +801,8 @@ class Nemesis:
     # ------------------------------------------------------------------ leadership
 
     def _start_leadership(self, fault: str, given: dict[str, Any] | None) -> Any:
-        if fault == "reassign":
-            return self._start_reassign(given)
+        if fault in REASSIGNS:
+            return self._start_reassign(fault, given)
         if fault == "add-partitions":
             return self._start_add_partitions(given)
         if fault == "transfer-leadership":
@@ -776,6 +816,8 @@ class Nemesis:
             return {"skipped": f"{fault} is already holding {self.active[fault]}"}
         node = given.get("node") if given is not None else None
         out: dict[str, Any] = {}
+        if node is None and fault == "shutdown-last-isr":
+            node, out = self._smallest_isr_leader()
         if node is None:
             if self.rng.random() < 0.5:
                 partition, leader = self.leader()
@@ -849,21 +891,70 @@ class Nemesis:
             return {"skipped": "no controller acts now"}
         return {"total": total, "created": created}
 
-    def _start_reassign(self, given: dict[str, Any] | None) -> Any:
+    def _smallest_isr_leader(self) -> tuple[str | None, dict[str, Any]]:
+        """The running leader of the partition with the smallest ISR (ties drawn), for
+        ``shutdown-last-isr``; (None, {}) when no partition has a running leader."""
+        found = [
+            (len(state.isr), p, broker_node(state.leader))
+            for p, state in self._partition_states()
+            if state.leader != NO_LEADER
+            and self._state(broker_node(state.leader)) is NodeState.RUNNING
+        ]
+        if not found:
+            return None, {}
+        least = min(size for size, _, _ in found)
+        size, p, node = self._draw([f for f in found if f[0] == least])
+        return node, {"leader_of": p, "isr_size": size}
+
+    def _lagging_target(self) -> tuple[int, tuple[int, ...], list[int]] | None:
+        """For ``reassign-lagging``: (partition, target, the replicas behind), the target
+        being the partition's running replicas that are behind -- outside the ISR, or ISR
+        members cut off from the leader -- then its ISR followers and last its leader, up
+        to ``min.insync.replicas``. The focused partition (``focus``) first, else one drawn
+        among those with a replica behind; None when no partition has one."""
+        network = self.cluster.network
+        min_isr = self.cluster.config.min_insync_replicas
+        found = []
+        for p, state in self._partition_states():
+            if state.leader == NO_LEADER or state.reassigning:
+                continue
+            leader = broker_node(state.leader)
+            behind = []
+            for b in state.replicas:
+                node = broker_node(b)
+                if b == state.leader or self._state(node) is not NodeState.RUNNING:
+                    continue
+                if b not in state.isr or network.is_blocked(leader, node):
+                    behind.append(b)
+            if behind:
+                followers = [b for b in sorted(state.isr) if b != state.leader and b not in behind]
+                pad = [*followers, state.leader][: max(0, min_isr - len(behind))]
+                found.append((p, (*behind, *pad), behind))
+        if not found:
+            return None
+        focused = [f for f in found if f[0] == self.focus]
+        return focused[0] if focused else self._draw(found)
+
+    def _start_reassign(self, fault: str, given: dict[str, Any] | None) -> Any:
         config = self.cluster.config
+        out: dict[str, Any] = {}
+        lagging = self._lagging_target() if given is None and fault != "reassign" else None
         if given is not None:
             partition, target = int(given["partition"]), tuple(given["target"])
+        elif lagging is not None:
+            partition, target, behind = lagging
+            out["behind"] = behind
         else:
             partition = self.rng.randrange(config.partitions)
             rf = self.rng.randint(min(config.min_insync_replicas, config.brokers), config.brokers)
             target = tuple(self.rng.sample(list(config.broker_ids), rf))
         result = self.cluster.reassign(partition, target)
         if result == "NONE":
-            self.active["reassign"] = partition
-        return {"partition": partition, "target": list(target), "result": result}
+            self.active[fault] = partition
+        return {"partition": partition, "target": list(target), **out, "result": result}
 
     def _stop_leadership(self, fault: str) -> Any:
-        if fault == "reassign":
+        if fault in REASSIGNS:
             partition = self.active.pop(fault, None)
             if partition is None:
                 return {}

@@ -5,6 +5,7 @@ the same faults; the Kafka client adapter classifies outcomes as ok / fail / inf
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import attrs
 import pytest
@@ -15,6 +16,7 @@ from impl.sim.node import NodeState
 from jepsen_py.checker.result import Verdict
 from jepsen_py.fault_verbs import fault_kind, fault_ops
 from jepsen_py.generator import SECOND
+from jepsen_py.history.op import Op
 from jepsen_py.nemesis import (
     ALL,
     CATALOGUE,
@@ -37,11 +39,14 @@ from jepsen_py.runner import TestConfig, run_test, simulate_run
 SERVERS = {"b1", "b2", "b3", "zk"}
 
 
-def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -> Cluster:
+def busy_cluster(
+    faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40, **fields: Any
+) -> Cluster:
     """A 3-broker, 2-partition cluster that has replicated a few records to both keys (its
     consumers a consumer group when ``kill-consumer`` or ``leave-consumer`` is asked for:
-    only a group's consumer can be killed or leave its group)."""
-    config = TestConfig(nemesis=faults).cluster_config()
+    only a group's consumer can be killed or leave its group); ``fields``: other
+    `TestConfig` settings."""
+    config = TestConfig(nemesis=faults, **fields).cluster_config()
     if {"kill-consumer", "leave-consumer"} & set(faults):
         config = attrs.evolve(config, offsets_partitions=3)
     cluster = Cluster(config, seed)
@@ -50,6 +55,11 @@ def busy_cluster(faults: tuple[str, ...] = (), seed: int = 1, sends: int = 40) -
         cluster.run_until(cluster.clock.now + 50_000_000)
     cluster.run_until(cluster.clock.now + SECOND)
     return cluster
+
+
+def client_ops(history: list[Op]) -> list[Op]:
+    """The client ops of ``history``, without their indices."""
+    return [attrs.evolve(op, index=0) for op in history if op.is_client]
 
 
 def states(cluster: Cluster) -> dict[str, NodeState]:
@@ -113,6 +123,65 @@ def test_one_follower_cut_from_its_leader_leaves_the_isr_while_the_others_go_on(
     assert nemesis.perform("start-kill-lagging", None)["node"] == node
 
 
+def lagging_follower(cluster: Cluster, seed: int) -> tuple[Nemesis, int, int, int]:
+    """A follower cut off from its leader (partition-one-follower) that has left the ISR:
+    (the nemesis, the partition, its leader, the follower)."""
+    nemesis = Nemesis(cluster, random.Random(seed))
+    cut = nemesis.perform("start-partition-one-follower", None)
+    for i in range(30):
+        cluster.client_send("p1", b"k0" if i % 2 else b"k3", f"x{i}".encode())
+        cluster.run_until(cluster.clock.now + SECOND // 2)
+    state = cluster.store.partitions[(cluster.config.topic, cut["partition"])]
+    assert int(cut["node"][1:]) not in state.isr
+    return nemesis, cut["partition"], int(cut["leader"][1:]), int(cut["node"][1:])
+
+
+LAGGING_FAULTS = ("partition-one-follower", "shutdown-last-isr", "reassign-lagging")
+
+
+def test_the_shutdown_and_the_reassignment_aimed_at_a_shrunk_isr_find_its_lagging_replica() -> None:
+    # A follower cut off from its leader leaves the ISR. shutdown-last-isr shuts down the
+    # leader of that partition (the smallest ISR); reassign-lagging moves the partition
+    # onto the replica that lags, with one ISR member to keep min.insync.replicas=2. The
+    # fences hold: leadership goes to the ISR member, the reassignment waits.
+    cluster = busy_cluster(LAGGING_FAULTS)
+    nemesis, partition, leader, lagging = lagging_follower(cluster, 5)
+    moved = nemesis.perform("start-reassign-lagging", None)
+    assert moved["partition"] == partition and moved["behind"] == [lagging], moved
+    assert moved["target"][0] == lagging and len(moved["target"]) == 2, moved
+    assert leader not in moved["target"], "an ISR follower pads it, not the leader"
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    state = cluster.store.partitions[(cluster.config.topic, partition)]
+    assert state.reassigning and lagging not in state.isr, "waits for the target to join"
+    cancelled = nemesis.perform("stop-reassign-lagging", None)
+    assert cancelled["partition"] == partition and "cancel" in cancelled, cancelled
+    shut = nemesis.perform("start-shutdown-last-isr", None)
+    assert shut == {"node": f"b{leader}", "leader_of": partition, "isr_size": 2}, shut
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    state = cluster.store.partitions[(cluster.config.topic, partition)]
+    assert state.leader not in (lagging, leader), state
+
+
+@pytest.mark.parametrize("bug", ["drop_before_isr_join", "shutdown_to_non_isr"])
+def test_with_the_fence_off_the_aimed_fault_hands_the_partition_to_the_lagging_replica(
+    bug: str,
+) -> None:
+    # The same faults with the fence they exercise off (min.insync.replicas=1: the
+    # reassignment's target is the lagging replica alone): the replica the ISR dropped,
+    # which missed acknowledged writes, leads the partition. The broken shutdown hands
+    # leadership to the first other replica of the assignment (1, 2, 3): seed 1 cuts b2.
+    cluster = busy_cluster(LAGGING_FAULTS, bugs=(bug,), min_isr=1)
+    nemesis, partition, leader, lagging = lagging_follower(cluster, 1)
+    if bug == "drop_before_isr_join":
+        moved = nemesis.perform("start-reassign-lagging", None)
+        assert moved["target"] == [lagging] and moved["result"] == "NONE", moved
+    else:
+        shut = nemesis.perform("start-shutdown-last-isr", None)
+        assert shut["node"] == f"b{leader}" and shut["isr_size"] == 2, shut
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    assert cluster.store.partitions[(cluster.config.topic, partition)].leader == lagging
+
+
 def test_leadership_moves_to_a_follower_cut_off_from_its_leader_while_still_in_the_isr() -> None:
     # b1 is the controller and leads both partitions; moving t-0 to b2 first gives a leader
     # that is not the controller, so the follower cut off from it still hears the controller.
@@ -146,7 +215,16 @@ def test_the_controller_is_paused_at_its_next_decision_with_its_requests_queued(
     cluster.run_until(cluster.clock.now + 8 * SECOND)
     assert cluster.paused_at_decision == "b1" and states(cluster)["b1"] is NodeState.PAUSED
     assert cluster.controllers[1].outbox, "its decision's requests wait for the send threads"
-    assert nemesis.perform("stop-pause-deciding-controller", None) == {"nodes": ["b1"]}
+    # Stopped sooner than two session timeouts after it fired: held until then, so that
+    # it wakes a zombie.
+    paused_at = cluster.paused_at_decision_since
+    assert paused_at is not None
+    stopped = nemesis.perform("stop-pause-deciding-controller", None)
+    wake = paused_at + 2 * cluster.config.session_timeout_ns
+    assert stopped == {"nodes": ["b1"], "wakes_at": wake} and wake > cluster.clock.now
+    cluster.run_until(wake - 1)
+    assert states(cluster)["b1"] is NodeState.PAUSED
+    cluster.run_until(wake)
     assert states(cluster)["b1"] is NodeState.RUNNING
     # Stopped before the controller decided anything: disarmed, nothing to resume.
     nemesis.perform("start-pause-deciding-controller", None)
@@ -205,12 +283,18 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert done["created"] == [2], done
     elif fault == "reassign":
         assert done["result"] == "NONE" and len(done["target"]) >= 2, done
+    elif fault == "reassign-lagging":
+        # Every replica of the busy cluster is in sync: no replica is behind, so it falls
+        # back to reassign's random move.
+        assert done["result"] == "NONE" and "behind" not in done, done
+    elif fault == "shutdown-last-isr":
+        assert done["isr_size"] == 3 and done["node"] == "b1", done
     elif fault == "leave-consumer":
         # The process runs on, out of the group: it closed (LeaveGroup), not subscribed.
         assert states(cluster)[done["node"]] is NodeState.RUNNING
         assert cluster.groups is not None
         assert not cluster.groups.consumers[done["node"]].member.topics
-    elif fault != "controlled-shutdown":
+    elif fault not in ("controlled-shutdown", "shutdown-last-isr"):
         expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
         assert states(cluster)[done["node"]] is expected
     cluster.run_until(cluster.clock.now + 2 * SECOND)
@@ -221,11 +305,13 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert cluster.paused_at_decision == "b1" and states(cluster)["b1"] is NodeState.PAUSED
         controller = cluster.controllers[1]
         assert controller.outbox, "paused with the decision's requests still queued"
-    if fault == "controlled-shutdown":
+    if fault in ("controlled-shutdown", "shutdown-last-isr"):
         assert states(cluster)[done["node"]] is NodeState.CRASHED, "stopped once moved off"
         assert cluster.stats["controlled_shutdowns"] == 1
     healed = nemesis.perform(stop, None)
     assert "healed" not in healed, healed
+    if "wakes_at" in healed:  # a zombie-making pause holds past the session timeout
+        cluster.run_until(healed["wakes_at"])
     assert not cluster.network.blocked_links()
     assert cluster.network.config == base_network
     assert all_running(cluster)
@@ -465,7 +551,8 @@ def test_a_quick_compound_of_the_leadership_faults_is_the_same_run_from_its_seed
     steps = realized_schedule(first.history, before=config.time_limit_ns)
     scripted = TestConfig.from_json({**config.to_json(), "schedule": [s.to_json() for s in steps]})
     replayed = simulate_run(scripted, 3).history
-    assert [op for op in first.history if op.is_client] == [op for op in replayed if op.is_client]
+    # (A start that did nothing is left out of the schedule: the indices after it shift.)
+    assert client_ops(first.history) == client_ops(replayed)
 
 
 def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_kip_279() -> None:
