@@ -32,11 +32,12 @@ import attrs
 
 from impl.buggify import RARE_FIRE_PROBABILITY, Buggify
 from impl.messages import Message
-from impl.protocol import Effects, LeaderAndIsr, StopReplica
+from impl.protocol import Effects, LeaderAndIsr, Reconciled, StopReplica
 from impl.sim.clock import TimerQueue
 from impl.sim.collector import FewerCollections
 from impl.sim.node import NodeState
 from impl.sim.rng import SimRandom
+from impl.timeline import Election, IsrChange
 from impl.world import ClusterConfig, Ghost, IllegalEvent, World
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ClusterConfig",
     "Ghost",
     "IllegalEvent",
+    "LagChance",
     "Wake",
     "Writeback",
 ]
@@ -64,6 +66,16 @@ class ChannelRelease:
 
     src: str
     dst: str
+
+
+@attrs.frozen
+class LagChance:
+    """The timer payload of a callback armed by ``Cluster.arm_on_lag``: the callback ``key``
+    names runs, told which partition may now have a replica behind."""
+
+    key: str
+    topic: str
+    partition: int
 
 
 @attrs.frozen
@@ -94,6 +106,10 @@ class Cluster(World):
         self._held: dict[tuple[str, str], list[Message]] = {}
         """BUGGIFY: (controller's broker, broker) -> the requests its stalled send thread
         holds, in order."""
+        self._lag_armed: dict[str, Callable[[str, int], None]] = {}
+        """``arm_on_lag``: key -> callback, waiting for an ISR to shrink."""
+        self._lag_due: dict[str, Callable[[str, int], None]] = {}
+        """Callbacks whose ISR shrink happened, due at their `LagChance` timer."""
         super().__init__(config, seed)
         nodes = list(self.broker_names.values())
         sites = [f"tick/{n}" for n in nodes] + [f"controller-send/{n}" for n in nodes]
@@ -178,6 +194,44 @@ class Cluster(World):
         """A world-level timer (workload, faults): ``run_until``'s ``on_timer`` gets it."""
         self.timers.schedule(at, payload)
 
+    def arm_on_lag(self, key: str, callback: Callable[[str, int], None]) -> None:
+        """Call ``callback(topic, partition)`` once, right after the next moment a
+        partition may have a replica behind: its ISR shrank (the leader's AlterPartition,
+        or an election that drops a dead broker), or a follower (re)started following its
+        leader (``Reconciled``: a broker back from a crash catches up from there). For a
+        fault that waits for its target (``jepsen_py.nemesis``); it runs from a timer due
+        at that moment, not inside the event's own handling."""
+        self._lag_armed[key] = callback
+
+    def disarm_lag(self, key: str) -> None:
+        """Forget ``key``'s callback, whether or not its shrink has happened."""
+        self._lag_armed.pop(key, None)
+        self._lag_due.pop(key, None)
+
+    def _observe(self, note: Message) -> None:
+        if not self._lag_armed:
+            World._observe(self, note)
+            return
+        before = len(self.timeline.events)
+        World._observe(self, note)
+        chances = [(note.topic, note.partition)] if isinstance(note, Reconciled) else []
+        chances += [
+            (event.topic, event.partition)
+            for event in self.timeline.events[before:]
+            if isinstance(event, Election | IsrChange)
+            and event.leader >= 0
+            and len(event.isr) < len(event.previous_isr)
+        ]
+        for topic, partition in chances[:1]:
+            for key in list(self._lag_armed):
+                self._lag_due[key] = self._lag_armed.pop(key)
+                self.timers.schedule(self.clock.now, LagChance(key, topic, partition))
+
+    def _lag_chance(self, shrunk: LagChance) -> None:
+        callback = self._lag_due.pop(shrunk.key, None)
+        if callback is not None:
+            callback(shrunk.topic, shrunk.partition)
+
     def resume_at(self, name: str, at: int) -> None:
         """Resume the paused node ``name`` at global time ``at`` (a pause held to its end
         whatever the nemesis's schedule: ``jepsen_py.nemesis``'s
@@ -261,6 +315,8 @@ class Cluster(World):
                         on_event()
             elif isinstance(payload, ChannelRelease):
                 self._release(payload)
+            elif isinstance(payload, LagChance):
+                self._lag_chance(payload)
             elif isinstance(payload, Wake):
                 if self.state(payload.node) is NodeState.PAUSED:
                     self.resume(payload.node)

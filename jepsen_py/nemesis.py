@@ -65,20 +65,24 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   has not fetched what the leader appended since (KIP-279's double failover). Its stop
   does nothing;
 - ``shutdown-last-isr``: a controlled shutdown (``controlled.shutdown.enable``) of the
-  leader of the partition with the smallest ISR: the controller must hand its leadership to
-  another ISR member, never to the replica the ISR dropped, which misses acknowledged
-  writes (KIP-966's "last replica standing" is the ISR of one it leaves). Stopped and
-  restarted as ``controlled-shutdown`` is;
+  leader of a partition whose ISR has shrunk (the smallest ISR): the controller must hand
+  its leadership to another ISR member, never to the replica the ISR dropped, which misses
+  acknowledged writes. Stopped and restarted as ``controlled-shutdown`` is;
 - ``reassign-lagging``: a KIP-455 reassignment of a partition onto its replicas that are
-  behind (outside the ISR, or cut off from the leader), with ISR followers, then the
-  leader, added up to ``min.insync.replicas``: an operator moving a partition to brokers
-  that have not caught up, the case where the controller must wait for the target
-  replicas to join the ISR before it drops the others. Its stop cancels it if unfinished,
-  as ``reassign``'s does.
+  behind (outside the ISR, down ones too, or cut off from the leader), with ISR followers,
+  then the leader, added up to ``min.insync.replicas``: an operator moving a partition to
+  brokers that have not caught up, the case where the controller must wait for the
+  target replicas to join the ISR before it drops the others. Its stop cancels it if
+  unfinished, as ``reassign``'s does.
 
-Each kill falls back to a partition's leader when its target does not exist now, the
-controlled shutdown to a partition's leader, and ``reassign-lagging`` to ``reassign``'s
-random move when no replica lags;
+These two wait for their target: when no ISR has shrunk at their start, they are armed
+(``{"armed": true}``) and act at the first moment a partition offers one -- right after
+an ISR shrinks, or a follower outside the ISR starts catching up (a broker back from a
+crash) -- on that partition: a replica falls behind for a moment only, after a kill, a
+pause or a cut, until it catches up. Their stop's completion says what they did
+(``fired``), or that no ISR shrank.
+
+Each kill falls back to a partition's leader when its target does not exist now;
 ``transfer-leadership`` is skipped when no partition has a running ISR follower the
 controller reaches. While a targeted partition runs, the faults aimed at "a partition's
 leader" aim at the leader of the partition it cut (``Nemesis.focus``).
@@ -337,6 +341,14 @@ ZOMBIE_PAUSE_SESSIONS = 2
 elected and sends its requests, and the controller wakes a zombie (a stop that comes sooner
 leaves it paused until then)."""
 
+ARMED = "armed"
+"""``Nemesis.active``'s value for a fault armed and waiting for its target."""
+
+ARMED_ON_LAG = ("shutdown-last-isr", "reassign-lagging")
+"""Targeted faults that, when their target does not exist at their start, are armed: they
+act at the first moment a partition offers one (``impl.cluster.Cluster.arm_on_lag``: an
+ISR shrank, or a follower started catching up), on that partition."""
+
 REASSIGNS = ("reassign", "reassign-lagging")
 """The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
 
@@ -472,6 +484,8 @@ class Nemesis:
         a compound acts on what its partition did (the leader of the follower it cut
         off), as Jepsen's composed nemeses do. None otherwise (a partition drawn)."""
         self.performed = 0
+        self.fired: dict[str, dict[str, Any]] = {}
+        """An armed fault (`ARMED_ON_LAG`) that acted -> what it did, for its stop."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -817,7 +831,9 @@ class Nemesis:
         node = given.get("node") if given is not None else None
         out: dict[str, Any] = {}
         if node is None and fault == "shutdown-last-isr":
-            node, out = self._smallest_isr_leader()
+            node, out = self._shrunk_leader()
+            if node is None or (given is not None and given.get("armed")):
+                return self._arm_on_lag(fault)
         if node is None:
             if self.rng.random() < 0.5:
                 partition, leader = self.leader()
@@ -891,14 +907,74 @@ class Nemesis:
             return {"skipped": "no controller acts now"}
         return {"total": total, "created": created}
 
-    def _smallest_isr_leader(self) -> tuple[str | None, dict[str, Any]]:
-        """The running leader of the partition with the smallest ISR (ties drawn), for
-        ``shutdown-last-isr``; (None, {}) when no partition has a running leader."""
+    def _arm_on_lag(self, fault: str) -> dict[str, Any]:
+        """Arm ``fault`` (`ARMED_ON_LAG`): it acts right after the next ISR shrink."""
+        self.active[fault] = ARMED
+        self.cluster.arm_on_lag(fault, lambda topic, p: self._fire(fault, topic, p))
+        return {"armed": True}
+
+    def _fire(self, fault: str, topic: str, partition: int) -> None:
+        """A partition may have a replica behind while ``fault`` is armed: it acts on that
+        partition now, its targets kept for its stop's completion (``fired``); armed again
+        when the partition offers no target (not the workload's topic, no replica behind,
+        for the shutdown none running)."""
+        if self.active.get(fault) != ARMED:
+            return
+        if topic == self.cluster.config.topic and fault == "shutdown-last-isr":
+            node, out = self._shrunk_leader(partition, behind_running=True)
+            if node is not None and self.cluster.controlled_shutdown(node):
+                self.active[fault] = [node]
+                self.fired[fault] = {"node": node, **out}
+                return
+        elif topic == self.cluster.config.topic:
+            lagging = self._lagging_target(partition)
+            if lagging is not None:
+                p, target, behind = lagging
+                result = self.cluster.reassign(p, target)
+                self.fired[fault] = {
+                    "partition": p,
+                    "target": list(target),
+                    "behind": behind,
+                    "result": result,
+                }
+                if result == "NONE":
+                    self.active[fault] = p
+                else:
+                    del self.active[fault]
+                return
+        self._arm_on_lag(fault)
+
+    def _disarm(self, fault: str) -> dict[str, Any] | None:
+        """Stop an armed ``fault`` that has not acted: its completion; None if it acted
+        (or was never armed)."""
+        if self.active.get(fault) != ARMED:
+            return None
+        del self.active[fault]
+        self.cluster.disarm_lag(fault)
+        return {"healed": "no ISR shrank while it was armed"}
+
+    def _shrunk_leader(
+        self, partition: int | None = None, behind_running: bool = False
+    ) -> tuple[str | None, dict[str, Any]]:
+        """For ``shutdown-last-isr``: the running leader of a partition whose ISR is smaller
+        than its replicas -- ``partition``, else the one with the smallest ISR (ties
+        drawn); with ``behind_running``, only where a replica outside the ISR runs (one
+        that could take the leadership). (None, {}) when there is none."""
+        running = NodeState.RUNNING
         found = [
             (len(state.isr), p, broker_node(state.leader))
             for p, state in self._partition_states()
-            if state.leader != NO_LEADER
-            and self._state(broker_node(state.leader)) is NodeState.RUNNING
+            if (partition is None or p == partition)
+            and state.leader != NO_LEADER
+            and len(state.isr) < len(state.replicas)
+            and self._state(broker_node(state.leader)) is running
+            and (
+                not behind_running
+                or any(
+                    b not in state.isr and self._state(broker_node(b)) is running
+                    for b in state.replicas
+                )
+            )
         ]
         if not found:
             return None, {}
@@ -906,25 +982,33 @@ class Nemesis:
         size, p, node = self._draw([f for f in found if f[0] == least])
         return node, {"leader_of": p, "isr_size": size}
 
-    def _lagging_target(self) -> tuple[int, tuple[int, ...], list[int]] | None:
+    def _lagging_target(
+        self, partition: int | None = None
+    ) -> tuple[int, tuple[int, ...], list[int]] | None:
         """For ``reassign-lagging``: (partition, target, the replicas behind), the target
-        being the partition's running replicas that are behind -- outside the ISR, or ISR
-        members cut off from the leader -- then its ISR followers and last its leader, up
-        to ``min.insync.replicas``. The focused partition (``focus``) first, else one drawn
-        among those with a replica behind; None when no partition has one."""
+        being the partition's replicas that are behind -- outside the ISR (down ones too: a
+        move onto a broker that is down), or running ISR members cut off from the leader --
+        then its ISR followers and last its leader, up
+        to ``min.insync.replicas``. Only ``partition`` when given; else the focused
+        partition (``focus``) first, else one drawn among those with a replica behind; None
+        when no partition has one."""
         network = self.cluster.network
         min_isr = self.cluster.config.min_insync_replicas
         found = []
         for p, state in self._partition_states():
             if state.leader == NO_LEADER or state.reassigning:
                 continue
+            if partition is not None and p != partition:
+                continue
             leader = broker_node(state.leader)
             behind = []
             for b in state.replicas:
                 node = broker_node(b)
-                if b == state.leader or self._state(node) is not NodeState.RUNNING:
+                if b == state.leader:
                     continue
-                if b not in state.isr or network.is_blocked(leader, node):
+                if b not in state.isr or (
+                    self._state(node) is NodeState.RUNNING and network.is_blocked(leader, node)
+                ):
                     behind.append(b)
             if behind:
                 followers = [b for b in sorted(state.isr) if b != state.leader and b not in behind]
@@ -938,7 +1022,11 @@ class Nemesis:
     def _start_reassign(self, fault: str, given: dict[str, Any] | None) -> Any:
         config = self.cluster.config
         out: dict[str, Any] = {}
+        if fault != "reassign" and fault in self.active:
+            return {"skipped": f"{fault} is already holding {self.active[fault]}"}
         lagging = self._lagging_target() if given is None and fault != "reassign" else None
+        if fault != "reassign" and (lagging is None if given is None else given.get("armed")):
+            return self._arm_on_lag(fault)
         if given is not None:
             partition, target = int(given["partition"]), tuple(given["target"])
         elif lagging is not None:
@@ -954,6 +1042,14 @@ class Nemesis:
         return {"partition": partition, "target": list(target), **out, "result": result}
 
     def _stop_leadership(self, fault: str) -> Any:
+        disarmed = self._disarm(fault)
+        if disarmed is not None:
+            return disarmed
+        fired = self.fired.pop(fault, None)
+        done = self._undo_leadership(fault)
+        return done if fired is None else {**done, "fired": fired}
+
+    def _undo_leadership(self, fault: str) -> Any:
         if fault in REASSIGNS:
             partition = self.active.pop(fault, None)
             if partition is None:

@@ -19,6 +19,7 @@ from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import (
     ALL,
+    ARMED_ON_LAG,
     CATALOGUE,
     TARGETED,
     Nemesis,
@@ -162,6 +163,37 @@ def test_the_shutdown_and_the_reassignment_aimed_at_a_shrunk_isr_find_its_laggin
     assert state.leader not in (lagging, leader), state
 
 
+def test_the_faults_aimed_at_a_shrunk_isr_wait_for_one_then_act_on_that_partition() -> None:
+    # Every ISR is whole at the start: both are armed. b3 crashes; when its session
+    # expires the controller drops it from the ISRs. The reassignment acts on the first
+    # partition that shrank: onto b3 (down, outside the ISR) and b2, it waits for b3 to
+    # join the ISR. The shutdown waits for a replica outside the ISR that runs: b3 back,
+    # catching up; the leader is shut down, its leadership moves to the ISR member b2.
+    cluster = busy_cluster(LAGGING_FAULTS)
+    nemesis = Nemesis(cluster, random.Random(5))
+    assert nemesis.perform("start-reassign-lagging", None) == {"armed": True}
+    assert nemesis.perform("start-shutdown-last-isr", None) == {"armed": True}
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    assert nemesis.active == {"reassign-lagging": "armed", "shutdown-last-isr": "armed"}
+    cluster.crash("b3")
+    cluster.run_until(cluster.clock.now + 10 * SECOND)
+    moved = nemesis.fired["reassign-lagging"]
+    assert moved["behind"] == [3] and moved["target"] == [3, 2] and moved["result"] == "NONE"
+    state = cluster.store.partitions[(cluster.config.topic, moved["partition"])]
+    assert state.reassigning and 3 not in state.isr, state
+    cancelled = nemesis.perform("stop-reassign-lagging", None)
+    assert cancelled["fired"] == moved and "cancel" in cancelled, cancelled
+    assert nemesis.active["shutdown-last-isr"] == "armed", "b3, behind, is down"
+    cluster.restart("b3")
+    cluster.run_until(cluster.clock.now + 3 * SECOND)
+    shut = nemesis.fired["shutdown-last-isr"]
+    assert shut["isr_size"] == 2, shut
+    state = cluster.store.partitions[(cluster.config.topic, shut["leader_of"])]
+    assert f"b{state.leader}" != shut["node"] and state.leader != 3, state
+    restarted = nemesis.perform("stop-shutdown-last-isr", None)
+    assert restarted == {"nodes": [shut["node"]], "fired": shut}, restarted
+
+
 @pytest.mark.parametrize("bug", ["drop_before_isr_join", "shutdown_to_non_isr"])
 def test_with_the_fence_off_the_aimed_fault_hands_the_partition_to_the_lagging_replica(
     bug: str,
@@ -283,18 +315,15 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert done["created"] == [2], done
     elif fault == "reassign":
         assert done["result"] == "NONE" and len(done["target"]) >= 2, done
-    elif fault == "reassign-lagging":
-        # Every replica of the busy cluster is in sync: no replica is behind, so it falls
-        # back to reassign's random move.
-        assert done["result"] == "NONE" and "behind" not in done, done
-    elif fault == "shutdown-last-isr":
-        assert done["isr_size"] == 3 and done["node"] == "b1", done
+    elif fault in ARMED_ON_LAG:
+        # Every ISR of the busy cluster is whole: nothing to aim at yet, so it waits.
+        assert done == {"armed": True} and all_running(cluster), done
     elif fault == "leave-consumer":
         # The process runs on, out of the group: it closed (LeaveGroup), not subscribed.
         assert states(cluster)[done["node"]] is NodeState.RUNNING
         assert cluster.groups is not None
         assert not cluster.groups.consumers[done["node"]].member.topics
-    elif fault not in ("controlled-shutdown", "shutdown-last-isr"):
+    elif fault != "controlled-shutdown":
         expected = NodeState.PAUSED if fault.startswith("pause") else NodeState.CRASHED
         assert states(cluster)[done["node"]] is expected
     cluster.run_until(cluster.clock.now + 2 * SECOND)
@@ -305,11 +334,14 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert cluster.paused_at_decision == "b1" and states(cluster)["b1"] is NodeState.PAUSED
         controller = cluster.controllers[1]
         assert controller.outbox, "paused with the decision's requests still queued"
-    if fault in ("controlled-shutdown", "shutdown-last-isr"):
+    if fault == "controlled-shutdown":
         assert states(cluster)[done["node"]] is NodeState.CRASHED, "stopped once moved off"
         assert cluster.stats["controlled_shutdowns"] == 1
     healed = nemesis.perform(stop, None)
-    assert "healed" not in healed, healed
+    if fault in ARMED_ON_LAG:
+        assert healed == {"healed": "no ISR shrank while it was armed"}, healed
+    else:
+        assert "healed" not in healed, healed
     if "wakes_at" in healed:  # a zombie-making pause holds past the session timeout
         cluster.run_until(healed["wakes_at"])
     assert not cluster.network.blocked_links()
