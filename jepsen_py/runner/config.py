@@ -426,7 +426,7 @@ while the dense ones keep the mixes."""
 
 TARGETED_DENSITY = 0.5
 """The least chance a targeted fault (``jepsen_py.nemesis.TARGETED``) offered is in a swarm
-run's subset, whatever the run's density: they are few (7 of about 40 offered) and each
+run's subset, whatever the run's density: they are few (10 of 38 offered) and each
 aims at a situation the generic faults reach only by luck (a follower cut off from its
 leader, the last ISR member, leadership moved to a follower that missed writes), so the
 sequences that matter (a follower cut off, then its leader shut down or killed) are not a
