@@ -24,7 +24,7 @@ import attrs
 import orjson
 import pytest
 
-from jepsen_py.checker.engine import NOT_CHECKED, verify_path
+from jepsen_py.checker.engine import NOT_CHECKED, TXN_REFUSED, verify_path
 from jepsen_py.checker.histgen import INJECTORS, LogWorkload, generate
 from jepsen_py.checker.kafkagen import SmallWorkload, generate_small
 from jepsen_py.checker.result import Verdict
@@ -37,6 +37,19 @@ BOUND = 60_000
 
 def _lines(ops: list[Op], run: str | None = None) -> list[str]:
     records = [op_to_record(op) for op in ops]
+    if run is not None:
+        for record in records:
+            record["run"] = run
+    return [orjson.dumps(r).decode() for r in records]
+
+
+def _txn_lines(process: int, key: str, run: str | None) -> list[str]:
+    """A Kafka transaction (Jepsen's ``txn``: sends and polls as one op), invoked and ok."""
+    steps = [["send", key, 1000 + process], ["poll"]]
+    records = [
+        {"process": process, "type": "invoke", "f": "txn", "key": key, "value": steps},
+        {"process": process, "type": "ok", "f": "txn", "key": key, "value": steps},
+    ]
     if run is not None:
         for record in records:
             record["run"] = run
@@ -107,6 +120,22 @@ def _directory(folder: Path) -> dict[str, Path]:
     made["big"].write_text("\n".join(big[:-20]) + "\n")
     made["big-tail"] = folder / "51-big-tail.jsonl"
     made["big-tail"].write_text("\n".join(big[-20:]) + "\n")
+    # txn ops among sends and polls (refused line by line, the rest checked): on keys of
+    # their own and on the log's keys, with a run; one invoked by a process whose send on
+    # another key is pending (the validator's rejection, not the refusal)
+    # (t-2 and t-3 have no txn op: their verdicts stand)
+    mixed = _lines(generate(random.Random(70), LogWorkload(ops=300, keys=4)), run="mixed")
+    for at, process, key in [(9, 700, "t-0"), (60, 701, "t-9")]:
+        mixed[at:at] = _txn_lines(process, key, "mixed")
+    mixed.insert(200, '{"process": 888, "type": "invoke", "f": "send", "key": "t-0", "value": -1,'
+                 ' "run": "mixed"}')  # fmt: skip
+    mixed.insert(202, _txn_lines(888, "t-1", "mixed")[0])
+    made["txn-mixed"] = folder / "70-txn-mixed.jsonl"
+    made["txn-mixed"].write_text("\n".join(mixed) + "\n")
+    # txn ops alone: every line refused, nothing to check
+    made["txn-only"] = folder / "71-txn-only.jsonl"
+    alone = [line for p in range(3) for line in _txn_lines(p, f"t-{p % 2}", None)]
+    made["txn-only"].write_text("\n".join(alone) + "\n")
     # nothing to check: an empty file, and one of the nemesis's lines alone
     made["empty"] = folder / "60-empty.jsonl"
     made["empty"].write_text("")
@@ -160,7 +189,7 @@ def test_whole_files_give_the_per_key_paths_results_row_for_row(spark: Any, tmp_
         a, b = attrs.asdict(_input(mine)), attrs.asdict(_input(theirs))
         assert a == b, [(k, a[k], b[k]) for k in a if a[k] != b[k]]
     # the rejected lines brought back (`rejected.json`, written in line order)
-    assert _rejected(whole) == _rejected(per_key) and len(whole.rejected) == 8
+    assert _rejected(whole) == _rejected(per_key) and len(whole.rejected) == 19
     assert whole.figures["lines"] == per_key.figures["lines"]
     # and the local engine's, file by file (it checks each file alone, so not the files
     # of a shared run; it does not read .gz: its uncompressed twin stands in)
@@ -197,6 +226,27 @@ def test_whole_files_give_the_per_key_paths_results_row_for_row(spark: Any, tmp_
     ]
     assert [r.line for r in results[str(made["undecodable"])].rejected] == [4]
     assert results[str(made["empty"])].error and results[str(made["nemesis"])].error
+    # txn ops: refused line by line as the local engine refuses them, the rest checked
+    mixed = results[str(made["txn-mixed"])]
+    assert mixed.model == "log" and mixed.error is None
+    assert [(r.line, r.key, r.reason == TXN_REFUSED) for r in mixed.rejected] == [
+        (10, "t-0", True),
+        (11, "t-0", True),
+        (61, "t-9", True),
+        (62, "t-9", True),
+        (203, "t-1", False),  # invoked while its process's send was pending
+    ]
+    assert {k.key: k.verdict for k in mixed.keys} == {
+        "t-0": Verdict.UNKNOWN,
+        "t-1": Verdict.UNKNOWN,
+        "t-2": Verdict.OK,
+        "t-3": Verdict.OK,
+    }
+    alone = results[str(made["txn-only"])]
+    local = verify_path(made["txn-only"])
+    assert (alone.verdict, alone.error, alone.ops) == (Verdict.UNKNOWN, local.error, 0)
+    assert [str(r) for r in alone.rejected] == [str(r) for r in local.rejected]
+    assert {r.reason for r in alone.rejected} == {TXN_REFUSED} and len(alone.rejected) == 6
     verdicts = {r.verdict for r in whole.inputs}
     assert verdicts == {Verdict.OK, Verdict.ILLEGAL, Verdict.UNKNOWN}
 
@@ -207,7 +257,7 @@ def test_a_whole_file_check_reads_what_the_local_engine_reads(tmp_path: Path) ->
     from jepsen_py.checker.spark.wholefile import check_file, is_candidate
 
     made = _directory(tmp_path / "runs")
-    for name in ("malformed", "unindexed", "consumers", "kv", "undecodable"):
+    for name in ("malformed", "unindexed", "consumers", "kv", "undecodable", "txn-mixed"):
         path = made[name]
         spec = JobSpec(
             files=(str(path),), formats=("jsonl",), conventions=("native",), models=(None,)
