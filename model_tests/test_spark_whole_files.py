@@ -278,3 +278,109 @@ def test_a_whole_file_check_reads_what_the_local_engine_reads(tmp_path: Path) ->
     assert not is_candidate("file:///a.jsonl", "jsonl", BOUND + 1, BOUND)
     assert not is_candidate("file:///a.jsonl.gz", "jsonl", BOUND // 2, BOUND)
     assert not is_candidate("file:///a.parquet", "parquet", 10, BOUND)
+
+
+@pytest.mark.spark
+def test_txn_ops_are_refused_by_the_sql_path_and_the_row_udf_as_by_the_local_engine(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the per-key path's other ways through: every key by Spark SQL (--max-key-ops 0), and
+    # the row UDF of PySpark before 4.1; each refuses the txn lines (one of them rejected
+    # by the exact validation instead, after the shuffle) and checks the rest
+    from jepsen_py.checker.spark import SparkOptions, job, verify_spark
+
+    made = _directory(tmp_path / "runs")
+    folder = tmp_path / "txn"
+    folder.mkdir()
+    paths = [folder / made[n].name for n in ("txn-mixed", "txn-only")]
+    for n, path in zip(("txn-mixed", "txn-only"), paths, strict=True):
+        path.write_bytes(made[n].read_bytes())
+    sql = verify_spark([str(folder)], SparkOptions(partitions=2, max_key_ops=0), spark=spark)
+    monkeypatch.setattr(job, "_arrow_udf", lambda: None)
+    rows = verify_spark([str(folder)], SparkOptions(partitions=2, whole_files=False), spark=spark)
+    assert sql.figures["sql_keys"] > 0 and sql.figures["reruns"]["interleaving_processes"] == 1
+    for report in (sql, rows):
+        for result, path in zip(report.inputs, paths, strict=True):
+            local = verify_path(path)
+            assert (result.verdict, result.error, result.model, result.ops) == (
+                local.verdict,
+                local.error,
+                local.model,
+                local.ops,
+            ), path.name
+            assert [str(r) for r in result.rejected] == [str(r) for r in local.rejected]
+            mine = {
+                (k.run, k.key): (k.verdict, k.explanation, k.ops, k.rejected) for k in result.keys
+            }
+            assert mine == {
+                (k.run, k.key): (k.verdict, k.explanation, k.ops, k.rejected) for k in local.keys
+            }, path.name
+        assert any(k.verdict is Verdict.OK for k in report.inputs[0].keys)
+
+
+def test_a_worker_refuses_a_txn_op_after_pairing_it_unless_the_validation_left_it_out() -> None:
+    # the per-key path's worker function (`keycheck.check_group`) and the SQL path's line
+    # parser (`logfields.line_fields`), in this process
+    from jepsen_py.checker.spark.keycheck import REFUSED, JobSpec, check_group, position
+    from jepsen_py.checker.spark.logfields import LINE_COLUMNS, line_fields
+
+    spec = JobSpec(files=("h.jsonl",), formats=("jsonl",), conventions=("native",), models=(None,))
+    texts = [
+        '{"process": 0, "type": "invoke", "f": "send", "key": "k", "value": 1}',
+        '{"process": 0, "type": "ok", "f": "send", "key": "k", "value": {"offset": 0}}',
+        *_txn_lines(1, "k", None),
+        '{"process": 2, "type": "invoke", "f": "poll", "key": "k", "value": {"from": 0}}',
+        '{"process": 2, "type": "ok", "f": "poll", "key": "k", "value": {"records": [[0, 1]], '
+        '"hw": 1}}',
+    ]
+    positions = [position(0, line) for line in range(1, len(texts) + 1)]
+    names = [
+        "model",
+        "verdict",
+        "ops",
+        "seconds",
+        "explanation",
+        "witness",
+        "anomalies",
+        "kafka",
+        "linearizable",
+        "consistency",
+        "violations",
+        "fs",
+        "rejections",
+        "pair_proc",
+        "pair_inv",
+        "pair_code",
+        "mismatches",
+        "client_ops",
+        "needs_ordinal",
+        "timed_out",
+    ]
+
+    def check(exclude: list[int] | None) -> dict[str, Any]:
+        return dict(
+            zip(names, check_group(spec, "\x000", "k", positions, texts, exclude), strict=True)
+        )
+
+    out = check(None)
+    assert (out["model"], out["verdict"], out["fs"], out["client_ops"]) == (
+        "log",
+        "ok",
+        ["poll", "send"],
+        4,
+    )
+    assert out["rejections"] == [
+        (positions[2], TXN_REFUSED, "k", None, REFUSED),
+        (positions[3], TXN_REFUSED, "k", None, REFUSED),
+    ]
+    assert positions[2] in out["pair_inv"]  # paired: the validator sees it, as the local one does
+    # a line the exact validation rejected is left out, and not refused as well
+    assert check([positions[2]])["rejections"] == [(positions[3], TXN_REFUSED, "k", None, REFUSED)]
+    fields = dict(
+        zip([n for n, _ in LINE_COLUMNS], line_fields(spec, positions[2], texts[2]), strict=True)
+    )
+    assert (fields["client"], fields["refused"]) == (True, TXN_REFUSED)
+    assert (
+        line_fields(spec, positions[0], texts[0])[[n for n, _ in LINE_COLUMNS].index("refused")]
+        is None
+    )
