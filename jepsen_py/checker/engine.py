@@ -16,7 +16,7 @@ check as is:
 ``assign`` and ``subscribe`` ops set what a consumer reads on every key of their run (the
 keys they list keep their positions, the others lose them): each is handed to the group
 of every key of its run. ``txn`` ops (Kafka transactions) are refused, line by line, until
-the model has transactions.
+the model has transactions (`refusal`, which the Spark engine's paths call too).
 
 A key with rejected lines cannot be vouched for: its verdict is UNKNOWN whatever the check
 of its accepted ops found (the explanation says what that was). Rejected lines that name no

@@ -48,6 +48,9 @@ line are in every message), or, for a gap or the scan, with `kafka_log.explain_o
 (`logexplain`). ``test_spark_verify`` checks verdicts, explanations and anomaly counts
 against the local checkers on hundreds of generated histories.
 
+A ``txn`` op (`engine.refusal`) is in its process's pairs and nowhere else: its line is
+rejected (stage ``refused``), and neither the checker nor the anomaly pass sees it.
+
 Offsets and high watermarks must fit in 62 bits; an op with a larger one makes the key
 UNKNOWN here (the local engine decides it).
 """
