@@ -24,7 +24,7 @@ import attrs
 import orjson
 import pytest
 
-from jepsen_py.checker.engine import NOT_CHECKED, verify_path
+from jepsen_py.checker.engine import NOT_CHECKED, TXN_REFUSED, verify_path
 from jepsen_py.checker.histgen import INJECTORS, LogWorkload, generate
 from jepsen_py.checker.kafkagen import SmallWorkload, generate_small
 from jepsen_py.checker.result import Verdict
@@ -37,6 +37,19 @@ BOUND = 60_000
 
 def _lines(ops: list[Op], run: str | None = None) -> list[str]:
     records = [op_to_record(op) for op in ops]
+    if run is not None:
+        for record in records:
+            record["run"] = run
+    return [orjson.dumps(r).decode() for r in records]
+
+
+def _txn_lines(process: int, key: str, run: str | None) -> list[str]:
+    """A Kafka transaction (Jepsen's ``txn``: sends and polls as one op), invoked and ok."""
+    steps = [["send", key, 1000 + process], ["poll"]]
+    records = [
+        {"process": process, "type": "invoke", "f": "txn", "key": key, "value": steps},
+        {"process": process, "type": "ok", "f": "txn", "key": key, "value": steps},
+    ]
     if run is not None:
         for record in records:
             record["run"] = run
@@ -107,6 +120,22 @@ def _directory(folder: Path) -> dict[str, Path]:
     made["big"].write_text("\n".join(big[:-20]) + "\n")
     made["big-tail"] = folder / "51-big-tail.jsonl"
     made["big-tail"].write_text("\n".join(big[-20:]) + "\n")
+    # txn ops among sends and polls (refused line by line, the rest checked): on keys of
+    # their own and on the log's keys, with a run; one invoked by a process whose send on
+    # another key is pending (the validator's rejection, not the refusal)
+    # (t-2 and t-3 have no txn op: their verdicts stand)
+    mixed = _lines(generate(random.Random(70), LogWorkload(ops=300, keys=4)), run="mixed")
+    for at, process, key in [(9, 700, "t-0"), (60, 701, "t-9")]:
+        mixed[at:at] = _txn_lines(process, key, "mixed")
+    mixed.insert(200, '{"process": 888, "type": "invoke", "f": "send", "key": "t-0", "value": -1,'
+                 ' "run": "mixed"}')  # fmt: skip
+    mixed.insert(202, _txn_lines(888, "t-1", "mixed")[0])
+    made["txn-mixed"] = folder / "70-txn-mixed.jsonl"
+    made["txn-mixed"].write_text("\n".join(mixed) + "\n")
+    # txn ops alone: every line refused, nothing to check
+    made["txn-only"] = folder / "71-txn-only.jsonl"
+    alone = [line for p in range(3) for line in _txn_lines(p, f"t-{p % 2}", None)]
+    made["txn-only"].write_text("\n".join(alone) + "\n")
     # nothing to check: an empty file, and one of the nemesis's lines alone
     made["empty"] = folder / "60-empty.jsonl"
     made["empty"].write_text("")
@@ -160,7 +189,7 @@ def test_whole_files_give_the_per_key_paths_results_row_for_row(spark: Any, tmp_
         a, b = attrs.asdict(_input(mine)), attrs.asdict(_input(theirs))
         assert a == b, [(k, a[k], b[k]) for k in a if a[k] != b[k]]
     # the rejected lines brought back (`rejected.json`, written in line order)
-    assert _rejected(whole) == _rejected(per_key) and len(whole.rejected) == 8
+    assert _rejected(whole) == _rejected(per_key) and len(whole.rejected) == 19
     assert whole.figures["lines"] == per_key.figures["lines"]
     # and the local engine's, file by file (it checks each file alone, so not the files
     # of a shared run; it does not read .gz: its uncompressed twin stands in)
@@ -197,6 +226,27 @@ def test_whole_files_give_the_per_key_paths_results_row_for_row(spark: Any, tmp_
     ]
     assert [r.line for r in results[str(made["undecodable"])].rejected] == [4]
     assert results[str(made["empty"])].error and results[str(made["nemesis"])].error
+    # txn ops: refused line by line as the local engine refuses them, the rest checked
+    mixed = results[str(made["txn-mixed"])]
+    assert mixed.model == "log" and mixed.error is None
+    assert [(r.line, r.key, r.reason == TXN_REFUSED) for r in mixed.rejected] == [
+        (10, "t-0", True),
+        (11, "t-0", True),
+        (61, "t-9", True),
+        (62, "t-9", True),
+        (203, "t-1", False),  # invoked while its process's send was pending
+    ]
+    assert {k.key: k.verdict for k in mixed.keys} == {
+        "t-0": Verdict.UNKNOWN,
+        "t-1": Verdict.UNKNOWN,
+        "t-2": Verdict.OK,
+        "t-3": Verdict.OK,
+    }
+    alone = results[str(made["txn-only"])]
+    local = verify_path(made["txn-only"])
+    assert (alone.verdict, alone.error, alone.ops) == (Verdict.UNKNOWN, local.error, 0)
+    assert [str(r) for r in alone.rejected] == [str(r) for r in local.rejected]
+    assert {r.reason for r in alone.rejected} == {TXN_REFUSED} and len(alone.rejected) == 6
     verdicts = {r.verdict for r in whole.inputs}
     assert verdicts == {Verdict.OK, Verdict.ILLEGAL, Verdict.UNKNOWN}
 
@@ -207,7 +257,7 @@ def test_a_whole_file_check_reads_what_the_local_engine_reads(tmp_path: Path) ->
     from jepsen_py.checker.spark.wholefile import check_file, is_candidate
 
     made = _directory(tmp_path / "runs")
-    for name in ("malformed", "unindexed", "consumers", "kv", "undecodable"):
+    for name in ("malformed", "unindexed", "consumers", "kv", "undecodable", "txn-mixed"):
         path = made[name]
         spec = JobSpec(
             files=(str(path),), formats=("jsonl",), conventions=("native",), models=(None,)
@@ -228,3 +278,109 @@ def test_a_whole_file_check_reads_what_the_local_engine_reads(tmp_path: Path) ->
     assert not is_candidate("file:///a.jsonl", "jsonl", BOUND + 1, BOUND)
     assert not is_candidate("file:///a.jsonl.gz", "jsonl", BOUND // 2, BOUND)
     assert not is_candidate("file:///a.parquet", "parquet", 10, BOUND)
+
+
+@pytest.mark.spark
+def test_txn_ops_are_refused_by_the_sql_path_and_the_row_udf_as_by_the_local_engine(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the per-key path's other ways through: every key by Spark SQL (--max-key-ops 0), and
+    # the row UDF of PySpark before 4.1; each refuses the txn lines (one of them rejected
+    # by the exact validation instead, after the shuffle) and checks the rest
+    from jepsen_py.checker.spark import SparkOptions, job, verify_spark
+
+    made = _directory(tmp_path / "runs")
+    folder = tmp_path / "txn"
+    folder.mkdir()
+    paths = [folder / made[n].name for n in ("txn-mixed", "txn-only")]
+    for n, path in zip(("txn-mixed", "txn-only"), paths, strict=True):
+        path.write_bytes(made[n].read_bytes())
+    sql = verify_spark([str(folder)], SparkOptions(partitions=2, max_key_ops=0), spark=spark)
+    monkeypatch.setattr(job, "_arrow_udf", lambda: None)
+    rows = verify_spark([str(folder)], SparkOptions(partitions=2, whole_files=False), spark=spark)
+    assert sql.figures["sql_keys"] > 0 and sql.figures["reruns"]["interleaving_processes"] == 1
+    for report in (sql, rows):
+        for result, path in zip(report.inputs, paths, strict=True):
+            local = verify_path(path)
+            assert (result.verdict, result.error, result.model, result.ops) == (
+                local.verdict,
+                local.error,
+                local.model,
+                local.ops,
+            ), path.name
+            assert [str(r) for r in result.rejected] == [str(r) for r in local.rejected]
+            mine = {
+                (k.run, k.key): (k.verdict, k.explanation, k.ops, k.rejected) for k in result.keys
+            }
+            assert mine == {
+                (k.run, k.key): (k.verdict, k.explanation, k.ops, k.rejected) for k in local.keys
+            }, path.name
+        assert any(k.verdict is Verdict.OK for k in report.inputs[0].keys)
+
+
+def test_a_worker_refuses_a_txn_op_after_pairing_it_unless_the_validation_left_it_out() -> None:
+    # the per-key path's worker function (`keycheck.check_group`) and the SQL path's line
+    # parser (`logfields.line_fields`), in this process
+    from jepsen_py.checker.spark.keycheck import REFUSED, JobSpec, check_group, position
+    from jepsen_py.checker.spark.logfields import LINE_COLUMNS, line_fields
+
+    spec = JobSpec(files=("h.jsonl",), formats=("jsonl",), conventions=("native",), models=(None,))
+    texts = [
+        '{"process": 0, "type": "invoke", "f": "send", "key": "k", "value": 1}',
+        '{"process": 0, "type": "ok", "f": "send", "key": "k", "value": {"offset": 0}}',
+        *_txn_lines(1, "k", None),
+        '{"process": 2, "type": "invoke", "f": "poll", "key": "k", "value": {"from": 0}}',
+        '{"process": 2, "type": "ok", "f": "poll", "key": "k", "value": {"records": [[0, 1]], '
+        '"hw": 1}}',
+    ]
+    positions = [position(0, line) for line in range(1, len(texts) + 1)]
+    names = [
+        "model",
+        "verdict",
+        "ops",
+        "seconds",
+        "explanation",
+        "witness",
+        "anomalies",
+        "kafka",
+        "linearizable",
+        "consistency",
+        "violations",
+        "fs",
+        "rejections",
+        "pair_proc",
+        "pair_inv",
+        "pair_code",
+        "mismatches",
+        "client_ops",
+        "needs_ordinal",
+        "timed_out",
+    ]
+
+    def check(exclude: list[int] | None) -> dict[str, Any]:
+        return dict(
+            zip(names, check_group(spec, "\x000", "k", positions, texts, exclude), strict=True)
+        )
+
+    out = check(None)
+    assert (out["model"], out["verdict"], out["fs"], out["client_ops"]) == (
+        "log",
+        "ok",
+        ["poll", "send"],
+        4,
+    )
+    assert out["rejections"] == [
+        (positions[2], TXN_REFUSED, "k", None, REFUSED),
+        (positions[3], TXN_REFUSED, "k", None, REFUSED),
+    ]
+    assert positions[2] in out["pair_inv"]  # paired: the validator sees it, as the local one does
+    # a line the exact validation rejected is left out, and not refused as well
+    assert check([positions[2]])["rejections"] == [(positions[3], TXN_REFUSED, "k", None, REFUSED)]
+    fields = dict(
+        zip([n for n, _ in LINE_COLUMNS], line_fields(spec, positions[2], texts[2]), strict=True)
+    )
+    assert (fields["client"], fields["refused"]) == (True, TXN_REFUSED)
+    assert (
+        line_fields(spec, positions[0], texts[0])[[n for n, _ in LINE_COLUMNS].index("refused")]
+        is None
+    )

@@ -16,7 +16,7 @@ check as is:
 ``assign`` and ``subscribe`` ops set what a consumer reads on every key of their run (the
 keys they list keep their positions, the others lose them): each is handed to the group
 of every key of its run. ``txn`` ops (Kafka transactions) are refused, line by line, until
-the model has transactions.
+the model has transactions (`refusal`, which the Spark engine's paths call too).
 
 A key with rejected lines cannot be vouched for: its verdict is UNKNOWN whatever the check
 of its accepted ops found (the explanation says what that was). Rejected lines that name no
@@ -32,7 +32,7 @@ import gc
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +76,13 @@ __all__ = [  # the records are `records`'; the CLI, replay and the demo take the
     "check_groups_log",
     "check_groups_wgl",
     "choose_model",
+    "client_ops",
     "group_ops",
     "line_of",
     "load",
     "model_of",
     "nothing_to_check",
+    "refusal",
     "verify_path",
 ]
 
@@ -150,13 +152,31 @@ def collector_paused() -> Iterator[None]:
 def _client_ops(path: str | os.PathLike[str], spec: Format, rejections: Rejections) -> Iterator[Op]:
     """The ops of ``path`` a check takes: validated, client ops only, transactions refused
     (`TXN_REFUSED`, into ``rejections``)."""
-    for op in validate(spec.read(path, rejections), rejections):
+    return client_ops(validate(spec.read(path, rejections), rejections), rejections)
+
+
+def client_ops(validated: Iterable[Op], rejections: Rejections) -> Iterator[Op]:
+    """The ops of ``validated`` (`validate`'s output, in history order) that a check takes:
+    client ops only, each op `refusal` refuses rejected into ``rejections`` (its line, key
+    and run) in its place among the reader's and the validator's rejections. The local
+    engine and Spark's whole-file path read a file through it."""
+    for op in validated:
         if not op.is_client:
             continue
-        if op.f == "txn":
-            rejections.reject(op.line, TXN_REFUSED, key=op.key, run=op.run)
+        reason = refusal(op)
+        if reason is not None:
+            rejections.reject(op.line, reason, key=op.key, run=op.run)
             continue
         yield op
+
+
+def refusal(op: Op) -> str | None:
+    """Why a check refuses a validated client op (`TXN_REFUSED` for a ``txn`` op: Kafka
+    transactions, KIP-98, are not modelled), or None when it takes it. A refused op is
+    validated first (it counts in its process's invoke/complete order), then left out: of
+    its key's group, of the ``f`` the model is chosen from, and of the op counts. Every
+    engine asks this one function: the local engine (`client_ops`) and both Spark paths."""
+    return TXN_REFUSED if op.f == "txn" else None
 
 
 def group_ops(ops: list[Op]) -> dict[GroupKey, list[Op]]:

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from jepsen_py.checker.engine import MODEL_NAMES
+from jepsen_py.checker.engine import MODEL_NAMES, nothing_to_check
 from jepsen_py.checker.records import (
     InputResult,
     KeyResult,
@@ -84,6 +84,7 @@ from jepsen_py.checker.spark.keycheck import (
     PAIR_PENDING,
     PAIR_STRAY,
     REASSIGN_PATTERN,
+    RECHECKED_STAGES,
     RESULT_DDL,
     JobSpec,
     arrow_check,
@@ -583,10 +584,13 @@ class _Job:
         if targets:
             again, again_rejected = self._recheck(spec, targets)
             groups = _replace(groups, again)
-            # the lines left out take their model rejections with them: the check again
-            # of the rest has the ones that still hold
-            rejected = [r for r in rejected if not (r.group in targets and r.stage == "model")]
-            rejected.extend(r for r in again_rejected if r.stage == "model")
+            # the lines left out take their model rejections (and refusals: a txn line the
+            # validator rejects is not refused too) with them: the check again of the rest
+            # has the ones that still hold
+            rejected = [
+                r for r in rejected if not (r.group in targets and r.stage in RECHECKED_STAGES)
+            ]
+            rejected.extend(r for r in again_rejected if r.stage in RECHECKED_STAGES)
         return groups, rejected + fresh
 
     def _settle_models(
@@ -625,8 +629,10 @@ class _Job:
             self.say(f"{len(targets)} key(s) guessed another model than their file's ...")
             again, again_rejected = self._recheck(spec, targets)
             groups = _replace(groups, again)
-            rejected[:] = [r for r in rejected if not (r.group in targets and r.stage == "model")]
-            rejected.extend(r for r in again_rejected if r.stage == "model")
+            rejected[:] = [
+                r for r in rejected if not (r.group in targets and r.stage in RECHECKED_STAGES)
+            ]
+            rejected.extend(r for r in again_rejected if r.stage in RECHECKED_STAGES)
         return groups, file_models
 
     def _renumber(
@@ -740,6 +746,20 @@ class _Job:
                 [*driver_rejections.get(file_id, []), *(_rejection(display, r) for r in reading)],
                 key=lambda r: r.line or 0,
             ) + [_rejection(display, r) for r in modeled]
+            if not mine and file_rejections:
+                # every line with an op rejected or refused (txn ops alone): the local
+                # engine's words, whatever the model
+                results.append(
+                    InputResult.unchecked(
+                        display,
+                        nothing_to_check(display, str(fmt), file_rejections),
+                        format=fmt,
+                        model=self.options.model,
+                        rejected=file_rejections,
+                        ops=0,
+                    )
+                )
+                continue
             if model is None:
                 seen = ", ".join(sorted(self.fs_of.get(file_id, set()))) if groups else ""
                 error = (

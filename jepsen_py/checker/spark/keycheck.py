@@ -24,6 +24,10 @@ What a worker cannot see from one key, it reports for the driver to decide:
   driver picks the job's model from all of them and re-checks any key that guessed another.
 - **Rejected lines downgrade keys.** Rejections go back with their key and run; the driver
   downgrades every key with rejected lines to UNKNOWN, as the local engine does.
+- **``txn`` ops are refused** (`engine.refusal`, with `engine.TXN_REFUSED`): a worker puts
+  one in its process's pairs (the local validator sees it too), then rejects its line
+  (stage `REFUSED`) and leaves it out of the key's ops, its ``f`` and its op count, as the
+  local engine does; a line the exact validation rejects is not refused as well.
 - **``assign``/``subscribe`` ops concern every key of their run.** The job hands a copy of
   each such line (its text prefixed with `COPY`) to every other key of its run, as the
   local engine hands the op to every key's group; a copy feeds the check and nothing
@@ -91,6 +95,18 @@ REASSIGN_PATTERN = r'"f"[ \t\r\n]*:[ \t\r\n]*"(assign|subscribe)"'
 """How the job spots ``assign``/``subscribe`` lines (a Java and a Python regex alike)."""
 
 _REASSIGN = re.compile(REASSIGN_PATTERN)
+
+REFUSED = "refused"
+"""The stage of a rejected line whose op every engine refuses (`engine.refusal`: a ``txn``
+op). Like the validator's rejections it is in the local engine's reading order (by line);
+unlike them it is found by the check of the op's key, after the op took its place in its
+process's pairs (the validator sees it), so a check again of the key derives it again."""
+
+RECHECKED_STAGES = frozenset({"model", REFUSED})
+"""The stages of the rejections a check of a key makes itself, which depend on the lines
+left out: a check again of the key replaces its rejections of these stages (`job`). A
+line the exact validation rejects later is left out of that check, and so never refused
+as well: the local engine's validator rejects it first, and only once."""
 
 RESULT_DDL = (
     "model string, verdict string, ops long, seconds double, explanation string, "
@@ -420,6 +436,10 @@ def check_group(
             mismatches += 1  # the job did not hand it to the other keys: group exactly
         pairs.see(op, pos)
         if pos in excluded:
+            continue
+        refused = engine.refusal(op)
+        if refused is not None:  # validated (in the pairs), then left out: a txn op
+            rejections.append((pos, refused, _text_or_none(op.key), op.run, REFUSED))
             continue
         ops.append(op)
         where.append(pos)

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from jepsen_py.checker.engine import refusal
 from jepsen_py.checker.spark.keycheck import (
     JobSpec,
     LineError,
@@ -48,6 +49,7 @@ LINE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("process", "string"),  # the process, as text (the window's partition)
     ("process_id", "long"),  # the process, as the pair table numbers it
     ("client", "boolean"),  # a client op (not the nemesis's)
+    ("refused", "string"),  # why every engine refuses this client op (`engine.refusal`)
     ("type", "string"),
     ("f", "string"),
     ("no_index", "boolean"),  # the op had no ``index``: numbered by its ordinal
@@ -137,6 +139,7 @@ def line_fields(spec: JobSpec, pos: int, text: str) -> tuple[Any, ...]:
         process=process_repr(op.process),
         process_id=process_id(op.process),
         client=op.is_client,
+        refused=refusal(op) if op.is_client else None,
         type=op.type,
         f=op.f,
         no_index=defaulted,

@@ -48,6 +48,9 @@ line are in every message), or, for a gap or the scan, with `kafka_log.explain_o
 (`logexplain`). ``test_spark_verify`` checks verdicts, explanations and anomaly counts
 against the local checkers on hundreds of generated histories.
 
+A ``txn`` op (`engine.refusal`) is in its process's pairs and nowhere else: its line is
+rejected (stage ``refused``), and neither the checker nor the anomaly pass sees it.
+
 Offsets and high watermarks must fit in 62 bits; an op with a larger one makes the key
 UNKNOWN here (the local engine decides it).
 """
@@ -74,6 +77,7 @@ from jepsen_py.checker.spark.keycheck import (
     PAIR_INFO,
     PAIR_PENDING,
     PAIR_STRAY,
+    REFUSED,
     JobSpec,
     decode_record,
     file_of,
@@ -183,15 +187,18 @@ def check_keys(
             F.col("g_key")
         )
         client = F.col("accepted") & F.col("client")
+        # a refused op (a txn op, `engine.refusal`) is in its process's pairs, and nowhere else
+        taken = client & fits & F.col("refused").isNull()
+        refused = client & fits & F.col("refused").isNotNull()
         rows = (
             parsed.groupBy("gid")
             .agg(
                 F.sum(F.when(client & ~fits, 1).otherwise(0)).alias("mismatches"),
-                F.sum(F.when(client & fits, 1).otherwise(0)).alias("ops"),
-                F.sum(
-                    F.when(client & fits & F.col("f").isin("send", "poll"), 1).otherwise(0)
-                ).alias("log_ops"),
-                F.array_sort(F.collect_set(F.when(client & fits, F.col("f")))).alias("fs"),
+                F.sum(F.when(taken, 1).otherwise(0)).alias("ops"),
+                F.sum(F.when(taken & F.col("f").isin("send", "poll"), 1).otherwise(0)).alias(
+                    "log_ops"
+                ),
+                F.array_sort(F.collect_set(F.when(taken, F.col("f")))).alias("fs"),
                 F.max(F.when(client & fits, F.col("no_index"))).alias("no_index"),
                 F.array_distinct(F.collect_list(F.shiftright(F.col("pos"), FILE_SHIFT))).alias(
                     "files"
@@ -208,6 +215,13 @@ def check_keys(
                     1,
                     100_000,
                 ).alias("rejected"),
+                F.slice(
+                    F.array_sort(
+                        F.collect_list(F.when(refused, F.struct("pos", "refused", "op_key", "run")))
+                    ),
+                    1,
+                    100_000,
+                ).alias("refused"),
             )
             .collect()
         )
@@ -219,6 +233,13 @@ def check_keys(
             for r in rows
             for x in r["rejected"] or ()
         ]
+        rejected.extend(
+            Rejected(
+                pos=x["pos"], reason=x["refused"], key=x["op_key"], run=x["run"], stage=REFUSED
+            )
+            for r in rows
+            for x in r["refused"] or ()
+        )
         rejected.sort(key=lambda r: r.pos)
         # materialized with its lineage cut: every query below starts from it, and plans
         # that carry the whole lineage take longer to plan than small inputs take to run
@@ -233,7 +254,8 @@ def check_keys(
             # (a mismatch sends the whole job down the exact path: no use checking now)
             texts = chosen.select("pos", "text")
             found = stream_anomalies(spark, with_copies, spec, len(idents))
-            checked = _Checker(spark, stream, texts, spec, len(idents)).run(found)
+            taken_stream = stream.where(F.col("refused").isNull())
+            checked = _Checker(spark, taken_stream, texts, spec, len(idents)).run(found)
     except BaseException:
         if stream is not None:
             stream.unpersist()

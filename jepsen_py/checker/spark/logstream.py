@@ -16,6 +16,7 @@ import attrs
 import orjson
 
 from jepsen_py.checker.anomalies import FinalRead, KeyAnomalies, Observer, Problem
+from jepsen_py.checker.engine import refusal
 from jepsen_py.checker.spark.keycheck import (
     COPY,
     JobSpec,
@@ -76,6 +77,8 @@ def _observe_rows(spec: JobSpec, rows: Any) -> Any:
             continue
         if op is None or not op.is_client or (copy and op.f not in REASSIGN_FS):
             continue
+        if refusal(op) is not None:
+            continue  # a txn op: refused (`logsql`), the local engine's observer never sees it
         where = f"line {op.line}" if op.line is not None else f"index {op.index}"
         observer.feed(pos, op.run, op.process, op.type, op.f, op.key, op.value, where=where)
     if observer is not None:

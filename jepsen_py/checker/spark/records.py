@@ -96,7 +96,7 @@ class Group:
 @attrs.frozen
 class Rejected:
     """A rejected line: where, why, the key and run it names, and which step rejected it
-    (``parse``, ``validate`` or ``model``)."""
+    (``parse``, ``validate``, ``refused``: a ``txn`` op, or ``model``)."""
 
     pos: int
     reason: str

@@ -10,7 +10,9 @@ system Spark reads, no temporary file; a DataFrame's ``binaryFile`` source throu
 Python UDF would keep each input row, content and all, in the JVM until its result came
 back) and does what `engine` does with a file: the JSONL reader
 (`read_jsonl_lines`: the same accepted ops, line numbers and rejections), the validator
-(`validate`: each process one op at a time, exactly), the grouping by (run, key)
+(`validate`: each process one op at a time, exactly), the refusal of ``txn`` ops
+(`engine.client_ops`: each rejected with `engine.TXN_REFUSED`, its line, key and run, and
+left out of the groups, the ``f`` and the op counts), the grouping by (run, key)
 (`engine.group_ops`: ``assign``/``subscribe`` handed to every key of their run) and the
 model of the file (`guess_model` over its ops' ``f``, as `engine.choose_model`). Each key
 is then checked by `keycheck.check_ops`, the function the per-key path calls, so a
@@ -44,6 +46,7 @@ import attrs
 
 from jepsen_py.checker import engine
 from jepsen_py.checker.spark.keycheck import (
+    REFUSED,
     JobSpec,
     check_ops,
     freeze_worker_heap,
@@ -100,7 +103,8 @@ class FileResult:
     groups: list[Group]
     rejected: list[Rejected]
     """The reader's and the validator's rejections (stages ``parse`` and ``validate``),
-    then the model's (``model``), each group's in its order."""
+    the refused ops (``refused``: `engine.refusal`, a ``txn`` op), then the model's
+    (``model``), each group's in its order."""
 
 
 def check_file(spec: JobSpec, file_id: int, content: bytes) -> dict[str, Any]:
@@ -114,17 +118,18 @@ def check_file(spec: JobSpec, file_id: int, content: bytes) -> dict[str, Any]:
     lines = content.count(b"\n") + (1 if content and not content.endswith(b"\n") else 0)
     read = Rejections("", strict=False)
     checked = Rejections("", strict=False)
+    refused = Rejections("", strict=False)
     with engine.collector_paused():
-        accepted = [
-            op
-            for op in validate(read_jsonl_lines(io.BytesIO(content), read), checked)
-            if op.is_client
-        ]
+        accepted = list(
+            engine.client_ops(
+                validate(read_jsonl_lines(io.BytesIO(content), read), checked), refused
+            )
+        )
         del content
         groups = engine.group_ops(accepted)
     rejections: list[dict[str, Any]] = [
         _rejection(file_id, r.line, r.reason, r.key, r.run, stage, 0)
-        for sink, stage in ((read, "parse"), (checked, "validate"))
+        for sink, stage in ((read, "parse"), (checked, "validate"), (refused, REFUSED))
         for r in sink
     ]
     runs = {run_of(file_id, op.run) for op in accepted}
