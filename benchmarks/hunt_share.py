@@ -6,8 +6,13 @@ Each entry of ``bug_hunt.entries()`` (and ``safe``) runs every seed of ``--seeds
 --nemesis all <flags>``, the same rules for what counts as the entry's anomaly). For the median
 start to find an entry within 10 runs, about 7% of the runs must show it (1 - 0.93^10 = 0.52).
 
-Prints ONE JSON line: per entry the runs, how many showed it, their share and seeds; the
-configuration; the wall time.
+The seeds also read as consecutive starts of ``--block`` runs (default 10: seeds 1..100 are
+the starts 1, 11, ..., 91 of ``bug_hunt.py --runs 10 --seed S``): per entry, each start's
+runs to the bug (null when none of its block shows it) and their median, counting null as
+``block + 1``: ``bug_hunt.py``'s figure over ten starts instead of three.
+
+Prints ONE JSON line: per entry the runs, how many showed it, their share and seeds, the
+runs to the bug per start and their median; the configuration; the wall time.
 
     .venv/bin/python benchmarks/hunt_share.py --only NAME,... [--seeds 1-100]
         [--max-faults 3] [--buggify] [--time-limit 60] [--workers 2]
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -39,6 +45,17 @@ def seeds_of(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part]
 
 
+def runs_to_bug(seeds: list[int], shown: list[int], block: int) -> list[int | None]:
+    """For each start (``seeds`` cut in blocks of ``block``), how many runs from it to the
+    first seed in ``shown``, or None."""
+    out: list[int | None] = []
+    hits = set(shown)
+    for i in range(0, len(seeds), block):
+        found = [n for n, seed in enumerate(seeds[i : i + block], start=1) if seed in hits]
+        out.append(found[0] if found else None)
+    return out
+
+
 def job(args: tuple[str, dict[str, Any], list[int], int, int, bool]) -> tuple[str, list[int]]:
     """Run an entry's seeds; return the ones that showed it."""
     name, fields, seeds, time_limit_s, max_faults, buggify = args
@@ -58,6 +75,7 @@ def main() -> None:
     parser.add_argument("--max-faults", type=int, default=3)
     parser.add_argument("--buggify", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--block", type=int, default=10, help="runs per start")
     args = parser.parse_args()
     table = entries()
     table[SAFE] = ({}, "")
@@ -86,6 +104,10 @@ def main() -> None:
                         "shown": len(shown[name]),
                         "share": round(len(shown[name]) / len(seeds), 3),
                         "seeds": sorted(shown[name]),
+                        "runs_to_bug": (found := runs_to_bug(seeds, shown[name], args.block)),
+                        "median_runs_to_bug": statistics.median(
+                            args.block + 1 if n is None else n for n in found
+                        ),
                     }
                     for name in names
                 },
@@ -93,6 +115,7 @@ def main() -> None:
                 "max_faults": args.max_faults,
                 "buggify": args.buggify,
                 "time_limit_s": args.time_limit,
+                "block": args.block,
                 "wall_s": round(time.perf_counter() - started, 1),
             },
             sort_keys=True,

@@ -608,6 +608,47 @@ def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_
     assert fixed.verdict is Verdict.OK
 
 
+@pytest.mark.parametrize(
+    ("truncation", "mechanism"),
+    [("kip101", "epoch-truncation"), ("kip279", "stale-epoch-truncation"), ("kip320", None)],
+)
+def test_a_swarm_draw_diverges_under_kip_101_and_kip_279_and_not_under_kip_320(
+    truncation: str, mechanism: str | None
+) -> None:
+    # Seed 83's swarm draw of `benchmarks/bug_hunt.py` (its reproduce command, spelt out):
+    # generic and targeted faults only, no schedule. Both older truncation rules leave an
+    # offset with two values, each explained by its own gap; KIP-320's rule does not.
+    config = TestConfig(
+        nemesis=(
+            "partition-bridge",
+            "partition-ring",
+            "kill-controller",
+            "sigkill",
+            "pause-leader",
+            "reassign",
+            "loss",
+            "partition-stale-follower",
+            "kill-last-isr",
+            "kill-lagging",
+            "kill-isolated",
+            "pause-deciding-controller",
+            "shutdown-last-isr",
+            "reassign-lagging",
+        ),
+        interval_ns=SECOND,
+        rate=200,
+        concurrency=4,
+        max_faults=3,
+        truncation=truncation,
+    )
+    outcome = run_test(config, 83, reports=False)
+    if mechanism is None:
+        assert outcome.verdict is Verdict.OK
+    else:
+        assert outcome.check.inconsistent_offsets > 0
+        assert mechanism in outcome.check.divergence_mechanisms
+
+
 def test_a_controller_paused_at_a_decision_is_a_zombie_whose_requests_the_fence_rejects() -> None:
     # Seed 4: the pause lands on a decision and outlasts the session; the successor's
     # requests go out first, the zombie's queued ones after it wakes. Fenced, the broker
