@@ -65,9 +65,9 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   has not fetched what the leader appended since (KIP-279's double failover). Its stop
   does nothing;
 - ``shutdown-last-isr``: a controlled shutdown (``controlled.shutdown.enable``) of the
-  leader of a partition whose ISR has shrunk (the smallest ISR): the controller must hand
-  its leadership to another ISR member, never to the replica the ISR dropped, which misses
-  acknowledged writes. Stopped and restarted as ``controlled-shutdown`` is;
+  leader of a partition whose ISR has shrunk while a replica it dropped runs (the smallest
+  such ISR): the controller must hand its leadership to another ISR member, never to that
+  replica, which misses acknowledged writes. Stopped and restarted as ``controlled-shutdown`` is;
 - ``reassign-lagging``: a KIP-455 reassignment of a partition onto its replicas that are
   behind (outside the ISR, down ones too, or cut off from the leader), with ISR followers,
   then the leader, added up to ``min.insync.replicas``: an operator moving a partition to
@@ -921,7 +921,7 @@ class Nemesis:
         if self.active.get(fault) != ARMED:
             return
         if topic == self.cluster.config.topic and fault == "shutdown-last-isr":
-            node, out = self._shrunk_leader(partition, behind_running=True)
+            node, out = self._shrunk_leader(partition)
             if node is not None and self.cluster.controlled_shutdown(node):
                 self.active[fault] = [node]
                 self.fired[fault] = {"node": node, **out}
@@ -953,13 +953,11 @@ class Nemesis:
         self.cluster.disarm_lag(fault)
         return {"healed": "no ISR shrank while it was armed"}
 
-    def _shrunk_leader(
-        self, partition: int | None = None, behind_running: bool = False
-    ) -> tuple[str | None, dict[str, Any]]:
+    def _shrunk_leader(self, partition: int | None = None) -> tuple[str | None, dict[str, Any]]:
         """For ``shutdown-last-isr``: the running leader of a partition whose ISR is smaller
-        than its replicas -- ``partition``, else the one with the smallest ISR (ties
-        drawn); with ``behind_running``, only where a replica outside the ISR runs (one
-        that could take the leadership). (None, {}) when there is none."""
+        than its replicas and which has a replica outside the ISR that runs (one a faulty
+        shutdown could hand the leadership to) -- ``partition``, else the one with the
+        smallest ISR (ties drawn); (None, {}) when there is none."""
         running = NodeState.RUNNING
         found = [
             (len(state.isr), p, broker_node(state.leader))
@@ -968,12 +966,9 @@ class Nemesis:
             and state.leader != NO_LEADER
             and len(state.isr) < len(state.replicas)
             and self._state(broker_node(state.leader)) is running
-            and (
-                not behind_running
-                or any(
-                    b not in state.isr and self._state(broker_node(b)) is running
-                    for b in state.replicas
-                )
+            and any(
+                b not in state.isr and self._state(broker_node(b)) is running
+                for b in state.replicas
             )
         ]
         if not found:
