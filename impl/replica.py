@@ -187,6 +187,8 @@ class Replica:
         self.purgatory: list[PendingProduce] = []
         self.parked: list[ParkedFetch] = []
         self.fetcher: FollowerFetcher | None = None
+        self.next_fetch_id = 0
+        """The first fetch id of the next fetcher (the last one's next, kept while leading)."""
         self.pending_alter: AlterPartition | None = None
         self.pending_alter_since = 0
         self.hw_changed = False
@@ -260,7 +262,7 @@ class Replica:
         elif isinstance(msg, OffsetsForLeaderEpoch):
             self.handle_offsets_for_leader_epoch(src, msg, out)
         elif isinstance(msg, FetchResponse):
-            self.on_fetch_response(msg, now, out)
+            self.on_fetch_response(msg, now, out, src)
         elif isinstance(msg, AlterPartitionResponse):
             self.on_alter_partition_response(msg, now, out)
         else:
@@ -303,6 +305,8 @@ class Replica:
             for r in request.replicas
             if r != self.broker_id
         }
+        if self.fetcher is not None:
+            self.next_fetch_id = self.fetcher.next_fetch_id
         self.fetcher = None
         self.pending_alter = None
         out.note(
@@ -347,14 +351,23 @@ class Replica:
         self.remotes = {}
         self.pending_alter = None
         self._complete_parked(out, force=True, now=now)
+        # Fetch ids go on from the last fetcher's: a response to a fetch of an earlier
+        # leadership (the same broker leading again) never matches the new one's.
+        first_id = self.next_fetch_id if self.fetcher is None else self.fetcher.next_fetch_id
         if truncate_to is None:
             self.fetcher = FollowerFetcher(
-                request.leader, request.leader_epoch, FetchPhase.TRUNCATING
+                request.leader,
+                request.leader_epoch,
+                FetchPhase.TRUNCATING,
+                next_fetch_id=first_id,
             )
         else:
             self._truncate(truncate_to, out)
             self.fetcher = FollowerFetcher(
-                request.leader, request.leader_epoch, FetchPhase.FETCHING
+                request.leader,
+                request.leader_epoch,
+                FetchPhase.FETCHING,
+                next_fetch_id=first_id,
             )
         self.check()
 
@@ -858,12 +871,23 @@ class Replica:
             assert self.fetcher is not None
             out.send(broker_node(self.fetcher.leader), fetch)
 
-    def on_fetch_response(self, msg: FetchResponse, now: int, out: Effects) -> None:
+    def on_fetch_response(
+        self, msg: FetchResponse, now: int, out: Effects, src: str | None = None
+    ) -> None:
         """Apply the answer to the fetch in flight (a stale one is discarded, an error backs
         off ``replica.fetch.backoff.ms``); once applied, a pipelined follower fetches
-        again at once."""
+        again at once.
+
+        Only the leader this follower fetches from answers its fetch: Kafka runs a fetcher
+        thread per source broker (``ReplicaFetcherThread``), and a partition that moved to
+        another leader left the old one's thread (``removeFetcherForPartitions``), which
+        drops what that broker still sends for it. A response from ``src`` other than the
+        fetcher's leader is such a leftover (an old leader, maybe a zombie still taking
+        writes in its epoch), whatever its fetch id."""
         fetcher = self.fetcher
         assert self.role is Role.FOLLOWER and fetcher is not None, self.name
+        if src is not None and src != broker_node(fetcher.leader):
+            return
         if not fetcher.accept(msg, self.leo):
             return
         backoff_ns = self.fetch_settings.backoff_ns

@@ -295,6 +295,30 @@ def test_a_stale_fetch_response_is_discarded():
     assert replica_of(follower).hw == 0
 
 
+def test_a_fetch_response_from_a_former_leader_is_dropped_whatever_its_fetch_id():
+    # b2 followed b1 in epoch 0, then b3 in epoch 1. A response b1 still sends (a zombie
+    # leader taking writes in its old epoch), with the id and offset of the fetch now in
+    # flight to b3, is dropped: only the leader the fetcher fetches from answers it
+    # (Kafka's fetcher thread per source broker). The same response from b3 is applied.
+    old_leader = make_broker(1)
+    old_leader.step("controller", lai(1, 0, isr=(1,)), 0)
+    old_leader.step("p1", produce(acks=1), 0)
+    follower = make_broker(2, truncation="high_watermark")
+    follower.step("controller", lai(1, 0, isr=(1, 2)), 0)
+    first = follower.build_fetch(T, 0, 0)
+    assert first is not None
+    follower.step("controller", lai(3, 1, isr=(2, 3)), 0)
+    request = follower.build_fetch(T, 0, 0)
+    assert request is not None and request.fetch_id != first.fetch_id, "ids go on"
+    answer = only(old_leader.step("b2", fetch(2, 0, fetch_id=first.fetch_id), 0), FetchResponse)
+    assert answer.records, "the old leader's record"
+    leftover = attrs.evolve(answer, fetch_id=request.fetch_id)
+    follower.step("b1", leftover, 0)
+    assert replica_of(follower).leo == 0, "not from the leader it follows: dropped"
+    follower.step("b3", leftover, 0)
+    assert replica_of(follower).leo == 1
+
+
 # --------------------------------------------------------------------------- ISR
 
 

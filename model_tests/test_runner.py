@@ -532,6 +532,39 @@ def test_kmodel_test_lists_the_fault_catalogue() -> None:
     assert code == 0 and "partition-bridge" in out and "kill-all" in out and "clock" in out
 
 
+def test_a_zombie_leaders_fetch_response_does_not_reach_its_successors_follower() -> None:
+    # A swarm run of the safe configuration with BUGGIFY (benchmarks/bug_hunt.py's safe
+    # seed 172, spelt out): b2, leader in epoch 1, is shut down cleanly while its session
+    # expires; b3 leads in epoch 2, and b2 goes on taking writes a while. b1 follows b3;
+    # a fetch response b2 sent it before carries the id and offset of b1's fetch to b3.
+    # Applied, it put b2's epoch-1 record at offset 122 in b1's log while b3 has its own
+    # there: an offset with two values and a lost write in the safe configuration. The
+    # fetcher takes answers only from the leader it fetches from (impl.replica).
+    config = TestConfig(
+        nemesis=(
+            "partition-bridge",
+            "partition-ring",
+            "controlled-shutdown",
+            "add-partitions",
+            "reassign",
+            "disk-bitflip",
+            "clock",
+            "partition-one-follower",
+            "partition-stale-follower",
+            "kill-last-isr",
+            "kill-lagging",
+            "kill-isolated",
+            "shutdown-last-isr",
+            "reassign-lagging",
+        ),
+        interval_ns=2 * SECOND,
+        rate=200,
+        concurrency=7,
+        buggify=True,
+    )
+    assert_safe(run_test(config, 172, reports=False))
+
+
 @pytest.mark.slow
 def test_the_default_swarm_finds_the_acks_1_loss_at_its_third_seed() -> None:
     # benchmarks/bug_hunt.py's acks_1 entry (docs/fault-injection.md): generic faults, no
