@@ -214,18 +214,24 @@ class Cluster(World):
             return
         before = len(self.timeline.events)
         World._observe(self, note)
-        chances = [(note.topic, note.partition)] if isinstance(note, Reconciled) else []
-        chances += [
-            (event.topic, event.partition)
-            for event in self.timeline.events[before:]
-            if isinstance(event, Election | IsrChange)
-            and event.leader >= 0
-            and len(event.isr) < len(event.previous_isr)
-        ]
-        for topic, partition in chances[:1]:
-            for key in list(self._lag_armed):
-                self._lag_due[key] = self._lag_armed.pop(key)
-                self.timers.schedule(self.clock.now, LagChance(key, topic, partition))
+        if isinstance(note, Reconciled):
+            chance: tuple[str, int] | None = (note.topic, note.partition)
+        else:
+            chance = next(
+                (
+                    (event.topic, event.partition)
+                    for event in self.timeline.events[before:]
+                    if isinstance(event, Election | IsrChange)
+                    and event.leader >= 0
+                    and len(event.isr) < len(event.previous_isr)
+                ),
+                None,
+            )
+        if chance is None:
+            return
+        for key in list(self._lag_armed):
+            self._lag_due[key] = self._lag_armed.pop(key)
+            self.timers.schedule(self.clock.now, LagChance(key, *chance))
 
     def _lag_chance(self, shrunk: LagChance) -> None:
         callback = self._lag_due.pop(shrunk.key, None)

@@ -284,7 +284,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault(
             "shutdown-last-isr",
             "leadership",
-            "a controlled shutdown of the leader of the partition with the smallest ISR",
+            "a controlled shutdown of a leader whose ISR dropped a running replica; waits for one",
         ),
         Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
         Fault(
@@ -731,8 +731,7 @@ class Nemesis:
                     leader = None if state.leader == NO_LEADER else broker_node(state.leader)
                     found.append((len(state.isr), p, leader if leader in members else members[0]))
             if found:
-                least = min(size for size, _, _ in found)
-                size, p, node = self._draw([f for f in found if f[0] == least])
+                size, p, node = self._smallest_isr(found)
                 return node, {"last_isr_of": p, "isr_size": size}
         elif fault == "kill-lagging":
             # A replica outside the ISR (lagging, cut off, or in KIP-966's ELR): the one
@@ -929,18 +928,7 @@ class Nemesis:
         elif topic == self.cluster.config.topic:
             lagging = self._lagging_target(partition)
             if lagging is not None:
-                p, target, behind = lagging
-                result = self.cluster.reassign(p, target)
-                self.fired[fault] = {
-                    "partition": p,
-                    "target": list(target),
-                    "behind": behind,
-                    "result": result,
-                }
-                if result == "NONE":
-                    self.active[fault] = p
-                else:
-                    del self.active[fault]
+                self.fired[fault] = self._move(fault, *lagging)
                 return
         self._arm_on_lag(fault)
 
@@ -973,9 +961,14 @@ class Nemesis:
         ]
         if not found:
             return None, {}
-        least = min(size for size, _, _ in found)
-        size, p, node = self._draw([f for f in found if f[0] == least])
+        size, p, node = self._smallest_isr(found)
         return node, {"leader_of": p, "isr_size": size}
+
+    def _smallest_isr(self, found: list[tuple[int, int, str]]) -> tuple[int, int, str]:
+        """Of (ISR size, partition, broker) candidates, one with the smallest ISR (ties
+        drawn)."""
+        least = min(size for size, _, _ in found)
+        return self._draw([f for f in found if f[0] == least])
 
     def _lagging_target(
         self, partition: int | None = None
@@ -1016,25 +1009,39 @@ class Nemesis:
 
     def _start_reassign(self, fault: str, given: dict[str, Any] | None) -> Any:
         config = self.cluster.config
-        out: dict[str, Any] = {}
-        if fault != "reassign" and fault in self.active:
-            return {"skipped": f"{fault} is already holding {self.active[fault]}"}
-        lagging = self._lagging_target() if given is None and fault != "reassign" else None
-        if fault != "reassign" and (lagging is None if given is None else given.get("armed")):
-            return self._arm_on_lag(fault)
+        if fault == "reassign-lagging":
+            if fault in self.active:
+                return {"skipped": f"{fault} is already holding {self.active[fault]}"}
+            if given is None:
+                lagging = self._lagging_target()
+                if lagging is None:
+                    return self._arm_on_lag(fault)
+                return self._move(fault, *lagging)
+            if given.get("armed"):
+                return self._arm_on_lag(fault)
         if given is not None:
-            partition, target = int(given["partition"]), tuple(given["target"])
-        elif lagging is not None:
-            partition, target, behind = lagging
-            out["behind"] = behind
-        else:
-            partition = self.rng.randrange(config.partitions)
-            rf = self.rng.randint(min(config.min_insync_replicas, config.brokers), config.brokers)
-            target = tuple(self.rng.sample(list(config.broker_ids), rf))
+            return self._move(fault, int(given["partition"]), tuple(given["target"]))
+        partition = self.rng.randrange(config.partitions)
+        rf = self.rng.randint(min(config.min_insync_replicas, config.brokers), config.brokers)
+        return self._move(fault, partition, tuple(self.rng.sample(list(config.broker_ids), rf)))
+
+    def _move(
+        self,
+        fault: str,
+        partition: int,
+        target: tuple[int, ...],
+        behind: list[int] | None = None,
+    ) -> dict[str, Any]:
+        """Reassign ``partition`` to ``target`` for ``fault`` (held as active until its
+        stop, when the controller took it); the completion (``behind``: the replicas
+        ``reassign-lagging`` aimed at)."""
         result = self.cluster.reassign(partition, target)
         if result == "NONE":
             self.active[fault] = partition
-        return {"partition": partition, "target": list(target), **out, "result": result}
+        else:
+            self.active.pop(fault, None)
+        aimed = {} if behind is None else {"behind": behind}
+        return {"partition": partition, "target": list(target), **aimed, "result": result}
 
     def _stop_leadership(self, fault: str) -> Any:
         disarmed = self._disarm(fault)
