@@ -75,12 +75,15 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   target replicas to join the ISR before it drops the others. Its stop cancels it if
   unfinished, as ``reassign``'s does.
 
-These two wait for their target: when no ISR has shrunk at their start, they are armed
-(``{"armed": true}``) and act at the first moment a partition offers one -- right after
-an ISR shrinks, or a follower outside the ISR starts catching up (a broker back from a
-crash) -- on that partition: a replica falls behind for a moment only, after a kill, a
-pause or a cut, until it catches up. Their stop's completion says what they did
-(``fired``), or that no ISR shrank.
+These two make their target when none exists: with every ISR whole at their start, they
+cut one follower off from its leader (``partition-one-follower``'s cut, in the
+completion's ``grudge``), are armed (``{"armed": true}``), and act at the first moment a
+partition offers a replica behind -- right after an ISR shrinks (their own cut's, after
+``replica.lag.time.max.ms``, or another fault's), or a follower outside the ISR starts
+catching up (a broker back from a crash) -- on that partition, the cut still in place.
+The schedule waits a fifth past ``replica.lag.time.max.ms`` after their start (``HOLDS``):
+a replica falls behind on its own only for moments, so waiting alone seldom fired. Their
+stop heals their cut and says what they did (``fired``), or that no ISR shrank.
 
 Each kill falls back to a partition's leader when its target does not exist now;
 ``transfer-leadership`` is skipped when no partition has a running ISR follower the
@@ -284,7 +287,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault(
             "shutdown-last-isr",
             "leadership",
-            "a controlled shutdown of a leader whose ISR dropped a running replica; waits for one",
+            "a controlled shutdown of a leader whose ISR dropped a running replica; makes one",
         ),
         Fault("preferred-election", "leadership", "elect every partition's preferred leader"),
         Fault(
@@ -301,7 +304,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault(
             "reassign-lagging",
             "leadership",
-            "move a partition onto its replicas that lag, off its ISR; cancel if unfinished",
+            "move a partition onto its replicas that lag (makes one); cancel if unfinished",
         ),
         Fault("loss", "network", "drop messages at random"),
         Fault("duplicate", "network", "deliver messages twice at random"),
@@ -348,6 +351,23 @@ ARMED_ON_LAG = ("shutdown-last-isr", "reassign-lagging")
 """Targeted faults that, when their target does not exist at their start, are armed: they
 act at the first moment a partition offers one (``impl.cluster.Cluster.arm_on_lag``: an
 ISR shrank, or a follower started catching up), on that partition."""
+
+MAKES_LAG = ARMED_ON_LAG
+"""The armed faults that also make their target: at their start they cut a follower off
+from its leader (``partition-one-follower``'s cut), which the leader drops from the ISR
+after ``replica.lag.time.max.ms``, and the schedule waits that long before its next op
+(``jepsen_py.generator.nemesis_schedule(holds=...)``); their stop heals the cut. A
+replica falls behind on its own only for moments, so waiting for one alone seldom
+fires."""
+
+HOLDS: dict[str, tuple[int, int]] = {
+    "shutdown-last-isr": (6, 5),
+    "reassign-lagging": (6, 5),
+}
+"""Faults that act some time after their start, each -> how long the schedule waits after
+it before its next op, as a fraction (numerator, denominator) of ``replica.lag.time.max.ms``
+(``jepsen_py.generator.nemesis_schedule(holds=...)``): the faults that make their own lag
+(`MAKES_LAG`) a fifth past it (the leader's ISR check, then the store's write)."""
 
 REASSIGNS = ("reassign", "reassign-lagging")
 """The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
@@ -486,6 +506,8 @@ class Nemesis:
         self.performed = 0
         self.fired: dict[str, dict[str, Any]] = {}
         """An armed fault (`ARMED_ON_LAG`) that acted -> what it did, for its stop."""
+        self.cuts: dict[str, list[Link]] = {}
+        """A fault that made its own lag (`MAKES_LAG`) -> the links it cut, for its stop."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -832,7 +854,7 @@ class Nemesis:
         if node is None and fault == "shutdown-last-isr":
             node, out = self._shrunk_leader()
             if node is None or (given is not None and given.get("armed")):
-                return self._arm_on_lag(fault)
+                return self._make_lag(fault, given)
         if node is None:
             if self.rng.random() < 0.5:
                 partition, leader = self.leader()
@@ -911,6 +933,47 @@ class Nemesis:
         self.active[fault] = ARMED
         self.cluster.arm_on_lag(fault, lambda topic, p: self._fire(fault, topic, p))
         return {"armed": True}
+
+    def _make_lag(self, fault: str, given: dict[str, Any] | None) -> dict[str, Any]:
+        """Arm ``fault`` (`MAKES_LAG`) and make its target: one follower cut off from its
+        partition's leader only (``partition-one-follower``'s cut, ``given``'s grudge when
+        replayed), focused on as a targeted partition's is. The leader drops it from the ISR
+        after ``replica.lag.time.max.ms`` and the fault acts on that partition then, the
+        follower still cut off: a replica that misses acknowledged writes and runs. No cut
+        when no partition has a leader."""
+        armed = self._arm_on_lag(fault)
+        if given is not None:
+            if "grudge" not in given:
+                return armed
+            links = links_of(given["grudge"])
+            extra = {k: given[k] for k in ("node", "leader", "partition") if k in given}
+        else:
+            cut, extra = self._shape("one-follower")
+            if "leader" not in extra:
+                return armed
+            links = cut
+        self.cluster.partition(sorted(links))
+        self.cuts[fault] = sorted(links)
+        if isinstance(extra.get("partition"), int):
+            self.focus = extra["partition"]
+        return {**armed, **extra, "grudge": grudge_of(links)}
+
+    def _heal_cut(self, fault: str) -> dict[str, Any]:
+        """Heal the links ``fault`` cut (`_make_lag`), but those a running partition fault
+        holds too; the completion's part."""
+        cut = self.cuts.pop(fault, None)
+        if cut is None:
+            return {}
+        held = {
+            link
+            for name, links in self.active.items()
+            if CATALOGUE[name].group == "partition"
+            for link in links
+        }
+        self.cluster.network.unblock(link for link in cut if link not in held)
+        if not held and not self.cuts:
+            self.focus = None
+        return {"cut_healed": len(cut)}
 
     def _fire(self, fault: str, topic: str, partition: int) -> None:
         """A partition may have a replica behind while ``fault`` is armed: it acts on that
@@ -1015,10 +1078,10 @@ class Nemesis:
             if given is None:
                 lagging = self._lagging_target()
                 if lagging is None:
-                    return self._arm_on_lag(fault)
+                    return self._make_lag(fault, given)
                 return self._move(fault, *lagging)
             if given.get("armed"):
-                return self._arm_on_lag(fault)
+                return self._make_lag(fault, given)
         if given is not None:
             return self._move(fault, int(given["partition"]), tuple(given["target"]))
         partition = self.rng.randrange(config.partitions)
@@ -1044,12 +1107,13 @@ class Nemesis:
         return {"partition": partition, "target": list(target), **aimed, "result": result}
 
     def _stop_leadership(self, fault: str) -> Any:
+        healed = self._heal_cut(fault)
         disarmed = self._disarm(fault)
         if disarmed is not None:
-            return disarmed
+            return {**disarmed, **healed}
         fired = self.fired.pop(fault, None)
         done = self._undo_leadership(fault)
-        return done if fired is None else {**done, "fired": fired}
+        return {**done, **healed} if fired is None else {**done, **healed, "fired": fired}
 
     def _undo_leadership(self, fault: str) -> Any:
         if fault in REASSIGNS:

@@ -385,6 +385,27 @@ def test_a_nested_schedule_opens_with_a_partition_acts_inside_it_and_heals_last(
     assert inner_seen > 5
 
 
+@pytest.mark.parametrize("max_active", [1, 3])
+def test_the_op_after_a_held_fault_starts_waits_its_hold(max_active: int) -> None:
+    # A fault that waits for the protocol (it cuts a follower off and acts once the ISR
+    # drops it) holds the schedule: the next op comes at least its hold later. The others
+    # keep the plain schedule's gaps (at most 1.5 intervals with the default jitter).
+    faults = ["kill", "shutdown-last-isr", "pause"]
+    hold = 12 * SECOND
+    sched = g.nemesis_schedule(
+        faults, SECOND, seed=7, max_active=max_active, holds={"shutdown-last-isr": hold}
+    )
+    ops = g.simulate(sched, 2, until=300 * SECOND).ops()
+    held = 0
+    for before, inv in itertools.pairwise(ops):
+        if before.f == "start-shutdown-last-isr":
+            held += 1
+            assert inv.time - before.time >= hold, (before, inv)
+        else:
+            assert inv.time - before.time <= 3 * SECOND // 2, (before, inv)
+    assert held > 3
+
+
 def test_heal_stops_every_fault() -> None:
     sim = g.simulate(g.heal(["partition", "kill", "pause"]), 1)
     assert [(i.thread, i.f) for i in sim.ops()] == [

@@ -4,7 +4,7 @@ The ops are named by the fault vocabulary (``jepsen_py.fault_verbs``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -26,6 +26,11 @@ def _gap(schedule: _Schedule | _Overlapping, step: int) -> int:
     """The time before a schedule's op ``step``: its interval, jittered from the seed."""
     rng = derive_rng(schedule.seed, f"nemesis-schedule/gap/{step}")
     return max(1, int(schedule.interval * (1 + schedule.jitter * (2 * rng.random() - 1))))
+
+
+def _held(holds: tuple[tuple[str, int], ...], fault: str) -> int:
+    """How much longer the op after ``fault``'s start waits (0 for most faults)."""
+    return next((wait for name, wait in holds if name == fault), 0)
 
 
 def _waiting(schedule: _Schedule | _Overlapping, ctx: Context) -> Step | None:
@@ -50,6 +55,8 @@ class _Schedule(Gen):
     step: int
     active: str | None
     next_time: int | None
+    holds: tuple[tuple[str, int], ...] = ()
+    """Fault -> how much longer the op after its start waits (``nemesis_schedule``)."""
 
     def op(self, ctx: Context) -> Step:
         waiting = _waiting(self, ctx)
@@ -65,7 +72,8 @@ class _Schedule(Gen):
             f, active = fault_ops(self.active)[1], None
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + _gap(self, step))
+        gap = _gap(self, step) + (_held(self.holds, active) if active is not None else 0)
+        after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
 
@@ -89,6 +97,8 @@ class _Overlapping(Gen):
     hold: int = 0
     """Nested mode: the op after an outer fault starts waits this much longer (the
     protocol's timer the partition must outlast, e.g. ``replica.lag.time.max.ms``)."""
+    holds: tuple[tuple[str, int], ...] = ()
+    """Fault -> how much longer the op after its start waits (``nemesis_schedule``)."""
 
     def op(self, ctx: Context) -> Step:
         waiting = _waiting(self, ctx)
@@ -117,6 +127,8 @@ class _Overlapping(Gen):
         gap = _gap(self, step)
         if start and fault in self.outer:
             gap += self.hold
+        if start:
+            gap += _held(self.holds, fault)
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
@@ -130,6 +142,7 @@ def nemesis_schedule(
     max_active: int = 1,
     outer: Sequence[str] = (),
     hold: int = 0,
+    holds: Mapping[str, int] | None = None,
 ) -> Gen:
     """Forever: wait, start a fault chosen at random from ``faults``, wait, stop it, ...
     on the nemesis thread (with ``max_active`` > 1, up to that many faults overlap: each
@@ -140,7 +153,9 @@ def nemesis_schedule(
     of ``outer`` starts (a partition); inside it, the others (a kill of the isolated
     leader); stops go innermost first, the outer one last (the heal) -- Jepsen's compound
     nemesis, drawn at random -- and the op after an outer start waits ``hold`` ns more
-    (long enough for the partition to shrink an ISR). The ops name the fault only
+    (long enough for the partition to shrink an ISR). ``holds`` gives faults that wait
+    for the protocol (one that cuts a follower off and acts once the ISR drops it) the
+    same: the op after such a fault starts waits that much longer. The ops name the fault only
     (``value`` None): the nemesis's resolver picks the concrete targets (which nodes,
     which grudge) when it performs them, and records them in the completion."""
     if not faults:
@@ -153,12 +168,23 @@ def nemesis_schedule(
         raise GeneratorError(f"nemesis_schedule: jitter {jitter} must be in [0, 1)")
     if max_active < 1:
         raise GeneratorError(f"nemesis_schedule: max_active {max_active} must be >= 1")
+    waits = tuple(sorted((holds or {}).items()))
     if max_active > 1:
         overlapping = _Overlapping(
-            tuple(faults), interval, seed, jitter, max_active, 0, (), None, frozenset(outer), hold
+            tuple(faults),
+            interval,
+            seed,
+            jitter,
+            max_active,
+            0,
+            (),
+            None,
+            frozenset(outer),
+            hold,
+            waits,
         )
         return nemesis(overlapping)
-    schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None)
+    schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None, waits)
     return nemesis(schedule)
 
 

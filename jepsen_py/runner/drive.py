@@ -69,7 +69,7 @@ from jepsen_py.generator import (
 from jepsen_py.generator import nemesis as on_nemesis
 from jepsen_py.history.jsonl import op_to_record
 from jepsen_py.history.op import Op
-from jepsen_py.nemesis import CATALOGUE, Nemesis, NemesisError, canonical, scripted
+from jepsen_py.nemesis import CATALOGUE, HOLDS, Nemesis, NemesisError, canonical, scripted
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.workload import KafkaClients
 
@@ -99,6 +99,13 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
             # A compound's partition holds before faults start inside it (by default
             # replica.lag.time.max.ms: the ISR has shrunk by then; 0: a quick compound).
             hold=config.compound_hold if config.compound else 0,
+            # Faults that act a while after their start (once the follower they cut off
+            # leaves the ISR) hold the schedule: fractions of replica.lag.time.max.ms.
+            holds={
+                f: config.replica_lag_time_max_ns * num // den
+                for f, (num, den) in HOLDS.items()
+                if f in faults
+            },
         )
     else:
         schedule = on_nemesis(concat())
