@@ -348,26 +348,19 @@ ARMED = "armed"
 """``Nemesis.active``'s value for a fault armed and waiting for its target."""
 
 ARMED_ON_LAG = ("shutdown-last-isr", "reassign-lagging")
-"""Targeted faults that, when their target does not exist at their start, are armed: they
-act at the first moment a partition offers one (``impl.cluster.Cluster.arm_on_lag``: an
-ISR shrank, or a follower started catching up), on that partition."""
-
-MAKES_LAG = ARMED_ON_LAG
-"""The armed faults that also make their target: at their start they cut a follower off
-from its leader (``partition-one-follower``'s cut), which the leader drops from the ISR
-after ``replica.lag.time.max.ms``, and the schedule waits that long before its next op
-(``jepsen_py.generator.nemesis_schedule(holds=...)``); their stop heals the cut. A
+"""Targeted faults that, when their target does not exist at their start, make one and
+are armed: they cut a follower off from its leader (``partition-one-follower``'s cut;
+their stop heals it), and act at the first moment a partition offers a replica behind
+(``impl.cluster.Cluster.arm_on_lag``: an ISR shrank -- their own cut's, after
+``replica.lag.time.max.ms`` -- or a follower started catching up), on that partition. A
 replica falls behind on its own only for moments, so waiting for one alone seldom
 fires."""
 
-HOLDS: dict[str, tuple[int, int]] = {
-    "shutdown-last-isr": (6, 5),
-    "reassign-lagging": (6, 5),
-}
+HOLDS: dict[str, tuple[int, int]] = dict.fromkeys(ARMED_ON_LAG, (6, 5))
 """Faults that act some time after their start, each -> how long the schedule waits after
 it before its next op, as a fraction (numerator, denominator) of ``replica.lag.time.max.ms``
 (``jepsen_py.generator.nemesis_schedule(holds=...)``): the faults that make their own lag
-(`MAKES_LAG`) a fifth past it (the leader's ISR check, then the store's write)."""
+(`ARMED_ON_LAG`) a fifth past it (the leader's ISR check, then the store's write)."""
 
 REASSIGNS = ("reassign", "reassign-lagging")
 """The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
@@ -507,7 +500,7 @@ class Nemesis:
         self.fired: dict[str, dict[str, Any]] = {}
         """An armed fault (`ARMED_ON_LAG`) that acted -> what it did, for its stop."""
         self.cuts: dict[str, list[Link]] = {}
-        """A fault that made its own lag (`MAKES_LAG`) -> the links it cut, for its stop."""
+        """A fault that made its own lag (`ARMED_ON_LAG`) -> the links it cut, for its stop."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -935,7 +928,7 @@ class Nemesis:
         return {"armed": True}
 
     def _make_lag(self, fault: str, given: dict[str, Any] | None) -> dict[str, Any]:
-        """Arm ``fault`` (`MAKES_LAG`) and make its target: one follower cut off from its
+        """Arm ``fault`` (`ARMED_ON_LAG`) and make its target: one follower cut off from its
         partition's leader only (``partition-one-follower``'s cut, ``given``'s grudge when
         replayed), focused on as a targeted partition's is. The leader drops it from the ISR
         after ``replica.lag.time.max.ms`` and the fault acts on that partition then, the

@@ -28,8 +28,9 @@ def _gap(schedule: _Schedule | _Overlapping, step: int) -> int:
     return max(1, int(schedule.interval * (1 + schedule.jitter * (2 * rng.random() - 1))))
 
 
-def _held(holds: tuple[tuple[str, int], ...], fault: str) -> int:
-    """How much longer the op after ``fault``'s start waits (0 for most faults)."""
+def _held(holds: tuple[tuple[str, int], ...], fault: str | None) -> int:
+    """How much longer the op after ``fault``'s start waits (0 for most faults, and after
+    a stop: None)."""
     return next((wait for name, wait in holds if name == fault), 0)
 
 
@@ -72,7 +73,7 @@ class _Schedule(Gen):
             f, active = fault_ops(self.active)[1], None
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        gap = _gap(self, step) + (_held(self.holds, active) if active is not None else 0)
+        gap = _gap(self, step) + _held(self.holds, active)
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
@@ -94,11 +95,9 @@ class _Overlapping(Gen):
     outer: frozenset[str] = frozenset()
     """Nested mode (non-empty): a compound opens with one of these faults (a partition),
     the faults started inside it are the others, and faults stop innermost first."""
-    hold: int = 0
-    """Nested mode: the op after an outer fault starts waits this much longer (the
-    protocol's timer the partition must outlast, e.g. ``replica.lag.time.max.ms``)."""
     holds: tuple[tuple[str, int], ...] = ()
-    """Fault -> how much longer the op after its start waits (``nemesis_schedule``)."""
+    """Fault -> how much longer the op after its start waits (``nemesis_schedule``: an
+    outer fault's ``hold``, a fault that waits for the protocol)."""
 
     def op(self, ctx: Context) -> Step:
         waiting = _waiting(self, ctx)
@@ -124,11 +123,7 @@ class _Overlapping(Gen):
             f, active = fault_ops(fault)[1], tuple(a for a in self.active if a != fault)
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        gap = _gap(self, step)
-        if start and fault in self.outer:
-            gap += self.hold
-        if start:
-            gap += _held(self.holds, fault)
+        gap = _gap(self, step) + (_held(self.holds, fault) if start else 0)
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
@@ -168,8 +163,10 @@ def nemesis_schedule(
         raise GeneratorError(f"nemesis_schedule: jitter {jitter} must be in [0, 1)")
     if max_active < 1:
         raise GeneratorError(f"nemesis_schedule: max_active {max_active} must be >= 1")
-    waits = tuple(sorted((holds or {}).items()))
+    waits = dict(holds or {})
     if max_active > 1:
+        for fault in outer:
+            waits[fault] = waits.get(fault, 0) + hold
         overlapping = _Overlapping(
             tuple(faults),
             interval,
@@ -180,11 +177,12 @@ def nemesis_schedule(
             (),
             None,
             frozenset(outer),
-            hold,
-            waits,
+            tuple(sorted(waits.items())),
         )
         return nemesis(overlapping)
-    schedule = _Schedule(tuple(faults), interval, seed, jitter, 0, None, None, waits)
+    schedule = _Schedule(
+        tuple(faults), interval, seed, jitter, 0, None, None, tuple(sorted(waits.items()))
+    )
     return nemesis(schedule)
 
 
