@@ -74,7 +74,13 @@ import functools
 import attrs
 
 from impl import elr as elr_rules
-from impl.coordination import NIL_EPOCH, MetadataStore, PartitionState, WriteResult
+from impl.coordination import (
+    NIL_EPOCH,
+    MetadataStore,
+    PartitionState,
+    WriteResult,
+    round_robin_replicas,
+)
 from impl.protocol import (
     EPOCH_DURING_DELETE,
     NO_LEADER,
@@ -650,8 +656,7 @@ class Controller:
             return []
         created = []
         for p in range(len(existing), total):
-            shift = p % len(brokers)
-            replicas = tuple(brokers[shift:] + brokers[:shift])
+            replicas = round_robin_replicas(brokers, p)
             self.store.create_partition(topic, p, replicas)
             self.context[(topic, p)] = self.store.partitions[(topic, p)]
             created.append(p)

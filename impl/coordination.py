@@ -44,6 +44,7 @@ the store is open (the world decides, ``impl.world``): a cut link is ZooKeeper's
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 import attrs
 
@@ -59,11 +60,27 @@ from impl.protocol import (
     SessionExpired,
 )
 
-__all__ = ["NIL_EPOCH", "STORE", "MetadataStore", "PartitionState", "WriteResult"]
+__all__ = [
+    "NIL_EPOCH",
+    "STORE",
+    "MetadataStore",
+    "PartitionState",
+    "WriteResult",
+    "round_robin_replicas",
+]
 
 STORE = "zk"
 """The coordination store's node name."""
 NIL_EPOCH = -1
+
+
+def round_robin_replicas(brokers: Sequence[int], partition: int) -> tuple[int, ...]:
+    """Partition ``partition``'s replicas, every broker of ``brokers`` in a rotating order:
+    Kafka's rack-unaware replica assignment (``AdminUtils.assignReplicasToBrokers``, here
+    from start index 0 with no shift) gives partition ``p`` the broker ``p mod n`` as its
+    first, preferred replica, so the preferred leaders spread over the brokers."""
+    shift = partition % len(brokers)
+    return (*brokers[shift:], *brokers[:shift])
 
 
 class WriteResult(enum.Enum):

@@ -66,7 +66,7 @@ from impl.controller import (
     ControllerConfig,
     broker_node,
 )
-from impl.coordination import STORE, MetadataStore
+from impl.coordination import STORE, MetadataStore, round_robin_replicas
 from impl.group.consumer import ConsumerApp
 from impl.group.hosting import GROUP_BUGS, GROUP_REQUESTS, GroupHost
 from impl.group.member import MemberConfig
@@ -145,6 +145,9 @@ class ClusterConfig:
     acks: str = "all"
     min_insync_replicas: int = 2
     unclean: bool = False
+    replica_assignment: tuple[tuple[int, ...], ...] | None = None
+    """The topic's replicas per partition, preferred leader first (``kafka-topics.sh
+    --replica-assignment``). None: Kafka's round-robin (``round_robin_replicas``)."""
     eligible_leader_replicas: bool = False
     """KIP-966 (``eligible.leader.replicas.version=1``; ``impl.elr``): strict min ISR, the
     ELR, election from it. Off by default, as Kafka before 4.0 (the project's "Kafka
@@ -416,8 +419,14 @@ class World:
         self.timeline = Timeline()
         """What happened to each partition, for explaining a run (``impl.timeline``)."""
         for p in range(config.partitions):
-            self.store.create_partition(config.topic, p, config.broker_ids)
-            self.timeline.start(config.topic, p, config.broker_ids)
+            # Kafka's round-robin assignment spreads the preferred leaders over the brokers.
+            replicas = (
+                round_robin_replicas(config.broker_ids, p)
+                if config.replica_assignment is None
+                else config.replica_assignment[p]
+            )
+            self.store.create_partition(config.topic, p, replicas)
+            self.timeline.start(config.topic, p, replicas)
         for p in range(config.offsets_partitions):
             self.store.create_partition(CONSUMER_OFFSETS, p, config.broker_ids)
         self.broker_config = config.broker_config()

@@ -25,6 +25,10 @@ from jepsen_py.scenarios import (
     jepsen_2013,
 )
 
+PINNED_LAYOUT = ((1, 2, 3), (1, 2, 3))
+"""The topic's layout the pinned runs below ran with: b1 first in every partition
+(``--replica-assignment 1:2:3,1:2:3``)."""
+
 
 def mechanisms(outcome: RunOutcome) -> set[str]:
     check = outcome.check
@@ -68,6 +72,7 @@ def test_a_record_read_but_never_acknowledged_then_lost_is_explained() -> None:
     # write is lost, but the read record is gone: explained.
     config = attrs.evolve(
         KAFKA_TODAY,
+        replica_assignment=PINNED_LAYOUT,
         nemesis=("partition-bridge", "kill-controller", "sigkill-leader"),
         interval_ns=8 * SECOND,
         rate=50.0,
@@ -91,6 +96,7 @@ def test_a_leader_back_in_its_own_epoch_after_a_power_loss_is_the_last_replica_s
     config = attrs.evolve(
         KAFKA_TODAY,
         min_isr=1,
+        replica_assignment=PINNED_LAYOUT,
         nemesis=("partition-bridge", "kill-controller", "sigkill-leader"),
         interval_ns=8 * SECOND,
         rate=50.0,
@@ -144,6 +150,7 @@ def test_a_truncation_before_the_acknowledgement_is_still_the_truncation() -> No
         nemesis=tuple(faults.split(",")),
         buggify=True,
         truncation="high_watermark",
+        replica_assignment=PINNED_LAYOUT,
         interval_ns=SECOND,
         rate=50.0,
         concurrency=4,

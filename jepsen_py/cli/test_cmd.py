@@ -39,6 +39,7 @@ from jepsen_py.runner.config import (
     ConfigError,
     TestConfig,
     format_duration,
+    parse_assignment,
     parse_duration,
 )
 from jepsen_py.runner.outcome import HistoryCheck, RunOutcome, verdict_name
@@ -215,6 +216,13 @@ def _duration(flag: str, text: str) -> int:
     show_default=True,
     help="KIP-966 Eligible Leader Replicas (Kafka 4.0+): strict min ISR, election from the "
     "ELR. Off: Kafka before 4.0.",
+)
+@click.option(
+    "--replica-assignment",
+    default=None,
+    metavar="1:2:3,2:3:1",
+    help="The topic's replicas per partition, preferred leader first (kafka-topics.sh "
+    "--replica-assignment). Default: Kafka's round-robin, which spreads the preferred leaders.",
 )
 @click.option(
     "--auto-leader-rebalance/--no-auto-leader-rebalance",
@@ -436,6 +444,7 @@ def test_cmd(
     min_isr: int,
     unclean: bool,
     elr: bool,
+    replica_assignment: str | None,
     auto_leader_rebalance: bool,
     leader_imbalance_pct: int,
     leader_imbalance_check: str,
@@ -537,6 +546,9 @@ def test_cmd(
             min_isr=min_isr,
             unclean=unclean,
             elr=elr,
+            replica_assignment=(
+                None if replica_assignment is None else parse_assignment(replica_assignment)
+            ),
             auto_leader_rebalance=auto_leader_rebalance,
             leader_imbalance_pct=leader_imbalance_pct,
             leader_imbalance_check_ns=_duration("--leader-imbalance-check", leader_imbalance_check),

@@ -12,6 +12,7 @@ Durations are logical nanoseconds; `parse_duration`/`format_duration` read and w
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -60,6 +61,15 @@ class TestConfig:
     leader_imbalance_check_ns: int = 300 * SECOND
     """``leader.imbalance.check.interval.seconds`` (Kafka's default 300 s)."""
     truncation: str = "kip320"
+    replica_assignment: tuple[tuple[int, ...], ...] | None = attrs.field(
+        default=None,
+        converter=lambda v: None if v is None else tuple(tuple(int(b) for b in p) for p in v),
+    )
+    """The topic's replicas, partition by partition, the preferred leader first
+    (``kafka-topics.sh --create --replica-assignment 1:2:3,2:3:1``; ``kmodel test
+    --replica-assignment``); each an order of every broker. None: Kafka's round-robin
+    assignment (``impl.coordination.round_robin_replicas``), which spreads the preferred
+    leaders."""
     nemesis: tuple[str, ...] = ("partition", "kill", "pause")
     interval_ns: int = 5 * SECOND
     """Mean time between nemesis ops (a fault's start, its stop, the next start...)."""
@@ -118,6 +128,7 @@ class TestConfig:
     segments, so a short run needs small ones."""
 
     def __attrs_post_init__(self) -> None:
+        self._check_assignment()
         if self.brokers < 1:
             raise ConfigError(f"brokers={self.brokers}: a cluster needs at least 1 broker")
         if self.partitions < 1:
@@ -205,6 +216,24 @@ class TestConfig:
             return self.replica_lag_time_max_ns
         return self.compound_hold_ns
 
+    def _check_assignment(self) -> None:
+        assignment = self.replica_assignment
+        if assignment is None:
+            return
+        if len(assignment) != self.partitions:
+            raise ConfigError(
+                f"replica_assignment names {len(assignment)} partitions; the topic has "
+                f"{self.partitions}: give one replica list per partition"
+            )
+        brokers = sorted(range(1, self.brokers + 1))
+        for p, replicas in enumerate(assignment):
+            if sorted(replicas) != brokers:
+                raise ConfigError(
+                    f"replica_assignment of partition {p}: {list(replicas)} is not an order "
+                    f"of the brokers {brokers} (every broker holds a replica of every "
+                    "partition here)"
+                )
+
     @property
     def keys(self) -> list[str]:
         return partition_keys(self.partitions)
@@ -218,6 +247,7 @@ class TestConfig:
             min_insync_replicas=self.min_isr,
             unclean=self.unclean,
             eligible_leader_replicas=self.elr,
+            replica_assignment=self.replica_assignment,
             auto_leader_rebalance=self.auto_leader_rebalance,
             leader_imbalance_per_broker_percentage=self.leader_imbalance_pct,
             leader_imbalance_check_interval_ns=self.leader_imbalance_check_ns,
@@ -293,6 +323,7 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         min_isr=config.min_isr,
         unclean=config.unclean,
         elr=config.elr,
+        replica_assignment=config.replica_assignment,
         auto_leader_rebalance=config.auto_leader_rebalance,
         leader_imbalance_pct=config.leader_imbalance_pct,
         leader_imbalance_check_ns=config.leader_imbalance_check_ns,
@@ -356,6 +387,8 @@ def reproduce_command(config: TestConfig, seed: int, store_dir: str | None = Non
         args.append(f"--dirty-writeback {format_duration(writeback) if writeback else 0}")
     if config.elr:
         args.append("--elr")
+    if config.replica_assignment is not None:
+        args.append(f"--replica-assignment {format_assignment(config.replica_assignment)}")
     if config.auto_leader_rebalance:
         args.append("--auto-leader-rebalance")
     if config.leader_imbalance_pct != default.leader_imbalance_pct:
@@ -383,6 +416,23 @@ def format_duration(ns: int) -> str:
     if ns % MILLISECOND == 0:
         return f"{ns // MILLISECOND}ms"
     return f"{ns}ns"
+
+
+def format_assignment(assignment: Sequence[Sequence[int]]) -> str:
+    """A replica assignment as ``kafka-topics.sh --replica-assignment`` writes it:
+    ``1:2:3,2:3:1`` (partitions by commas, each one's replicas by colons)."""
+    return ",".join(":".join(str(b) for b in replicas) for replicas in assignment)
+
+
+def parse_assignment(text: str) -> tuple[tuple[int, ...], ...]:
+    """``1:2:3,2:3:1`` as replica lists, partition by partition (`format_assignment`)."""
+    try:
+        return tuple(tuple(int(b) for b in part.split(":")) for part in text.split(","))
+    except ValueError:
+        raise ConfigError(
+            f"{text!r} is not a replica assignment: broker ids, colons between a "
+            "partition's replicas, commas between partitions (e.g. 1:2:3,2:3:1)"
+        ) from None
 
 
 def parse_duration(text: str) -> int:
@@ -497,7 +547,9 @@ __all__ = [
     "TARGETED_DENSITY",
     "ConfigError",
     "TestConfig",
+    "format_assignment",
     "format_duration",
+    "parse_assignment",
     "parse_duration",
     "reproduce_command",
     "swarm_config",
