@@ -501,6 +501,10 @@ class Consumer:
         self.leader = NO_LEADER
         self.leader_epoch = ANY_EPOCH
         self.in_flight: tuple[Fetch, int] | None = None
+        self.read_replica: int | None = None
+        """The broker the next polls fetch from, when not the leader (KIP-392's preferred
+        read replica: Kafka's leader names it from the consumer's ``client.rack``; here the
+        caller does). A follower answers up to its own high watermark."""
         self.next_request_id = 0
         self.metadata_in_flight_since: int | None = None
         self.metadata_request_id = -1
@@ -586,7 +590,8 @@ class Consumer:
                 "value": {"from": self.position},
             }
         )
-        out.send(broker_node(self.leader), fetch)
+        source = self.leader if self.read_replica is None else self.read_replica
+        out.send(broker_node(source), fetch)
         return out
 
     def _fail(self, now: int, error: str, log_start: int | None = None) -> None:

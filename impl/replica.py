@@ -30,7 +30,8 @@ As **leader** (``Partition.makeLeader`` and the leader-side handlers):
 As **follower**: on a LeaderAndIsr naming another leader it truncates its log by the
 variant's rule (``impl.fetcher``) and fetches from its LEO (``FetchSettings``; the broker
 epoch from its broker, as Kafka's ``brokerEpochSupplier``); it appends what it gets, sets its
-HW to min(the leader's HW in the response, its own LEO) and, pipelined, fetches again.
+HW to min(the leader's HW in the response, its own LEO) and, pipelined, fetches again. It
+serves a consumer's fetch up to that HW (KIP-392's fetch from a follower).
 
 Idempotent producers (KIP-98, ``impl.producer_state``): every replica keeps each producer's
 epoch and last five batches, from its own appends as leader and from the batches it
@@ -657,11 +658,14 @@ class Replica:
     def handle_fetch(
         self, src: str, msg: Fetch, now: int, out: Effects, wall: int | None = None
     ) -> None:
-        """A follower's or a consumer's fetch, at the leader (``step`` refuses it
-        elsewhere). Nothing changes on an error. The follower's fetch is timed by the
-        leader's wall clock ``wall`` (default ``now``), as Kafka times it with
-        ``time.milliseconds()`` for ``replica.lag.time.max.ms``."""
-        assert self.role is Role.LEADER, self.name
+        """A follower's or a consumer's fetch, at the leader (a consumer's at a follower:
+        `_serve_read_replica`; ``step`` refuses it offline). Nothing changes on an error.
+        The follower's fetch is timed by the leader's wall clock ``wall`` (default
+        ``now``), as Kafka times it with ``time.milliseconds()`` for
+        ``replica.lag.time.max.ms``."""
+        if self.role is not Role.LEADER:
+            self._serve_read_replica(src, msg, out)
+            return
         error = self._epoch_error(msg.current_leader_epoch)
         if error is not None:
             out.send(src, self._fetch_response(msg, error))
@@ -693,6 +697,23 @@ class Replica:
             out.send(src, response)
         self._complete_parked(out, now=now)
         self.check()
+
+    def _serve_read_replica(self, src: str, msg: Fetch, out: Effects) -> None:
+        """A consumer's fetch at a follower (KIP-392, fetch from the closest replica:
+        Kafka 2.4's ``replica.selector.class`` points a consumer with a ``client.rack`` at
+        a follower): the records up to the follower's own high watermark, which trails
+        the leader's by a fetch; its current leader epoch checked as at the leader
+        (KIP-320). A replica's fetch is the leader's to answer: NOT_LEADER_OR_FOLLOWER.
+        Answered at once, never parked. Nothing changes."""
+        if msg.replica_id != CONSUMER_ID:
+            out.send(src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
+            return
+        error = self._epoch_error(msg.current_leader_epoch)
+        if error is None and not self.log.log_start_offset <= msg.fetch_offset <= self.leo:
+            error = Errors.OFFSET_OUT_OF_RANGE
+        out.send(
+            src, self._consumer_response(msg) if error is None else self._fetch_response(msg, error)
+        )
 
     def _consumer_response(self, msg: Fetch) -> FetchResponse:
         records = self.log.read(msg.fetch_offset, msg.max_bytes, upto=self.hw)

@@ -77,11 +77,12 @@ assert all(t.target is not Role.OFFLINE for t in TRANSITIONS), "offline only wit
 
 SERVES: dict[Role, frozenset[type[Message]]] = {
     Role.OFFLINE: frozenset(),
-    Role.FOLLOWER: frozenset({FetchResponse}),
+    Role.FOLLOWER: frozenset({FetchResponse, Fetch}),
     Role.LEADER: frozenset({Produce, Fetch, OffsetsForLeaderEpoch, AlterPartitionResponse}),
 }
 """Which messages each role acts on (``Replica.step``); any other request is answered
-NOT_LEADER_OR_FOLLOWER, any other response dropped."""
+NOT_LEADER_OR_FOLLOWER, any other response dropped. A follower takes a Fetch for a
+consumer's (KIP-392: up to its own high watermark) and refuses a replica's."""
 
 REQUESTS: frozenset[type[Message]] = frozenset({Produce, Fetch, OffsetsForLeaderEpoch})
 """The requests a replica answers (``Replica.step``); the other messages it takes are

@@ -205,6 +205,10 @@ class KafkaClients:
             if consumer.busy:
                 raise WorkloadError(f"{inv}: consumer {name} is still busy")
             consumer.seek(start)
+            replica = inv.value.get("replica")
+            if replica is not None and (isinstance(replica, bool) or not isinstance(replica, int)):
+                raise WorkloadError(f"{inv}: a poll's replica must be a broker id")
+            consumer.read_replica = replica  # KIP-392: this poll reads from that replica
             cursor = len(consumer.history)
             self.cluster.client_poll(name)
             self.running[thread] = _Running("poll", inv.key, name, cursor, now, inv.value)

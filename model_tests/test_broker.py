@@ -8,12 +8,14 @@ import attrs
 import pytest
 
 from impl.broker import Broker, BrokerConfig
+from impl.client import decode_records
 from impl.fetcher import ExchangeDone, ExchangeFailed, TruncationExchange
 from impl.isr import RemoteReplica, caught_up_candidates, out_of_sync, record_fetch
 from impl.log import CorruptBatchError, EpochEntry, LeaderEpochCache, RecordBatch, decode
 from impl.log.batch import read_header
 from impl.protocol import (
     ANY_EPOCH,
+    CONSUMER_ID,
     Acked,
     AlterPartition,
     AlterPartitionResponse,
@@ -127,10 +129,10 @@ def test_the_serves_table_decides_what_each_role_acts_on():
     follower = make_broker(2, atomic=False)  # follows at once, then runs its exchange
     follower.step("controller", lai(1, 0), 0)
     assert replica_of(follower).role is Role.FOLLOWER
-    assert SERVES[Role.FOLLOWER] == {FetchResponse}
+    assert SERVES[Role.FOLLOWER] == {FetchResponse, Fetch}  # a consumer's fetch: KIP-392
     for request, answer in (
         (produce(), ProduceResponse),
-        (fetch(3, 0), FetchResponse),
+        (fetch(3, 0), FetchResponse),  # a replica's fetch is the leader's to answer
         (OffsetsForLeaderEpoch(3, T, 0, 0, 0, 1), OffsetsForLeaderEpochResponse),
     ):
         assert only(follower.step("p1", request, 0), answer).error is (
@@ -283,6 +285,30 @@ def test_a_follower_sets_its_hw_to_the_leaders_capped_at_its_own_leo():
     response = only(leader.step("b2", request, 0), FetchResponse)
     follower.step("b1", response, 0)
     assert replica_of(follower).leo == 1 and replica_of(follower).hw == 1
+
+
+def test_a_follower_serves_a_consumer_up_to_its_own_hw_and_checks_its_epoch():
+    # KIP-392: a consumer fetching from a follower reads what the follower has below its
+    # own high watermark, which trails the leader's by a fetch.
+    leader = make_broker(1)
+    leader.step("controller", lai(1, 0, isr=(1,)), 0)
+    for i in range(3):
+        leader.step("p1", produce(acks=1, value=b"v%d" % i, request_id=i), 0)
+    follower = make_broker(2, truncation="high_watermark")
+    follower.step("controller", lai(1, 0, isr=(1,)), 0)
+    for _ in range(2):
+        request = follower.build_fetch(T, 0, replica_of(follower).leo)
+        assert request is not None
+        follower.step("b1", only(leader.step("b2", request, 0), FetchResponse), 0)
+    assert replica_of(follower).hw == 2 and replica_of(leader).hw == 3
+    read = only(follower.step("c1", fetch(CONSUMER_ID, 0, epoch=0), 0), FetchResponse)
+    assert read.error is Errors.NONE and read.high_watermark == 2
+    assert [v for _, v in decode_records(read.records)] == [b"v0", b"v1"]
+    ahead = only(follower.step("c1", fetch(CONSUMER_ID, 0, epoch=1), 0), FetchResponse)
+    assert ahead.error is Errors.UNKNOWN_LEADER_EPOCH, "KIP-320: the follower is behind"
+    beyond = only(follower.step("c1", fetch(CONSUMER_ID, 9, epoch=0), 0), FetchResponse)
+    assert beyond.error is Errors.OFFSET_OUT_OF_RANGE
+    assert replica_of(follower).leo == 2, "a read changes nothing"
 
 
 def test_a_stale_fetch_response_is_discarded():

@@ -103,6 +103,7 @@ from jepsen_py.generator.kafka import (
     KeyRead,
     final_reads,
     polls,
+    replica_reads,
     sends,
 )
 from jepsen_py.generator.simulation import (
@@ -162,6 +163,7 @@ __all__ = [
     "phases",
     "polls",
     "repeat",
+    "replica_reads",
     "reserve",
     "sends",
     "simulate",

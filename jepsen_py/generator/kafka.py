@@ -148,6 +148,8 @@ class _FinalReads(Gen):
     keys: tuple[str, ...]
     max_strikes: int
     reads: Mapping[str, KeyRead]
+    replica: int | None = None
+    """Read from this replica (`replica_reads`) instead of the leader."""
 
     def op(self, ctx: Context) -> Step:
         if all(r.done for r in self.reads.values()):
@@ -163,10 +165,12 @@ class _FinalReads(Gen):
             if thread is None:
                 continue
             process = ctx.workers[thread]
-            value = {"from": read.position, "final": True}
+            value: dict[str, Any] = {"from": read.position, "final": True}
+            if self.replica is not None:
+                value = {"from": read.position, "replica": self.replica}
             inv = Invocation(ctx.time, thread, process, "poll", key, value)
             reads = {**self.reads, key: attrs.evolve(read, owner=thread, inflight=process)}
-            return inv, _FinalReads(self.keys, self.max_strikes, reads)
+            return inv, _FinalReads(self.keys, self.max_strikes, reads, self.replica)
         return PENDING, self
 
     def update(self, ctx: Context, event: Op) -> Gen:
@@ -192,7 +196,9 @@ class _FinalReads(Gen):
             strikes = read.strikes + 1
             done = caught_up or strikes > self.max_strikes
             new = attrs.evolve(read, inflight=None, strikes=strikes, done=done)
-        return _FinalReads(self.keys, self.max_strikes, {**self.reads, event.key: new})
+        return _FinalReads(
+            self.keys, self.max_strikes, {**self.reads, event.key: new}, self.replica
+        )
 
 
 def final_reads(keys: Sequence[str], *, max_strikes: int = 5) -> Gen:
@@ -205,3 +211,15 @@ def final_reads(keys: Sequence[str], *, max_strikes: int = 5) -> Gen:
     ``hw``), so a broken cluster cannot keep the phase running forever."""
     ks = _keys(keys, "final_reads")
     return _FinalReads(ks, max_strikes, {k: KeyRead() for k in ks})
+
+
+def replica_reads(keys: Sequence[str], replica: int, *, max_strikes: int = 5) -> Gen:
+    """`final_reads` from broker ``replica``'s copy of every key instead of the leader's,
+    with polls invoked with ``{"from": N, "replica": B}``: a consumer fetching from a
+    follower (KIP-392), which returns records up to the follower's own high watermark.
+    Not the final read: a follower may trail the leader. Read after the final read, the
+    replicas show what the leader's read cannot: a follower whose log diverged below the
+    high watermark (KIP-279's fast failover) returns other records at offsets the leader
+    returned, and the checker sees one offset with two values."""
+    ks = _keys(keys, "replica_reads")
+    return _FinalReads(ks, max_strikes, {k: KeyRead() for k in ks}, replica)

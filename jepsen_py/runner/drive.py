@@ -14,7 +14,9 @@ The run, on logical time:
 3. **recovery**: ``recovery`` of quiet, for elections, ISR expansion and catch-up;
 4. **final reads**: every key read back from offset 0 by polls marked ``final``
    (`jepsen_py.generator.final_reads`), until a poll comes back empty at its high
-   watermark.
+   watermark; then from each broker's replica the same way (KIP-392's fetch from a
+   follower, `jepsen_py.generator.replica_reads`): a replica whose log diverged below the
+   high watermark returns other records at offsets the leader returned.
 
 The driver steps the cluster one event time at a time (the next message delivery or node
 tick, or the generator's next wake-up, whichever is first), so every completion is handed
@@ -61,6 +63,7 @@ from jepsen_py.generator import (
     nemesis_schedule,
     phases,
     polls,
+    replica_reads,
     sends,
     sleep,
     stagger,
@@ -119,6 +122,11 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
         concat(
             info("phase", "final-reads"),
             clients(final_reads(keys, max_strikes=config.final_strikes)),
+            info("phase", "replica-reads"),
+            *(
+                clients(replica_reads(keys, b, max_strikes=config.final_strikes))
+                for b in range(1, config.brokers + 1)
+            ),
         ),
     )
 

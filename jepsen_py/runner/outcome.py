@@ -444,17 +444,20 @@ def explain_run_divergences(
 
 
 def completion_counts(history: Iterable[Op]) -> dict[str, int]:
-    """Client completions by f and type (``send ok``, ``poll fail``, ``final poll ok``...)."""
+    """Client completions by f and type (``send ok``, ``poll fail``, ``final poll ok``,
+    ``replica poll ok``: a poll from a follower, KIP-392...)."""
     counts: Counter[str] = Counter()
-    final: dict[Any, bool] = {}
+    marks: dict[Any, str] = {}
     for op in history:
         if not op.is_client:
             continue
         if op.type == "invoke":
-            final[op.process] = isinstance(op.value, dict) and op.value.get("final") is True
+            value = op.value if isinstance(op.value, dict) else {}
+            marks[op.process] = (
+                "final " if value.get("final") is True else "replica " if "replica" in value else ""
+            )
             continue
-        mark = "final " if final.pop(op.process, False) else ""
-        counts[f"{mark}{op.f} {op.type}"] += 1
+        counts[f"{marks.pop(op.process, '')}{op.f} {op.type}"] += 1
     return dict(sorted(counts.items()))
 
 
