@@ -86,6 +86,15 @@ class Wake:
 
 
 @attrs.frozen
+class Call:
+    """The timer payload of a callback set by ``Cluster.call_at``: its key, and which of
+    the key's callbacks it is (a replaced one's timer calls nothing)."""
+
+    key: str
+    serial: int
+
+
+@attrs.frozen
 class Writeback:
     """The timer payload of a broker machine's flusher thread (``Cluster.writeback``)."""
 
@@ -119,6 +128,9 @@ class Cluster(World):
         (in order) for a while."""
         self._paused_version = -1
         self._paused_nodes: tuple[str, ...] = ()
+        self._calls: dict[str, tuple[int, Callable[[], None]]] = {}
+        self._call_serial = 0
+        """``call_at``'s callbacks by key, until their timer comes (or ``cancel_call``)."""
         self.timers: TimerQueue[Any] = TimerQueue()
         """Node ticks (payload: the node's name, owned by it), write-backs, the caller's."""
         for name in self.node_names:
@@ -238,6 +250,18 @@ class Cluster(World):
         if callback is not None:
             callback(shrunk.topic, shrunk.partition)
 
+    def call_at(self, at: int, key: str, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` at global time ``at``, from a timer: a fault that acts a
+        while after its op (``jepsen_py.nemesis``'s ``transfer-leadership``). One callback
+        per ``key``: a later one replaces it."""
+        self._call_serial += 1
+        self._calls[key] = (self._call_serial, callback)
+        self.timers.schedule(at, Call(key, self._call_serial))
+
+    def cancel_call(self, key: str) -> bool:
+        """Forget ``key``'s callback; whether one was pending."""
+        return self._calls.pop(key, None) is not None
+
     def resume_at(self, name: str, at: int) -> None:
         """Resume the paused node ``name`` at global time ``at`` (a pause held to its end
         whatever the nemesis's schedule: ``jepsen_py.nemesis``'s
@@ -323,6 +347,11 @@ class Cluster(World):
                 self._release(payload)
             elif isinstance(payload, LagChance):
                 self._lag_chance(payload)
+            elif isinstance(payload, Call):
+                pending = self._calls.get(payload.key)
+                if pending is not None and pending[0] == payload.serial:
+                    del self._calls[payload.key]
+                    pending[1]()
             elif isinstance(payload, Wake):
                 if self.state(payload.node) is NodeState.PAUSED:
                     self.resume(payload.node)

@@ -60,10 +60,11 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   (issue 16's brain split; what ``STALE_CONTROLLER_EPOCH`` fences). The stop resumes it;
 - ``transfer-leadership``: a partition's leadership moved to one of its ISR followers (a
   reassignment that puts it first, then a preferred-leader election of that partition, as
-  an operator does it; Jepsen's Redpanda nemesis), to a follower cut off from the leader
-  when there is one: it is still in the ISR until ``replica.lag.time.max.ms`` passes, but
-  has not fetched what the leader appended since (KIP-279's double failover). Its stop
-  does nothing;
+  an operator does it; Jepsen's Redpanda nemesis), to a follower cut off from the leader:
+  it is still in the ISR until ``replica.lag.time.max.ms`` passes, but has not fetched
+  what the leader appended since. A running partition's cut, or one the fault makes
+  itself (then it moves leadership a moment later). Its stop gives leadership back while
+  the old leader is still in the ISR and has not truncated: KIP-279's double failover;
 - ``shutdown-last-isr``: a controlled shutdown (``controlled.shutdown.enable``) of the
   leader of a partition whose ISR has shrunk while a replica it dropped runs (the smallest
   such ISR): the controller must hand its leadership to another ISR member, never to that
@@ -361,6 +362,18 @@ HOLDS: dict[str, tuple[int, int]] = dict.fromkeys(ARMED_ON_LAG, (6, 5))
 it before its next op, as a fraction (numerator, denominator) of ``replica.lag.time.max.ms``
 (``jepsen_py.generator.nemesis_schedule(holds=...)``): the faults that make their own lag
 (`ARMED_ON_LAG`) a fifth past it (the leader's ISR check, then the store's write)."""
+
+TRANSFER = "transfer-leadership"
+
+TRANSFER_DELAY_MS = (200, 1500)
+"""When ``transfer-leadership`` cuts its follower off itself, it moves leadership there
+this long after the cut (drawn in milliseconds): meanwhile the leader appends records the
+follower misses (the acks=all producers' batches, waiting for it)."""
+
+GIVE_BACK_HEAL_NS = 1000 * MILLISECOND
+"""How long after giving leadership back ``transfer-leadership`` heals its own cut: the old
+leader, which never reached the follower it lost leadership to, takes over again before it
+can truncate to it (KIP-279's window)."""
 
 REASSIGNS = ("reassign", "reassign-lagging")
 """The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
@@ -866,42 +879,113 @@ class Nemesis:
         """Leadership of one partition moved to a chosen ISR follower, as an operator does
         it in Kafka: a reassignment to the same replicas with that follower first (KIP-455;
         no data moves), then a preferred-leader election of that partition (KIP-460's
-        ``ElectLeaders``); Jepsen's Redpanda test has the same nemesis. The follower is,
-        when one exists, an ISR member cut off from its leader by the running partition
-        (it still counts as in sync until ``replica.lag.time.max.ms`` passes, so it is
-        eligible, yet it has not fetched what the leader appended since the cut): leadership
-        moving there and away again before the ISR shrinks is KIP-279's double failover.
-        Otherwise any running ISR follower of a partition drawn at random. A follower the
-        controller cannot reach is never chosen: it would not hear of its promotion."""
+        ``ElectLeaders``); Jepsen's Redpanda test has the same nemesis. The follower is an
+        ISR member cut off from its leader: it still counts as in sync until
+        ``replica.lag.time.max.ms`` passes, so it is eligible, yet it has not fetched what
+        the leader appended since the cut. A running partition fault's cut when there is
+        one; else the fault cuts one off itself (`_cut_then_transfer`), of a partition whose
+        leader and follower are not the controller's broker (both must hear it), and moves
+        leadership there `TRANSFER_DELAY_MS` later. Its stop gives leadership back
+        (`_stop_transfer`): leadership moving there and away again before the ISR shrinks
+        is KIP-279's double failover. With no such pair, any running ISR follower of a
+        partition drawn at random. A follower the controller cannot reach is never chosen:
+        it would not hear of its promotion."""
+        self._heal_pending_cut()
+        topic = self.cluster.config.topic
         if given is not None:
             partition, target = int(given["partition"]), tuple(given["target"])
+            replicas = tuple(self.cluster.store.partitions[(topic, partition)].replicas)
+            if "grudge" in given and "after_ns" in given:
+                links = links_of(given["grudge"])
+                return self._cut_then_transfer(
+                    partition, target, replicas, links, int(given["after_ns"])
+                )
             out: dict[str, Any] = {"partition": partition, "target": list(target)}
-        else:
-            network = self.cluster.network
-            controller = self.controller()
-            running = NodeState.RUNNING
+            return self._transfer_held(partition, target, replicas, out)
+        network = self.cluster.network
+        controller = self.controller()
+        running = NodeState.RUNNING
 
-            def apart(a: str | None, b: str) -> bool:
-                return a is not None and (network.is_blocked(a, b) or network.is_blocked(b, a))
+        def apart(a: str | None, b: str) -> bool:
+            return a is not None and (network.is_blocked(a, b) or network.is_blocked(b, a))
 
-            candidates: list[tuple[bool, int, int, tuple[int, ...]]] = []
-            for p, state in self._partition_states():
-                if state.leader == NO_LEADER:
+        candidates: list[tuple[bool, int, int, tuple[int, ...]]] = []
+        uncut: list[tuple[int, int, str]] = []
+        for p, state in self._partition_states():
+            if state.leader == NO_LEADER:
+                continue
+            leader = broker_node(state.leader)
+            for b in sorted(state.isr):
+                node = broker_node(b)
+                if b == state.leader or self._state(node) is not running:
                     continue
-                leader = broker_node(state.leader)
-                for b in sorted(state.isr):
-                    node = broker_node(b)
-                    if b == state.leader or self._state(node) is not running:
-                        continue
-                    if apart(controller, node):
-                        continue  # it would never hear the LeaderAndIsr that promotes it
-                    candidates.append((apart(leader, node), p, b, tuple(state.replicas)))
-            if not candidates:
-                return {"skipped": "no partition has a running ISR follower"}
-            cut_off = [c for c in candidates if c[0]]
-            cut, partition, chosen, replicas = self._draw(cut_off or candidates)
+                if apart(controller, node):
+                    continue  # it would never hear the LeaderAndIsr that promotes it
+                candidates.append((apart(leader, node), p, b, tuple(state.replicas)))
+                if controller not in (node, leader) and not apart(leader, node):
+                    uncut.append((p, b, leader))
+        if not candidates:
+            return {"skipped": "no partition has a running ISR follower"}
+        cut_off = [c for c in candidates if c[0]]
+        if not cut_off and uncut:
+            partition, chosen, leader = self._draw(uncut)
+            replicas = tuple(self.cluster.store.partitions[(topic, partition)].replicas)
             target = (chosen, *(r for r in replicas if r != chosen))
-            out = {"partition": partition, "target": list(target), "cut_off": cut}
+            node = broker_node(chosen)
+            links = frozenset({(node, leader), (leader, node)})
+            after = self.rng.randint(*TRANSFER_DELAY_MS) * MILLISECOND
+            return self._cut_then_transfer(partition, target, replicas, links, after)
+        cut, partition, chosen, replicas = self._draw(cut_off or candidates)
+        target = (chosen, *(r for r in replicas if r != chosen))
+        out = {"partition": partition, "target": list(target), "cut_off": cut}
+        return self._transfer_held(partition, target, replicas, out)
+
+    def _transfer_held(
+        self,
+        partition: int,
+        target: tuple[int, ...],
+        replicas: tuple[int, ...],
+        out: dict[str, Any],
+    ) -> dict[str, Any]:
+        """`_transfer`, remembering the order ``replicas`` the partition had for the stop."""
+        done = self._transfer(partition, target, out)
+        if "queued" in done:
+            self.active[TRANSFER] = (partition, replicas, target)
+        return done
+
+    def _cut_then_transfer(
+        self,
+        partition: int,
+        target: tuple[int, ...],
+        replicas: tuple[int, ...],
+        links: Iterable[Link],
+        after_ns: int,
+    ) -> dict[str, Any]:
+        """Cut the follower ``target[0]`` off from its leader (``links``, focused on as a
+        targeted partition's cut is), and move leadership to it ``after_ns`` later; the
+        move's outcome goes in the stop's completion (``fired``)."""
+        cut = sorted(links)
+        self.cluster.partition(cut)
+        self.cuts[TRANSFER] = cut
+        self.focus = partition
+
+        def move() -> None:
+            self.fired[TRANSFER] = self._transfer_held(partition, target, replicas, {})
+
+        self.cluster.call_at(self.cluster.clock.now + after_ns, f"{TRANSFER}/move", move)
+        return {
+            "partition": partition,
+            "target": list(target),
+            "cut_off": True,
+            "grudge": grudge_of(cut),
+            "after_ns": after_ns,
+        }
+
+    def _transfer(
+        self, partition: int, target: tuple[int, ...], out: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Reassign ``partition`` to ``target`` (its replicas, reordered) and elect its
+        preferred replica, the completion ``out`` says how it went."""
         result = self.cluster.reassign(partition, target)
         if result != "NONE":
             return {**out, "skipped": f"reassignment refused: {result}"}
@@ -909,6 +993,36 @@ class Nemesis:
         if queued is None:
             return {**out, "skipped": "no controller acts now"}
         return {**out, "queued": queued}
+
+    def _stop_transfer(self) -> dict[str, Any]:
+        """Give leadership back (`_transfer` to the order the partition had: its old leader
+        first, still in the ISR while ``replica.lag.time.max.ms`` has not passed), unless
+        the assignment changed since; a move not yet made is called off. The fault's own
+        cut heals `GIVE_BACK_HEAL_NS` after a give-back (the old leader must not reach the
+        follower before it leads again), else now."""
+        self.cluster.cancel_call(f"{TRANSFER}/move")
+        fired = self.fired.pop(TRANSFER, None)
+        done = {} if fired is None else {"fired": fired}
+        moved = self.active.pop(TRANSFER, None)
+        if moved is not None:
+            partition, original, target = moved
+            state = self.cluster.store.partitions[(self.cluster.config.topic, partition)]
+            back: dict[str, Any] = {"partition": partition, "target": list(original)}
+            if tuple(state.replicas) != target or state.reassigning:
+                done |= {**back, "skipped": "the assignment changed since"}
+            else:
+                done |= self._transfer(partition, original, back)
+        if "queued" in done and TRANSFER in self.cuts:
+            at = self.cluster.clock.now + GIVE_BACK_HEAL_NS
+            self.cluster.call_at(at, f"{TRANSFER}/heal", lambda: self._heal_cut(TRANSFER))
+            return {**done, "cut_heals_at": at}
+        return {**done, **self._heal_cut(TRANSFER)}
+
+    def _heal_pending_cut(self) -> None:
+        """Heal now a cut a stop left to heal later (`GIVE_BACK_HEAL_NS`): a new start
+        begins from a whole network."""
+        if self.cluster.cancel_call(f"{TRANSFER}/heal"):
+            self._heal_cut(TRANSFER)
 
     def _start_add_partitions(self, given: dict[str, Any] | None) -> Any:
         topic = self.cluster.config.topic
@@ -1100,6 +1214,8 @@ class Nemesis:
         return {"partition": partition, "target": list(target), **aimed, "result": result}
 
     def _stop_leadership(self, fault: str) -> Any:
+        if fault == TRANSFER:
+            return self._stop_transfer()
         healed = self._heal_cut(fault)
         disarmed = self._disarm(fault)
         if disarmed is not None:
@@ -1117,7 +1233,7 @@ class Nemesis:
             if not state.reassigning:
                 return {"partition": partition, "completed": True}
             return {"partition": partition, "cancel": self.cluster.reassign(partition, None)}
-        if fault in ("preferred-election", "transfer-leadership", "add-partitions"):
+        if fault in ("preferred-election", "add-partitions"):
             return {}  # an election is not undone, a topic never shrinks
         for node in self.active.get(fault, []):
             # Still waiting for its leaderships to move: it stops now anyway, as Kafka's

@@ -35,9 +35,10 @@ from jepsen_py.nemesis import (
     realized_schedule,
 )
 from jepsen_py.report.spans import collect
-from jepsen_py.runner import TestConfig, run_test, simulate_run
+from jepsen_py.runner import TestConfig, check_history, run_test, simulate_run
 
 SERVERS = {"b1", "b2", "b3", "zk"}
+PINNED_LAYOUT = ((1, 2, 3), (1, 2, 3))
 
 
 def busy_cluster(
@@ -46,7 +47,9 @@ def busy_cluster(
     """A 3-broker, 2-partition cluster that has replicated a few records to both keys (its
     consumers a consumer group when ``kill-consumer`` or ``leave-consumer`` is asked for:
     only a group's consumer can be killed or leave its group); ``fields``: other
-    `TestConfig` settings."""
+    `TestConfig` settings; by default every partition's replicas in the order b1, b2, b3
+    (``--replica-assignment 1:2:3,1:2:3``: b1 leads both)."""
+    fields.setdefault("replica_assignment", PINNED_LAYOUT)
     config = TestConfig(nemesis=faults, **fields).cluster_config()
     if {"kill-consumer", "leave-consumer"} & set(faults):
         config = attrs.evolve(config, offsets_partitions=3)
@@ -282,7 +285,53 @@ def test_leadership_moves_to_a_follower_cut_off_from_its_leader_while_still_in_t
     state = cluster.store.partitions[(topic, 0)]
     # Within replica.lag.time.max.ms: the new leader missed writes, the old one is in the ISR.
     assert f"b{state.leader}" == cut["node"] and 2 in state.isr, state
-    assert nemesis.perform("stop-transfer-leadership", None) == {}
+    # The stop gives leadership back to b2, still in the ISR: the second failover.
+    back = nemesis.perform("stop-transfer-leadership", None)
+    assert back == {"partition": 0, "target": [2, 1, 3], "queued": 1}, back
+    cluster.run_until(cluster.clock.now + SECOND)
+    assert cluster.store.partitions[(topic, 0)].leader == 2
+
+
+def test_with_no_follower_cut_off_the_transfer_cuts_one_and_gives_leadership_back() -> None:
+    # Kafka's default layout (b1 leads t-0 and is the controller, b2 leads t-1): the
+    # transfer cuts t-1's follower b3 off from b2 (neither is the controller), moves
+    # leadership to it a moment later, and its stop hands leadership back to b2, which
+    # never reached b3 and so never truncated; the cut heals a second after.
+    cluster = busy_cluster(("transfer-leadership",), replica_assignment=None)
+    topic = cluster.config.topic
+    nemesis = Nemesis(cluster, random.Random(1))
+    start = nemesis.perform("start-transfer-leadership", None)
+    assert start["cut_off"] and start["partition"] == 1 and start["target"] == [3, 2, 1], start
+    assert start["grudge"] == {"b2": ["b3"], "b3": ["b2"]}
+    assert cluster.store.partitions[(topic, 1)].leader == 2, "not moved yet"
+    cluster.run_until(cluster.clock.now + start["after_ns"] + SECOND)
+    moved = cluster.store.partitions[(topic, 1)]
+    assert moved.leader == 3 and 2 in moved.isr, moved
+    stop = nemesis.perform("stop-transfer-leadership", None)
+    assert stop["fired"] == {"queued": 1} and stop["target"] == [2, 3, 1], stop
+    assert stop["queued"] == 1 and stop["cut_heals_at"] > cluster.clock.now
+    cluster.run_until(cluster.clock.now + SECOND // 2)
+    assert cluster.store.partitions[(topic, 1)].leader == 2
+    assert cluster.network.is_blocked("b2", "b3"), "held until the old leader leads again"
+    cluster.run_until(stop["cut_heals_at"])
+    assert not cluster.network.blocked_links()
+    # The start's completion replays the same cut and move on the same cluster.
+    again = busy_cluster(("transfer-leadership",), replica_assignment=None)
+    replay = Nemesis(again, random.Random(99))
+    assert replay.perform("start-transfer-leadership", start) == start
+    again.run_until(again.clock.now + start["after_ns"] + SECOND)
+    assert again.store.partitions[(topic, 1)].leader == 3
+
+
+def test_a_transfer_stopped_before_its_move_calls_it_off_and_heals_at_once() -> None:
+    cluster = busy_cluster(("transfer-leadership",), replica_assignment=None)
+    nemesis = Nemesis(cluster, random.Random(1))
+    start = nemesis.perform("start-transfer-leadership", None)
+    assert cluster.network.blocked_links()
+    assert nemesis.perform("stop-transfer-leadership", None) == {"cut_healed": 2}
+    cluster.run_until(cluster.clock.now + start["after_ns"] + SECOND)
+    assert cluster.store.partitions[(cluster.config.topic, 1)].leader == 2, "never moved"
+    assert not cluster.network.blocked_links()
 
 
 def test_the_controller_is_paused_at_its_next_decision_with_its_requests_queued() -> None:
@@ -639,9 +688,9 @@ def test_a_quick_compound_of_the_leadership_faults_is_the_same_run_from_its_seed
 
 def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_kip_279() -> None:
     # Generic faults only, nested quickly: a follower cut off from its leader, leadership
-    # moved to it, the new leader killed inside replica.lag.time.max.ms. Seed 8: with
-    # KIP-101's truncation two offsets end up with two values (KIP-279's double failover,
-    # the explainer's epoch-truncation); with KIP-320's rule the same seed is valid.
+    # moved to it and away again inside replica.lag.time.max.ms. Seed 2: with KIP-101's
+    # truncation offsets end up with two values (KIP-279's double failover, the
+    # explainer's epoch-truncation); with KIP-320's rule the same seed is valid.
     config = TestConfig(
         nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
         max_faults=3,
@@ -650,12 +699,38 @@ def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_
         interval_ns=2 * SECOND,
         truncation="kip101",
     )
-    diverged = run_test(config, 8, reports=False)
+    diverged = run_test(config, 2, reports=False)
     assert diverged.check.inconsistent_offsets > 0
     assert diverged.check.divergence_mechanisms == ["epoch-truncation"]
     assert not diverged.check.lost_acknowledged_writes
-    fixed = run_test(attrs.evolve(config, truncation="kip320"), 8, reports=False)
+    fixed = run_test(attrs.evolve(config, truncation="kip320"), 2, reports=False)
     assert fixed.verdict is Verdict.OK
+
+
+def test_a_follower_whose_log_diverged_shows_it_to_the_replica_reads_alone() -> None:
+    # The same faults, seed 22: the double failover leaves a follower holding other
+    # records than the leader below the high watermark, and no later failover puts it in
+    # front of a consumer. The final read (from the leader) sees one log; reading every
+    # replica too (KIP-392's fetch from a follower) shows offsets with two values.
+    config = TestConfig(
+        nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
+        max_faults=3,
+        compound=True,
+        compound_hold_ns=0,
+        interval_ns=2 * SECOND,
+        truncation="kip101",
+    )
+    outcome = run_test(config, 22, reports=False)
+    history = list(outcome.history)
+    phase = next(i for i, op in enumerate(history) if op.value == "replica-reads")
+    assert check_history(history[:phase]).verdict is Verdict.OK
+    assert all(
+        isinstance(op.value, dict) and "replica" in op.value
+        for op in history[phase:]
+        if op.f == "poll" and op.type == "invoke"
+    )
+    assert outcome.check.inconsistent_offsets > 0
+    assert outcome.check.divergence_mechanisms == ["epoch-truncation"]
 
 
 @pytest.mark.parametrize(
@@ -690,6 +765,7 @@ def test_a_swarm_draw_diverges_under_kip_101_and_kip_279_and_not_under_kip_320(
         concurrency=4,
         max_faults=3,
         truncation=truncation,
+        replica_assignment=PINNED_LAYOUT,  # the layout the draw was found with
     )
     outcome = run_test(config, 353, reports=False)
     if mechanism is None:
@@ -744,3 +820,15 @@ def test_nemesis_ops_are_logged_twice_with_targets_and_paired_by_the_reports() -
     periods = collect(outcome.history).faults
     assert {p.fault for p in periods} <= {"kill", "partition-leader"}
     assert periods and all(p.end is not None for p in periods), "every fault was stopped"
+
+
+def test_a_timed_call_runs_once_at_its_time_and_a_replaced_or_cancelled_one_never() -> None:
+    cluster = busy_cluster(sends=0)
+    calls: list[tuple[str, int]] = []
+    now = cluster.clock.now
+    cluster.call_at(now + SECOND, "a", lambda: calls.append(("first", cluster.clock.now)))
+    cluster.call_at(now + 2 * SECOND, "a", lambda: calls.append(("second", cluster.clock.now)))
+    cluster.call_at(now + SECOND, "b", lambda: calls.append(("b", cluster.clock.now)))
+    assert cluster.cancel_call("b") and not cluster.cancel_call("b")
+    cluster.run_until(now + 3 * SECOND)
+    assert calls == [("second", now + 2 * SECOND)]
