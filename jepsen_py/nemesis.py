@@ -894,14 +894,11 @@ class Nemesis:
         topic = self.cluster.config.topic
         if given is not None:
             partition, target = int(given["partition"]), tuple(given["target"])
-            replicas = tuple(self.cluster.store.partitions[(topic, partition)].replicas)
             if "grudge" in given and "after_ns" in given:
                 links = links_of(given["grudge"])
-                return self._cut_then_transfer(
-                    partition, target, replicas, links, int(given["after_ns"])
-                )
+                return self._cut_then_transfer(partition, target, links, int(given["after_ns"]))
             out: dict[str, Any] = {"partition": partition, "target": list(target)}
-            return self._transfer_held(partition, target, replicas, out)
+            return self._transfer_held(partition, target, out)
         network = self.cluster.network
         controller = self.controller()
         running = NodeState.RUNNING
@@ -934,30 +931,26 @@ class Nemesis:
             node = broker_node(chosen)
             links = frozenset({(node, leader), (leader, node)})
             after = self.rng.randint(*TRANSFER_DELAY_MS) * MILLISECOND
-            return self._cut_then_transfer(partition, target, replicas, links, after)
+            return self._cut_then_transfer(partition, target, links, after)
         cut, partition, chosen, replicas = self._draw(cut_off or candidates)
         target = (chosen, *(r for r in replicas if r != chosen))
         out = {"partition": partition, "target": list(target), "cut_off": cut}
-        return self._transfer_held(partition, target, replicas, out)
+        return self._transfer_held(partition, target, out)
 
     def _transfer_held(
-        self,
-        partition: int,
-        target: tuple[int, ...],
-        replicas: tuple[int, ...],
-        out: dict[str, Any],
+        self, partition: int, target: tuple[int, ...], out: dict[str, Any]
     ) -> dict[str, Any]:
-        """`_transfer`, remembering the order ``replicas`` the partition had for the stop."""
+        """`_transfer`, remembering the partition's leader before it, for the stop."""
+        leader = self.cluster.store.partitions[(self.cluster.config.topic, partition)].leader
         done = self._transfer(partition, target, out)
-        if "queued" in done:
-            self.active[TRANSFER] = (partition, replicas, target)
+        if "queued" in done and leader != NO_LEADER:
+            self.active[TRANSFER] = (partition, leader, target)
         return done
 
     def _cut_then_transfer(
         self,
         partition: int,
         target: tuple[int, ...],
-        replicas: tuple[int, ...],
         links: Iterable[Link],
         after_ns: int,
     ) -> dict[str, Any]:
@@ -970,7 +963,7 @@ class Nemesis:
         self.focus = partition
 
         def move() -> None:
-            self.fired[TRANSFER] = self._transfer_held(partition, target, replicas, {})
+            self.fired[TRANSFER] = self._transfer_held(partition, target, {})
 
         self.cluster.call_at(self.cluster.clock.now + after_ns, f"{TRANSFER}/move", move)
         return {
@@ -995,24 +988,25 @@ class Nemesis:
         return {**out, "queued": queued}
 
     def _stop_transfer(self) -> dict[str, Any]:
-        """Give leadership back (`_transfer` to the order the partition had: its old leader
-        first, still in the ISR while ``replica.lag.time.max.ms`` has not passed), unless
-        the assignment changed since; a move not yet made is called off. The fault's own
-        cut heals `GIVE_BACK_HEAL_NS` after a give-back (the old leader must not reach the
-        follower before it leads again), else now."""
+        """Give leadership back to the leader the move took it from (`_transfer` with that
+        broker first: still in the ISR while ``replica.lag.time.max.ms`` has not passed),
+        unless the assignment changed since; a move not yet made is called off. The
+        fault's own cut heals `GIVE_BACK_HEAL_NS` after a give-back (the old leader must not
+        reach the follower before it leads again), else now."""
         self.cluster.cancel_call(f"{TRANSFER}/move")
         fired = self.fired.pop(TRANSFER, None)
         done = {} if fired is None else {"fired": fired}
         moved = self.active.pop(TRANSFER, None)
         if moved is not None:
-            partition, original, target = moved
+            partition, leader, target = moved
             state = self.cluster.store.partitions[(self.cluster.config.topic, partition)]
+            original = (leader, *(r for r in target if r != leader))
             back: dict[str, Any] = {"partition": partition, "target": list(original)}
             if tuple(state.replicas) != target or state.reassigning:
                 done |= {**back, "skipped": "the assignment changed since"}
             else:
                 done |= self._transfer(partition, original, back)
-        if "queued" in done and TRANSFER in self.cuts:
+        if done.get("queued") and TRANSFER in self.cuts:
             at = self.cluster.clock.now + GIVE_BACK_HEAL_NS
             self.cluster.call_at(at, f"{TRANSFER}/heal", lambda: self._heal_cut(TRANSFER))
             return {**done, "cut_heals_at": at}
