@@ -213,3 +213,20 @@ def test_a_crash_preview_is_what_the_restart_recovers():
     assert [(o, e) for o, e, _, _ in replica.log.entries()] == entries
     assert replica.hw == hw
     assert 0 < len(entries) < 3, "a torn tail: some but not all records survived"
+
+
+def test_the_topic_spreads_its_preferred_leaders_unless_an_assignment_is_given():
+    from impl.coordination import round_robin_replicas
+
+    assert [round_robin_replicas((1, 2, 3), p) for p in range(4)] == [
+        (1, 2, 3),
+        (2, 3, 1),
+        (3, 1, 2),
+        (1, 2, 3),
+    ]
+    spread = Cluster(ClusterConfig(partitions=3), 1)
+    spread.run_until(seconds(2))
+    assert [spread.store.partitions[("t", p)].leader for p in range(3)] == [1, 2, 3]
+    given = Cluster(ClusterConfig(partitions=2, replica_assignment=((3, 1, 2), (3, 2, 1))), 1)
+    given.run_until(seconds(2))
+    assert [given.store.partitions[("t", p)].leader for p in range(2)] == [3, 3]

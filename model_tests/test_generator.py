@@ -527,3 +527,11 @@ def test_the_same_seed_gives_the_same_history_in_another_process() -> None:
         )
         digests.add(done.stdout.strip())
     assert len(digests) == 1
+
+
+def test_replica_reads_read_every_key_from_one_replica_and_are_not_the_final_read() -> None:
+    sim = g.simulate(g.clients(g.replica_reads(KEYS, 2)), 2, seed=3, latency=example_latency)
+    assert sim.outcome == "exhausted"
+    polls = list(sim.ops("poll"))
+    assert {i.key for i in polls} == set(KEYS)
+    assert all(i.value.get("replica") == 2 and "final" not in i.value for i in polls)

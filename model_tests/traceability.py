@@ -243,6 +243,20 @@ MECHANISMS: tuple[Mechanism, ...] = (
         ("preferred-election",),
     ),
     Mechanism(
+        "Replica assignment",
+        "`kafka-topics.sh --replica-assignment`; the rack-unaware round-robin assignment",
+        (),
+        ("impl.coordination:round_robin_replicas",),
+        ("--replica-assignment",),
+    ),
+    Mechanism(
+        "A consumer fetching from a follower",
+        "KIP-392",
+        (),
+        ("impl.roles:SERVES", "jepsen_py.generator.kafka:replica_reads"),
+        (),
+    ),
+    Mechanism(
         "Automatic leader rebalance",
         "`auto.leader.rebalance.enable`, `leader.imbalance.per.broker.percentage`",
         ("rebalance:auto_rebalance",),
@@ -401,8 +415,10 @@ SET_ASIDE: tuple[tuple[str, str], ...] = (
         "coordination store plays ZooKeeper (`docs/controller.md`).",
     ),
     (
-        "Follower fetching (KIP-392), rack awareness, tiered storage (KIP-405)",
-        "Not modelled.",
+        "The replica selector and rack awareness (KIP-392's `replica.selector.class`, "
+        "`client.rack`), tiered storage (KIP-405)",
+        "Not modelled: a follower serves a consumer's fetch, but the reader names the "
+        "replica (the final replica reads, `docs/fault-injection.md`) instead of the leader.",
     ),
     (
         "Kafka Connect and Kafka Streams",
