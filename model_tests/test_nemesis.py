@@ -36,6 +36,7 @@ from jepsen_py.nemesis import (
 )
 from jepsen_py.report.spans import collect
 from jepsen_py.runner import TestConfig, check_history, run_test, simulate_run
+from jepsen_py.runner.drive import REPLICA_READS
 
 SERVERS = {"b1", "b2", "b3", "zk"}
 PINNED_LAYOUT = ((1, 2, 3), (1, 2, 3))
@@ -722,7 +723,7 @@ def test_a_follower_whose_log_diverged_shows_it_to_the_replica_reads_alone() -> 
     )
     outcome = run_test(config, 23, reports=False)
     history = list(outcome.history)
-    phase = next(i for i, op in enumerate(history) if op.value == "replica-reads")
+    phase = next(i for i, op in enumerate(history) if op.value == REPLICA_READS)
     assert check_history(history[:phase]).verdict is Verdict.OK
     assert all(
         isinstance(op.value, dict) and "replica" in op.value

@@ -16,6 +16,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -41,6 +42,7 @@ from jepsen_py.runner import (
     swarm_config,
 )
 from jepsen_py.runner.config import SWARM_PACE, swarm_density
+from jepsen_py.runner.drive import REPLICA_READS
 from jepsen_py.scenarios import (
     ACKS_1_LEADER_KILLS,
     JEPSEN_2013,
@@ -368,7 +370,7 @@ def test_unfinished_final_reads_make_the_verdict_unknown_not_valid() -> None:
     # Drop the last final poll (and the replica reads after it): the read-back of that key
     # never reached its end.
     history = list(outcome.history)
-    replicas = next(i for i, op in enumerate(history) if op.value == "replica-reads")
+    replicas = next(i for i, op in enumerate(history) if op.value == REPLICA_READS)
     history = history[:replicas]
     last = max(i for i, op in enumerate(history) if op.f == "poll" and op.type == "ok")
     cut = history[:last]
@@ -581,3 +583,32 @@ def test_the_default_swarm_finds_the_acks_1_loss_at_its_third_seed() -> None:
     assert "acks-leader-failure" in unsafe.check.loss_mechanisms, unsafe.check.loss_mechanisms
     safe = run_test(swarm_config(TestConfig(nemesis=ALL), 3), 3, reports=False)
     assert_safe(safe)
+
+
+def _bug_hunt() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bug_hunt.py"
+    spec = importlib.util.spec_from_file_location("bug_hunt", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_value_at_two_offsets_is_a_loss_retried_unless_the_final_log_holds_both() -> None:
+    # benchmarks/bug_hunt.py: value 7 read at offset 5, lost, and appended again at 8 by the
+    # producer's retry (one copy left in the final read) is part of a loss; both copies
+    # in the final read is the non-idempotent producer's duplicate.
+    def poll(index: int, start: int, records: list[list[int]], final: bool) -> list[Op]:
+        invoke = {"from": start, "final": True} if final else {"from": start}
+        return [
+            Op(index, index, 1, "invoke", "poll", "t-0", invoke),
+            Op(index + 1, index + 1, 1, "ok", "poll", "t-0", {"records": records, "hw": 9}),
+        ]
+
+    read = poll(0, 5, [[5, 7]], final=False)
+    retried = [*read, *poll(2, 0, [[4, 6], [8, 7]], final=True)]
+    twice = [*read, *poll(2, 0, [[5, 7], [8, 7]], final=True)]
+    one_copy_left = _bug_hunt().one_copy_left
+    assert one_copy_left(retried) and not one_copy_left(twice)

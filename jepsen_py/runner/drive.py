@@ -76,6 +76,11 @@ from jepsen_py.nemesis import CATALOGUE, HOLDS, Nemesis, NemesisError, canonical
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.workload import KafkaClients
 
+REPLICA_READS = "replica-reads"
+"""The value of the ``phase`` info op that starts the reads from each replica: the history
+before it is the run as read from the leaders."""
+
+
 # --- the generator of a run -----------------------------------------------------------
 
 
@@ -122,7 +127,7 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
         concat(
             info("phase", "final-reads"),
             clients(final_reads(keys, max_strikes=config.final_strikes)),
-            info("phase", "replica-reads"),
+            info("phase", REPLICA_READS),
             *(
                 clients(replica_reads(keys, b, max_strikes=config.final_strikes))
                 for b in range(1, config.brokers + 1)
