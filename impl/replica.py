@@ -703,9 +703,12 @@ class Replica:
         Kafka 2.4's ``replica.selector.class`` points a consumer with a ``client.rack`` at
         a follower): the records up to the follower's own high watermark, which trails
         the leader's by a fetch; its current leader epoch checked as at the leader
-        (KIP-320). A replica's fetch is the leader's to answer: NOT_LEADER_OR_FOLLOWER.
-        Answered at once, never parked. Nothing changes."""
-        if msg.replica_id != CONSUMER_ID:
+        (KIP-320): a consumer whose metadata still names this broker the leader of an
+        older epoch gets FENCED_LEADER_EPOCH. A replica's fetch is the leader's to answer,
+        and so is a fetch with no epoch (a client before Fetch v11, which Kafka serves from
+        the leader only): NOT_LEADER_OR_FOLLOWER. Answered at once, never parked. Nothing
+        changes."""
+        if msg.replica_id != CONSUMER_ID or msg.current_leader_epoch == ANY_EPOCH:
             out.send(src, self._fetch_response(msg, Errors.NOT_LEADER_OR_FOLLOWER))
             return
         error = self._epoch_error(msg.current_leader_epoch)

@@ -308,6 +308,8 @@ def test_a_follower_serves_a_consumer_up_to_its_own_hw_and_checks_its_epoch():
     assert ahead.error is Errors.UNKNOWN_LEADER_EPOCH, "KIP-320: the follower is behind"
     beyond = only(follower.step("c1", fetch(CONSUMER_ID, 9, epoch=0), 0), FetchResponse)
     assert beyond.error is Errors.OFFSET_OUT_OF_RANGE
+    old = only(follower.step("c1", fetch(CONSUMER_ID, 0), 0), FetchResponse)
+    assert old.error is Errors.NOT_LEADER_OR_FOLLOWER, "no epoch: a client before Fetch v11"
     assert replica_of(follower).leo == 2, "a read changes nothing"
 
 
