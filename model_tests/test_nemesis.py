@@ -687,19 +687,23 @@ def test_a_quick_compound_of_the_leadership_faults_is_the_same_run_from_its_seed
     assert client_ops(first.history) == client_ops(replayed)
 
 
+DOUBLE_FAILOVER = TestConfig(
+    nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
+    max_faults=3,
+    compound=True,
+    compound_hold_ns=0,
+    interval_ns=2 * SECOND,
+    truncation="kip101",
+)
+"""Generic faults nested quickly (``--compound --compound-hold 0s``) under KIP-101's rule."""
+
+
 def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_kip_279() -> None:
     # Generic faults only, nested quickly: a follower cut off from its leader, leadership
     # moved to it and away again inside replica.lag.time.max.ms. Seed 2: with KIP-101's
     # truncation offsets end up with two values (KIP-279's double failover, the
     # explainer's epoch-truncation); with KIP-320's rule the same seed is valid.
-    config = TestConfig(
-        nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
-        max_faults=3,
-        compound=True,
-        compound_hold_ns=0,
-        interval_ns=2 * SECOND,
-        truncation="kip101",
-    )
+    config = DOUBLE_FAILOVER
     diverged = run_test(config, 2, reports=False)
     assert diverged.check.inconsistent_offsets > 0
     assert diverged.check.divergence_mechanisms == ["epoch-truncation"]
@@ -713,14 +717,7 @@ def test_a_follower_whose_log_diverged_shows_it_to_the_replica_reads_alone() -> 
     # records than the leader below the high watermark, and no later failover puts it in
     # front of a consumer. The final read (from the leader) sees one log; reading every
     # replica too (KIP-392's fetch from a follower) shows offsets with two values.
-    config = TestConfig(
-        nemesis=("partition-one-follower", "sigkill-leader", "kill-leader", "transfer-leadership"),
-        max_faults=3,
-        compound=True,
-        compound_hold_ns=0,
-        interval_ns=2 * SECOND,
-        truncation="kip101",
-    )
+    config = DOUBLE_FAILOVER
     outcome = run_test(config, 23, reports=False)
     history = list(outcome.history)
     phase = next(i for i, op in enumerate(history) if op.value == REPLICA_READS)
