@@ -21,22 +21,21 @@ No scenario schedule: each run is exactly ``kmodel test --runs N --seed S --neme
 its subset of faults, their pace and targets), run in this process through the runner API;
 the group workload's runs are ``kmodel test --workload group --nemesis GROUP_FENCE_FAULTS
 --interval 4s --seed S`` (its faults but the application's own, ``pause-partition`` and
-``fail-processing``, which touch no fence). An
-entry is found at the first seed that shows its anomaly (`EXPECTED`, a violation: a lost
-acknowledged write or an offset with two values for the unsafe flags, a duplicate
-without idempotence, any violation for a fence; for the group workload, an invalid run: a
-violated group invariant, or a delivery violation such as a commit regression). A loss
-must be explained by the entry's own mechanism (``jepsen_py.explain``:
+``fail-processing``, which touch no fence). An entry is found at the first seed that shows
+its anomaly (`EXPECTED`, a violation: a lost acknowledged write or an offset with two values
+for the unsafe flags, a duplicate without idempotence (both copies left in the final read:
+`one_copy_left`), any violation for a fence; for the group workload, an invalid run: a
+violated group invariant, or a delivery violation such as a commit regression). A loss must
+be explained by the entry's own mechanism (``jepsen_py.explain``:
 ``unclean-leader-election``, ``acks-leader-failure``, ``hw-truncation``...); for a fence, a
 loss no mechanism explains counts only if the same swarm run with every fence on loses
 nothing. A loss that only mechanisms Kafka's safe configuration is exposed to explain
 (``jepsen_py.explain``: the last replica standing and the leader elected after an unclean
 shutdown or with a damaged disk, closed by KIP-966, and every replica of a write losing
-power) does not count:
-overlapping faults reach those in any configuration. The safe configuration (acks=all,
-min.insync.replicas=2, clean election, KIP-320, idempotence, every fence on) runs the same
-seeds; an invalid run of it not explained so is a false alarm (the explained ones are
-listed on stderr).
+power) does not count: overlapping faults reach those in any configuration. The safe
+configuration (acks=all, min.insync.replicas=2, clean election, KIP-320, idempotence, every
+fence on) runs the same seeds; an invalid run of it not explained so is a false alarm (the
+explained ones are listed on stderr).
 
 Three controller fences cannot show in any history (``docs/controller.md``: with the
 store's conditional writes the brokers order what they apply by leader epoch); each is
