@@ -143,10 +143,11 @@ def test_acks_all_min_isr_2_clean_kip320_keeps_every_acknowledged_write_once_50_
         for name, n in outcome.faults.items():
             faults[name] = faults.get(name, 0) + n
     assert set(faults) == set(ALL), f"every fault ran at least once: {faults}"
-    # 45 seeds were linearizable before the controller resent unanswered LeaderAndIsr
-    # requests (commit 2005954); that change moved seed 18's timing into a stale read, and
-    # 44 have been since (stale reads only in seeds 17, 18, 19, 22, 27, 28).
-    assert len(linearizable) >= 44, f"stale reads only in seeds {stale_only}"
+    # 44 seeds were linearizable while b1 led both partitions at the start; with the
+    # preferred leaders spread over the brokers (Kafka's assignment) 40 are: stale reads of
+    # a deposed leader only in seeds 17, 19, 22, 23, 25, 26, 27, 31, 36 and 49, each
+    # linearizable once its stale polls are left out (checked above).
+    assert len(linearizable) >= 40, f"stale reads only in seeds {stale_only}"
 
 
 def test_a_stale_read_is_the_only_thing_the_stale_read_exemption_forgives() -> None:
@@ -571,17 +572,17 @@ def test_a_zombie_leaders_fetch_response_does_not_reach_its_successors_follower(
 
 
 @pytest.mark.slow
-def test_the_default_swarm_finds_the_acks_1_loss_at_its_third_seed() -> None:
+def test_the_default_swarm_finds_the_acks_1_loss_at_its_first_seed() -> None:
     # benchmarks/bug_hunt.py's acks_1 entry (docs/fault-injection.md): generic faults, no
     # schedule; the same swarm draw with acks=all loses nothing. Every targeted fault added
-    # to the catalogue changes every swarm draw (shutdown-last-isr and reassign-lagging
-    # moved it from seed 2 to seed 3, one fault at a time).
+    # to the catalogue, and the layout of the topic, change every swarm run (seed 2, then
+    # 3; seed 1 since the preferred leaders spread over the brokers).
     unsafe = run_test(
-        swarm_config(TestConfig(nemesis=ALL, acks="1", min_isr=1), 3), 3, reports=False
+        swarm_config(TestConfig(nemesis=ALL, acks="1", min_isr=1), 1), 1, reports=False
     )
     assert unsafe.check.lost_acknowledged_writes > 0, unsafe.command
     assert "acks-leader-failure" in unsafe.check.loss_mechanisms, unsafe.check.loss_mechanisms
-    safe = run_test(swarm_config(TestConfig(nemesis=ALL), 3), 3, reports=False)
+    safe = run_test(swarm_config(TestConfig(nemesis=ALL), 1), 1, reports=False)
     assert_safe(safe)
 
 
