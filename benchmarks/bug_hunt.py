@@ -76,7 +76,7 @@ import attrs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from impl.world import FENCE_BUGS
-from jepsen_py.checker.model import freeze
+from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.result import Verdict
 from jepsen_py.explain import MECHANISMS
 from jepsen_py.generator import SECOND

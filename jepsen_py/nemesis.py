@@ -957,10 +957,7 @@ class Nemesis:
         """Cut the follower ``target[0]`` off from its leader (``links``, focused on as a
         targeted partition's cut is), and move leadership to it ``after_ns`` later; the
         move's outcome goes in the stop's completion (``fired``)."""
-        cut = sorted(links)
-        self.cluster.partition(cut)
-        self.cuts[TRANSFER] = cut
-        self.focus = partition
+        self._hold_cut(TRANSFER, links, partition)
 
         def move() -> None:
             self.fired[TRANSFER] = self._transfer_held(partition, target, {})
@@ -970,7 +967,7 @@ class Nemesis:
             "partition": partition,
             "target": list(target),
             "cut_off": True,
-            "grudge": grudge_of(cut),
+            "grudge": grudge_of(self.cuts[TRANSFER]),
             "after_ns": after_ns,
         }
 
@@ -1053,11 +1050,18 @@ class Nemesis:
             if "leader" not in extra:
                 return armed
             links = cut
-        self.cluster.partition(sorted(links))
-        self.cuts[fault] = sorted(links)
-        if isinstance(extra.get("partition"), int):
-            self.focus = extra["partition"]
+        partition = extra.get("partition")
+        self._hold_cut(fault, links, partition if isinstance(partition, int) else None)
         return {**armed, **extra, "grudge": grudge_of(links)}
+
+    def _hold_cut(self, fault: str, links: Iterable[Link], partition: int | None) -> None:
+        """Cut ``links`` for ``fault`` until `_heal_cut` (its own cut, beside any partition
+        fault's), focused on ``partition`` as a targeted partition's cut is."""
+        cut = sorted(links)
+        self.cluster.partition(cut)
+        self.cuts[fault] = cut
+        if partition is not None:
+            self.focus = partition
 
     def _heal_cut(self, fault: str) -> dict[str, Any]:
         """Heal the links ``fault`` cut (`_make_lag`), but those a running partition fault
