@@ -298,8 +298,10 @@ def explain_divergences(
     ``inconsistent-offsets``, each the ops that read or acknowledged one offset) by the
     replicas' logs: a follower that reconciled with its leader and kept records the
     leader did not have (a `Divergence` of the cluster's ``events``, at or below the
-    offset). Its mechanism is the truncation rule's gap (`_TRUNCATION_MECHANISM`); under
-    KIP-320's rule a divergence is ``unexplained`` (no known gap). A key whose offsets no
+    offset). Its mechanism is the truncation rule's gap (`_TRUNCATION_MECHANISM`; under
+    KIP-320's rule a divergence is ``unexplained``: no known gap), unless the leader's
+    record there was written in an epoch it led twice across an unclean shutdown
+    (`_epoch_led_twice`): then it is that shutdown's, under every rule. A key whose offsets no
     divergence explains gets no explanation here: overwritten offsets also follow a leader
     elected without records others had (`explain_losses` tells that story)."""
     offsets: dict[str, list[int]] = {}
@@ -323,8 +325,8 @@ def explain_divergences(
         )
         if first is None:
             continue
-        name = _TRUNCATION_MECHANISM.get(truncation, "unexplained")
         mine = [e for e in events if _partition(e) in (None, (topic, partition))]
+        name = _epoch_led_twice(first, mine) or _TRUNCATION_MECHANISM.get(truncation, "unexplained")
         explanations.append(
             DivergenceExplanation(
                 key,
@@ -339,6 +341,44 @@ def explain_divergences(
             )
         )
     return explanations
+
+
+def _epoch_led_twice(first: Divergence, events: Sequence[Event]) -> str | None:
+    """The unclean-shutdown mechanism behind ``first`` when its leader's record at the
+    diverging offset was written in an epoch the leader led twice: it led the epoch, lost
+    the records from that offset on in a crash (a power loss, or a damaged disk), came back
+    before any controller handled its failure and led the same epoch again from the shorter
+    log (``_first_leader_without``). Two logs then share one epoch, and a follower holding
+    the first one's records keeps them under every truncation rule, KIP-320's included:
+    the epoch lookup cannot tell them apart. Kafka's safe configuration is exposed to this
+    (KIP-966 closes it: a broker back from an unclean shutdown leaves the ISR). None when
+    the epoch was led once."""
+    epoch, leader, offset = first.leader_record_epoch, first.leader, first.offset
+    led = [
+        e.time
+        for e in events
+        if isinstance(e, Leadership)
+        and e.broker == leader
+        and e.leader_epoch == epoch
+        and e.time <= first.time
+    ]
+    if len(led) < 2:
+        return None
+    between = [e for e in events if led[0] < e.time < led[-1]]
+    crashes = [e for e in between if isinstance(e, Crash) and e.broker == leader]
+    short = any(
+        isinstance(e, Recovery)
+        and e.broker == leader
+        and (end := e.log_end(first.topic, first.partition)) is not None
+        and end <= offset
+        for e in between
+    )
+    if not (crashes and short):
+        return None
+    alone = _isr_at(led[-1], events) == (leader,)
+    if any(e.power_loss for e in crashes):
+        return "last-replica-standing" if alone else "unclean-shutdown-leader"
+    return "last-replica-disk-damage" if alone else "disk-damage-leader"
 
 
 def _common_offset(witness: Sequence[Op]) -> int | None:

@@ -256,3 +256,46 @@ def test_a_divergence_is_named_by_the_truncation_rule_and_only_where_the_logs_di
     assert explain_divergences([witness], [], [elsewhere], truncation="kip101") == []
     above = attrs.evolve(diverged, offset=44)
     assert explain_divergences([witness], [], [above], truncation="kip101") == []
+
+
+def test_a_divergence_from_an_epoch_led_twice_across_a_power_loss_is_an_exposure() -> None:
+    """A leader that led epoch 6, lost its log in a power loss and led epoch 6 again from
+    the shorter log (no controller handled the crash) holds another epoch-6 record at an
+    offset where a follower kept the first log's: every truncation rule keeps it, so the
+    divergence is the unclean shutdown's (KIP-966), not the rule's gap."""
+    from impl.timeline import Divergence, Event
+    from jepsen_py.explain import explain_divergences
+
+    def poll(index: int, value: int) -> Op:
+        return Op(index, index, 0, "ok", "poll", "t-0", {"records": [[0, value]]})
+
+    witness = [poll(1, 7), poll(2, 9)]
+    first_lead = Leadership(1, 1, "t", 0, 6, 6, 5)
+    crash = Crash(2, 1, True, 371, (("t", 0, 14, 12),))
+    recovery = Recovery(3, 1, (("t", 0, 0, 0),))
+    again = Leadership(5, 1, "t", 0, 6, 0, 0)
+    diverged = Divergence(9, 3, "t", 0, 1, 8, 0, 0, 6, 1)
+
+    def mechanism(events: list[Event], truncation: str = "kip279") -> str:
+        (found,) = explain_divergences([witness], [], events, truncation=truncation)
+        return found.mechanism
+
+    others = Election(4, "t", 0, 7, 1, (1, 3), (1, 3))
+    alone = Election(4, "t", 0, 7, 1, (1,), (1, 3))
+    for rule in ("kip279", "kip320"):
+        events = [first_lead, crash, recovery, others, again, diverged]
+        assert mechanism(events, rule) == "unclean-shutdown-leader"
+    assert mechanism([first_lead, crash, recovery, alone, again, diverged]) == (
+        "last-replica-standing"
+    )
+    # the process died with its page cache: a damaged disk cut the log
+    sigkill = attrs.evolve(crash, power_loss=False)
+    assert mechanism([first_lead, sigkill, recovery, others, again, diverged]) == (
+        "disk-damage-leader"
+    )
+    # led once, or led twice with a log that kept the offset: the truncation rule's gap
+    assert mechanism([first_lead, diverged]) == "stale-epoch-truncation"
+    kept = Recovery(3, 1, (("t", 0, 5, 0),))
+    assert mechanism([first_lead, crash, kept, others, again, diverged]) == (
+        "stale-epoch-truncation"
+    )
