@@ -113,8 +113,8 @@ class Cluster(World):
             )
         self.buggify: Buggify | None = None  # the world's start-up is not buggified
         self._held: dict[tuple[str, str], list[Message]] = {}
-        """BUGGIFY: (controller's broker, broker) -> the requests its stalled send thread
-        holds, in order."""
+        """(controller's broker, broker) -> the requests its stalled send thread holds, in
+        order (BUGGIFY's, or a fault's: ``stall_channel``)."""
         self._lag_armed: dict[str, Callable[[str, int], None]] = {}
         """``arm_on_lag``: key -> callback, waiting for an ISR to shrink."""
         self._lag_due: dict[str, Callable[[str, int], None]] = {}
@@ -161,10 +161,11 @@ class Cluster(World):
             del self._held[key]  # the send threads die with the process
 
     def _dispatch(self, src: str, effects: Effects) -> None:
-        """As the world's; with BUGGIFY, a controller's requests to a broker may wait in
-        its stalled send thread (per broker, in order: one connection each)."""
+        """As the world's; a controller's requests to a broker may wait in its stalled send
+        thread (per broker, in order: one connection each), with BUGGIFY or while a fault
+        stalls it (``stall_channel``)."""
         buggify = self.buggify
-        if buggify is None or src not in self._broker_of_node:
+        if (buggify is None and not self._held) or src not in self._broker_of_node:
             World._dispatch(self, src, effects)  # (not super(): it builds an object per call)
             return
         passed = Effects(notes=effects.notes)
@@ -174,6 +175,9 @@ class Cluster(World):
                 if queue is not None:
                     queue.append(msg)
                     continue
+                if buggify is None:
+                    passed.send(dst, msg)
+                    continue
                 delay = buggify.delay(f"controller-send/{src}", RARE_FIRE_PROBABILITY)
                 if delay:
                     self._held[(src, dst)] = [msg]
@@ -181,6 +185,22 @@ class Cluster(World):
                     continue
             passed.send(dst, msg)
         super()._dispatch(src, passed)
+
+    def stall_channel(self, src: str, dst: str) -> None:
+        """The send thread of the controller on broker ``src`` stops sending to broker
+        ``dst``: its LeaderAndIsr and StopReplica requests wait there, in order, until
+        `release_channel`, while ``dst`` goes on fetching and serving with what it knows.
+        Before KIP-291 (Kafka 2.2) a broker read the controller's requests from the same
+        queue as produce and fetch requests, so a busy broker acted on them late; the
+        controller's channel to one broker stalled (``ControllerChannelManager``'s one
+        thread and connection per broker) is the same. A stall ends when ``src`` dies, or
+        when a BUGGIFY stall of the same thread ends."""
+        self._held.setdefault((src, dst), [])
+
+    def release_channel(self, src: str, dst: str) -> None:
+        """End `stall_channel`'s stall: what the thread held goes out now, in order (if
+        ``src`` still runs the controller)."""
+        self._release(ChannelRelease(src, dst))
 
     def _release(self, release: ChannelRelease) -> None:
         """BUGGIFY: a stalled send thread resumes and sends what it held, in order."""
@@ -298,8 +318,10 @@ class Cluster(World):
     ) -> None:
         clock, network, timers = self.clock, self.network, self.timers
         step_node = self._step_node
-        # Without BUGGIFY this cluster's _dispatch is the world's: call that one directly.
+        # Without BUGGIFY and stalls this cluster's _dispatch is the world's: call that one
+        # directly (a stall may start inside this call: a timer's callback).
         dispatch = self._dispatch if self.buggify is not None else super()._dispatch
+        stalls, stalled_dispatch = self._held, self._dispatch
         nodes, paused_nodes = self.nodes, self._paused
         version, paused = -1, cast(tuple[str, ...], ())
         t_timer, timers_version = None, -1
@@ -326,7 +348,10 @@ class Cluster(World):
                 envelope = network.deliver_next()
                 if envelope is not None:
                     dst = envelope.dst
-                    dispatch(dst, step_node(dst, envelope.src, envelope.message))
+                    if stalls:
+                        stalled_dispatch(dst, step_node(dst, envelope.src, envelope.message))
+                    else:
+                        dispatch(dst, step_node(dst, envelope.src, envelope.message))
                     if on_event is not None:
                         on_event()
                 continue

@@ -64,7 +64,10 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   it is still in the ISR until ``replica.lag.time.max.ms`` passes, but has not fetched
   what the leader appended since. A running partition's cut, or one the fault makes
   itself (then it moves leadership a moment later). Its stop gives leadership back while
-  the old leader is still in the ISR and has not truncated: KIP-279's double failover;
+  the old leader is still in the ISR: KIP-279's double failover when the old leader could
+  not truncate to the new one; or, when the fault also stalled the controller's channel
+  to the third replica (which goes on fetching from the old leader in its old epoch) and
+  the old leader did truncate, KAFKA-6880's stale follower, which KIP-320 fences;
 - ``shutdown-last-isr``: a controlled shutdown (``controlled.shutdown.enable``) of the
   leader of a partition whose ISR has shrunk while a replica it dropped runs (the smallest
   such ISR): the controller must hand its leadership to another ISR member, never to that
@@ -370,10 +373,16 @@ TRANSFER_DELAY_MS = (200, 1500)
 this long after the cut (drawn in milliseconds): meanwhile the leader appends records the
 follower misses (the acks=all producers' batches, waiting for it)."""
 
+LIFT_AFTER_MOVE_NS = 500 * MILLISECOND
+"""When ``transfer-leadership`` stalls a follower's controller channel (KIP-320's stale
+follower), it lifts the one-way cut that made its target lag this long after the move:
+once the target leads, the old leader truncates to it (a round trip between the two)."""
+
 GIVE_BACK_HEAL_NS = 1000 * MILLISECOND
-"""How long after giving leadership back ``transfer-leadership`` heals its own cut: the old
-leader, which never reached the follower it lost leadership to, takes over again before it
-can truncate to it (KIP-279's window)."""
+"""How long after giving leadership back ``transfer-leadership`` heals its own cut and ends
+its stall: the old leader, which never reached the follower it lost leadership to, takes
+over again before it can truncate to it (KIP-279's window); a stale follower fetches from
+it in its old epoch before it hears of the change."""
 
 REASSIGNS = ("reassign", "reassign-lagging")
 """The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
@@ -480,6 +489,24 @@ def links_of(grudge: Mapping[str, Sequence[str]]) -> frozenset[Link]:
     return frozenset((src, dst) for dst, srcs in grudge.items() for src in srcs)
 
 
+@attrs.frozen
+class _TransferPlan:
+    """How ``transfer-leadership`` moves one partition's leadership to ``target`` and
+    back (`Nemesis._cut_then_transfer`): the links it cuts first, those it heals at the
+    move, and the controller channel it stalls (controller's broker, follower), if any."""
+
+    partition: int
+    target: int
+    links: frozenset[Link]
+    lift: frozenset[Link] = frozenset()
+    stall: tuple[str, str] | None = None
+
+
+def _both_ways(a: str, b: str) -> frozenset[Link]:
+    """The two links between nodes ``a`` and ``b``."""
+    return frozenset({(a, b), (b, a)})
+
+
 def network_for(faults: Sequence[str], base: NetworkConfig | None = None) -> NetworkConfig:
     """The network a run with ``faults`` is built with: ``base`` (default: the simulator's
     default), or, with ``reorder``, the same without per-link order and a constant delay."""
@@ -514,6 +541,9 @@ class Nemesis:
         """An armed fault (`ARMED_ON_LAG`) that acted -> what it did, for its stop."""
         self.cuts: dict[str, list[Link]] = {}
         """A fault that made its own lag (`ARMED_ON_LAG`) -> the links it cut, for its stop."""
+        self.stalls: dict[str, tuple[str, str]] = {}
+        """A fault that stalled a controller channel -> (controller's broker, broker): it
+        ends with the fault's cut (`_heal_cut`)."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -616,13 +646,7 @@ class Nemesis:
             # from the leader only, the follower still hears the controller (its ISR
             # changes, its promotion); cut off from a leader that is the controller, it
             # would hear neither.
-            controller = self.controller()
-            others = [
-                p
-                for p, state in self._partition_states()
-                if state.leader != NO_LEADER and broker_node(state.leader) != controller
-            ]
-            partition, leader = self.leader(self._draw(others) if others else None)
+            partition, leader = self.leader(self._led_apart_from_controller())
             followers = [b for b in self.brokers if b != leader]
             node = followers[self.rng.randrange(len(followers))]
             if leader is None:
@@ -630,8 +654,11 @@ class Nemesis:
             links = frozenset({(node, leader), (leader, node)})
             return links, {"node": node, "leader": leader, "partition": partition}
         if shape == "stale-follower":
+            # A partition whose leader is not the controller, when there is one: cut off
+            # from the controller, the follower goes on fetching from its leader; cut off
+            # from a leader that is the controller, it would fetch nothing.
             controller = self.controller()
-            partition, leader = self.leader()
+            partition, leader = self.leader(self._led_apart_from_controller())
             followers = [b for b in self.brokers if b not in (leader, controller)]
             if controller is None or not followers:
                 return isolate_links(servers, order[0]), {"node": order[0]}
@@ -799,6 +826,17 @@ class Nemesis:
         states = self.cluster.store.partitions
         return [(p, states[(t, p)]) for t, p in sorted(states) if t == topic]
 
+    def _led_apart_from_controller(self) -> int | None:
+        """A partition drawn among those led by a broker other than the controller's;
+        None when none is."""
+        controller = self.controller()
+        others = [
+            p
+            for p, state in self._partition_states()
+            if state.leader != NO_LEADER and broker_node(state.leader) != controller
+        ]
+        return self._draw(others) if others else None
+
     def _draw(self, items: Sequence[Any]) -> Any:
         return items[self.rng.randrange(len(items))]
 
@@ -883,12 +921,26 @@ class Nemesis:
         ISR member cut off from its leader: it still counts as in sync until
         ``replica.lag.time.max.ms`` passes, so it is eligible, yet it has not fetched what
         the leader appended since the cut. A running partition fault's cut when there is
-        one; else the fault cuts one off itself (`_cut_then_transfer`), of a partition whose
-        leader and follower are not the controller's broker (both must hear it), and moves
-        leadership there `TRANSFER_DELAY_MS` later. Its stop gives leadership back
-        (`_stop_transfer`): leadership moving there and away again before the ISR shrinks
-        is KIP-279's double failover. With no such pair, any running ISR follower of a
-        partition drawn at random. A follower the controller cannot reach is never chosen:
+        one; else the fault makes one itself (`_cut_then_transfer`), drawn among two
+        plans (`_TransferPlan`) over the partitions it may act on:
+
+        - KIP-279's double failover: a follower, leader and follower not the controller's
+          broker (both must hear it), cut off from its leader; leadership moves there
+          `TRANSFER_DELAY_MS` later, and the old leader, which cannot reach it, keeps the
+          records it appended meanwhile;
+        - KIP-320's stale follower: the controller's channel to the third replica stalls
+          (``Cluster.stall_channel``: it hears no LeaderAndIsr and goes on fetching from
+          the leader it knows); the target, the controller's broker or a follower of the
+          controller, lags behind a one-way cut toward the controller's broker that its
+          requests still cross; leadership moves there `TRANSFER_DELAY_MS` later, the cut
+          lifts `LIFT_AFTER_MOVE_NS` after, and the old leader truncates to the new one.
+
+        Its stop gives leadership back (`_stop_transfer`): leadership moving there and away
+        again before the ISR shrinks is KIP-279's double failover, and, with a stale
+        follower, KAFKA-6880's: the follower fetches from the old leader again, in its old
+        epoch, on top of records the old leader truncated. With no plan, any running ISR
+        follower of a partition drawn at random. A follower the controller cannot reach is
+        never chosen:
         it would not hear of its promotion."""
         self._heal_pending_cut()
         topic = self.cluster.config.topic
@@ -896,7 +948,12 @@ class Nemesis:
             partition, target = int(given["partition"]), tuple(given["target"])
             if "grudge" in given and "after_ns" in given:
                 links = links_of(given["grudge"])
-                return self._cut_then_transfer(partition, target, links, int(given["after_ns"]))
+                lift = links_of(given.get("lift", {}))
+                after = int(given["after_ns"])
+                stall = given.get("stall")
+                return self._cut_then_transfer(
+                    partition, target, links, after, lift, tuple(stall) if stall else None
+                )
             out: dict[str, Any] = {"partition": partition, "target": list(target)}
             return self._transfer_held(partition, target, out)
         network = self.cluster.network
@@ -907,7 +964,7 @@ class Nemesis:
             return a is not None and (network.is_blocked(a, b) or network.is_blocked(b, a))
 
         candidates: list[tuple[bool, int, int, tuple[int, ...]]] = []
-        uncut: list[tuple[int, int, str]] = []
+        plans: list[_TransferPlan] = []
         for p, state in self._partition_states():
             if state.leader == NO_LEADER:
                 continue
@@ -919,19 +976,44 @@ class Nemesis:
                 if apart(controller, node):
                     continue  # it would never hear the LeaderAndIsr that promotes it
                 candidates.append((apart(leader, node), p, b, tuple(state.replicas)))
-                if controller not in (node, leader) and not apart(leader, node):
-                    uncut.append((p, b, leader))
+                if controller is None or apart(leader, node):
+                    continue
+                lags = _both_ways(node, leader)
+                if controller not in (node, leader):
+                    # KIP-279's double failover: the target, cut off from the leader,
+                    # misses what it appends; the old leader cannot truncate to it.
+                    plans.append(_TransferPlan(p, b, lags))
+                if controller not in (node, leader):
+                    continue
+                # KIP-320's stale follower: the third replica, its controller channel
+                # stalled, goes on fetching from the leader it knows while leadership
+                # moves to the target and back. The target lags: what the other of the
+                # two sends to the controller's broker is cut off (the target's fetch
+                # responses, or its fetches) until shortly after the move, which the
+                # controller's requests still carry; the old leader then truncates to it.
+                other = leader if controller == node else node
+                toward = frozenset({(other, controller)})
+                for r in state.replicas:
+                    third = broker_node(r)
+                    if r in (b, state.leader) or self._state(third) is not running:
+                        continue
+                    if not apart(leader, third):
+                        plans.append(_TransferPlan(p, b, toward, toward, (controller, third)))
         if not candidates:
             return {"skipped": "no partition has a running ISR follower"}
+        if any(c[1] == self.focus for c in candidates):
+            # A running targeted partition's: leadership moves where its cut acts.
+            candidates = [c for c in candidates if c[1] == self.focus]
+            plans = [plan for plan in plans if plan.partition == self.focus]
         cut_off = [c for c in candidates if c[0]]
-        if not cut_off and uncut:
-            partition, chosen, leader = self._draw(uncut)
-            replicas = tuple(self.cluster.store.partitions[(topic, partition)].replicas)
-            target = (chosen, *(r for r in replicas if r != chosen))
-            node = broker_node(chosen)
-            links = frozenset({(node, leader), (leader, node)})
+        if not cut_off and plans:
+            plan = self._draw(plans)
+            replicas = tuple(self.cluster.store.partitions[(topic, plan.partition)].replicas)
+            target = (plan.target, *(r for r in replicas if r != plan.target))
             after = self.rng.randint(*TRANSFER_DELAY_MS) * MILLISECOND
-            return self._cut_then_transfer(partition, target, links, after)
+            return self._cut_then_transfer(
+                plan.partition, target, plan.links, after, plan.lift, plan.stall
+            )
         cut, partition, chosen, replicas = self._draw(cut_off or candidates)
         target = (chosen, *(r for r in replicas if r != chosen))
         out = {"partition": partition, "target": list(target), "cut_off": cut}
@@ -953,23 +1035,40 @@ class Nemesis:
         target: tuple[int, ...],
         links: Iterable[Link],
         after_ns: int,
+        lift: frozenset[Link] = frozenset(),
+        stall: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Cut the follower ``target[0]`` off from its leader (``links``, focused on as a
-        targeted partition's cut is), and move leadership to it ``after_ns`` later; the
-        move's outcome goes in the stop's completion (``fired``)."""
+        """Cut ``links`` (``target[0]``, the follower leadership moves to, off from its
+        leader, one way or both), focused on as a targeted partition's cut is, stall the
+        controller's channel ``stall`` (its broker, a follower: ``Cluster.stall_channel``)
+        if given, and move leadership to ``target[0]`` ``after_ns`` later; ``lift``, links
+        of the cut, heal `LIFT_AFTER_MOVE_NS` after the move (the old leader then truncates
+        to the new one). The move's outcome goes in the stop's completion (``fired``). The
+        stall ends with the cut (`_heal_cut`)."""
         self._hold_cut(TRANSFER, links, partition)
+        if stall is not None:
+            self.cluster.stall_channel(*stall)
+            self.stalls[TRANSFER] = stall
 
         def move() -> None:
             self.fired[TRANSFER] = self._transfer_held(partition, target, {})
+            if lift:
+                at = self.cluster.clock.now + LIFT_AFTER_MOVE_NS
+                self.cluster.call_at(at, f"{TRANSFER}/lift", lambda: self._lift_cut(TRANSFER, lift))
 
         self.cluster.call_at(self.cluster.clock.now + after_ns, f"{TRANSFER}/move", move)
-        return {
+        done = {
             "partition": partition,
             "target": list(target),
             "cut_off": True,
             "grudge": grudge_of(self.cuts[TRANSFER]),
             "after_ns": after_ns,
         }
+        if lift:
+            done["lift"] = grudge_of(sorted(lift))
+        if stall is not None:
+            done["stall"] = list(stall)
+        return done
 
     def _transfer(
         self, partition: int, target: tuple[int, ...], out: dict[str, Any]
@@ -991,6 +1090,7 @@ class Nemesis:
         fault's own cut heals `GIVE_BACK_HEAL_NS` after a give-back (the old leader must not
         reach the follower before it leads again), else now."""
         self.cluster.cancel_call(f"{TRANSFER}/move")
+        self.cluster.cancel_call(f"{TRANSFER}/lift")
         fired = self.fired.pop(TRANSFER, None)
         done = {} if fired is None else {"fired": fired}
         moved = self.active.pop(TRANSFER, None)
@@ -1063,18 +1163,35 @@ class Nemesis:
         if partition is not None:
             self.focus = partition
 
-    def _heal_cut(self, fault: str) -> dict[str, Any]:
-        """Heal the links ``fault`` cut (`_make_lag`), but those a running partition fault
-        holds too; the completion's part."""
-        cut = self.cuts.pop(fault, None)
+    def _lift_cut(self, fault: str, links: frozenset[Link]) -> None:
+        """Heal ``links`` of ``fault``'s own cut (`_hold_cut`) now, but those a running
+        partition fault holds too; the rest of the cut stays."""
+        cut = self.cuts.get(fault)
         if cut is None:
-            return {}
-        held = {
+            return
+        self.cuts[fault] = [link for link in cut if link not in links]
+        held = self._held_by_partitions()
+        self.cluster.network.unblock(link for link in links if link not in held)
+
+    def _held_by_partitions(self) -> set[Link]:
+        """The links the running partition faults cut."""
+        return {
             link
             for name, links in self.active.items()
             if CATALOGUE[name].group == "partition"
             for link in links
         }
+
+    def _heal_cut(self, fault: str) -> dict[str, Any]:
+        """Heal the links ``fault`` cut (`_make_lag`), but those a running partition fault
+        holds too; the completion's part."""
+        stall = self.stalls.pop(fault, None)
+        if stall is not None:
+            self.cluster.release_channel(*stall)
+        cut = self.cuts.pop(fault, None)
+        if cut is None:
+            return {}
+        held = self._held_by_partitions()
         self.cluster.network.unblock(link for link in cut if link not in held)
         if not held and not self.cuts:
             self.focus = None

@@ -230,3 +230,25 @@ def test_the_topic_spreads_its_preferred_leaders_unless_an_assignment_is_given()
     given = Cluster(ClusterConfig(partitions=2, replica_assignment=((3, 1, 2), (3, 2, 1))), 1)
     given.run_until(seconds(2))
     assert [given.store.partitions[("t", p)].leader for p in range(2)] == [3, 3]
+
+
+def test_a_stalled_controller_channel_holds_its_requests_until_released():
+    # The controller (b1) moves t-0's leadership to b2 while its channel to b3 is stalled:
+    # b3 goes on following b1 in the old epoch until the release delivers the held
+    # requests, in order.
+    cluster = Cluster(ClusterConfig(partitions=1), 1)
+    cluster.run_until(seconds(2))
+    assert cluster.store.controller == 1
+    before = replica_of(cluster, 3).leader_epoch
+    cluster.stall_channel("b1", "b3")
+    assert cluster.reassign(0, (2, 1, 3)) == "NONE"
+    assert cluster.preferred_election(0) == 1
+    cluster.run_until(cluster.clock.now + seconds(2))
+    state = cluster.store.partitions[("t", 0)]
+    assert state.leader == 2 and state.leader_epoch > before
+    assert replica_of(cluster, 3).leader_epoch == before, "b3 heard nothing"
+    assert replica_of(cluster, 1).leader == 2, "the other brokers did"
+    cluster.release_channel("b1", "b3")
+    cluster.run_until(cluster.clock.now + ms(500))
+    stale = replica_of(cluster, 3)
+    assert (stale.leader, stale.leader_epoch) == (2, state.leader_epoch)
