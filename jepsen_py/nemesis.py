@@ -978,12 +978,10 @@ class Nemesis:
                 candidates.append((apart(leader, node), p, b, tuple(state.replicas)))
                 if controller is None or apart(leader, node):
                     continue
-                lags = _both_ways(node, leader)
                 if controller not in (node, leader):
                     # KIP-279's double failover: the target, cut off from the leader,
                     # misses what it appends; the old leader cannot truncate to it.
-                    plans.append(_TransferPlan(p, b, lags))
-                if controller not in (node, leader):
+                    plans.append(_TransferPlan(p, b, _both_ways(node, leader)))
                     continue
                 # KIP-320's stale follower: the third replica, its controller channel
                 # stalled, goes on fetching from the leader it knows while leadership
@@ -1184,7 +1182,7 @@ class Nemesis:
 
     def _heal_cut(self, fault: str) -> dict[str, Any]:
         """Heal the links ``fault`` cut (`_make_lag`), but those a running partition fault
-        holds too; the completion's part."""
+        holds too, and end the controller channel it stalled; the completion's part."""
         stall = self.stalls.pop(fault, None)
         if stall is not None:
             self.cluster.release_channel(*stall)
