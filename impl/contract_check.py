@@ -79,12 +79,24 @@ def crosshair_check(
     return bad, stats["num_paths"]
 
 
-def crosshair_diff(f: Callable[..., Any], g: Callable[..., Any], seconds: float) -> list[Any]:
+def crosshair_diff(
+    f: Callable[..., Any],
+    g: Callable[..., Any],
+    seconds: float,
+    max_iterations: int | None = None,
+) -> list[Any]:
     """CrossHair's ``diffbehavior``: the inputs found (within ``seconds`` per condition) on
-    which ``f`` and ``g`` return differently; empty when none was found."""
+    which ``f`` and ``g`` return differently; empty when none was found.
+
+    ``diffbehavior`` searches until its budget runs out, even after a difference. A test that
+    must find one bounds the search by ``max_iterations`` (paths, split between the two
+    argument orders) and gives ``seconds`` as a ceiling that only a failing search reaches:
+    the same paths are explored however loaded the machine is."""
     options = DEFAULT_OPTIONS.overlay(
         AnalysisOptionSet(per_condition_timeout=seconds, per_path_timeout=max(seconds / 4, 0.5))
     )
+    if max_iterations is not None:
+        options = options.overlay(AnalysisOptionSet(max_iterations=max_iterations))
     diffs = diff_behavior(FunctionInfo.from_fn(f), FunctionInfo.from_fn(g), options)
     if isinstance(diffs, str):
         raise ValueError(
