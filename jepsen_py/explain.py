@@ -366,17 +366,31 @@ def _epoch_led_twice(first: Divergence, events: Sequence[Event]) -> str | None:
         return None
     between = [e for e in events if led[0] < e.time < led[-1]]
     crashes = [e for e in between if isinstance(e, Crash) and e.broker == leader]
-    short = any(
-        isinstance(e, Recovery)
-        and e.broker == leader
-        and (end := e.log_end(first.topic, first.partition)) is not None
-        and end <= offset
-        for e in between
-    )
-    if not (crashes and short):
+    if not (crashes and _recovered_short(between, leader, first.topic, first.partition, offset)):
         return None
     alone = _isr_at(led[-1], events) == (leader,)
-    if any(e.power_loss for e in crashes):
+    return _crash_mechanism(any(e.power_loss for e in crashes), alone)
+
+
+def _recovered_short(
+    events: Sequence[Event], broker: int, topic: str, partition: int, offset: int
+) -> bool:
+    """Whether ``broker`` recovered, among ``events``, a log of ``partition`` ending at or
+    before ``offset``: a crash took the record there."""
+    return any(
+        isinstance(e, Recovery)
+        and e.broker == broker
+        and (end := e.log_end(topic, partition)) is not None
+        and end <= offset
+        for e in events
+    )
+
+
+def _crash_mechanism(power_loss: bool, alone: bool) -> str:
+    """The mechanism of a leader that lost records in a crash and led again: by a power
+    loss (its unflushed page cache gone) or else a damaged disk, and as the only ISR member
+    (KIP-966's last replica standing) or not."""
+    if power_loss:
         return "last-replica-standing" if alone else "unclean-shutdown-leader"
     return "last-replica-disk-damage" if alone else "disk-damage-leader"
 
@@ -514,32 +528,22 @@ def _explain_one(
     if election is not None and not election.clean:
         return "unclean-leader-election", root, story
     between = [e for e in events if start <= e.time <= root.time]
-    recovered_short = any(
-        isinstance(e, Recovery)
-        and e.broker == root.broker
-        and (end := e.log_end(topic, partition)) is not None
-        and end <= o
-        for e in between
-    )
+    recovered_short = _recovered_short(between, root.broker, topic, partition, o)
     crashes = [e for e in between if isinstance(e, Crash) and e.broker == root.broker]
     lost_power = recovered_short and any(e.power_loss for e in crashes)
     if recovered_short and crashes and not lost_power:
         # The process died with its page cache kept, yet recovery found the log shorter:
         # its disk was damaged (a cut segment, a corrupt batch recovery truncated at).
         isr = _isr_before(root, election, events, resumed)
-        if tuple(isr) == (root.broker,):
-            return "last-replica-disk-damage", root, story
-        return "disk-damage-leader", root, story
+        return _crash_mechanism(False, tuple(isr) == (root.broker,)), root, story
     if lost_power:
         holders = _holders_at(write, ack, events, root)
         if len(holders) > 1 and all(
-            _lost_in_power_loss(b, o, between, topic, partition) for b in holders
+            _recovered_short(between, b, topic, partition, o) for b in holders
         ):
             return "correlated-power-loss", root, story
         isr = _isr_before(root, election, events, resumed)
-        if tuple(isr) == (root.broker,):
-            return "last-replica-standing", root, story
-        return "unclean-shutdown-leader", root, story
+        return _crash_mechanism(True, tuple(isr) == (root.broker,)), root, story
     # The truncation may come before the acknowledgement: without KIP-320's fencing a
     # leader counts a fetch its follower sent before truncating (the follower's log end
     # as it was), advances the high watermark past what the follower still holds, and
@@ -649,18 +653,6 @@ def _holders_at(
 ) -> list[int]:
     """The replicas in the ISR when the write was acknowledged (acks=all: each held it)."""
     return sorted(_isr_at(ack.time, events)) if ack is not None else [root.broker]
-
-
-def _lost_in_power_loss(
-    broker: int, offset: int, events: Sequence[Event], topic: str, partition: int
-) -> bool:
-    return any(
-        isinstance(e, Recovery)
-        and e.broker == broker
-        and (end := e.log_end(topic, partition)) is not None
-        and end <= offset
-        for e in events
-    )
 
 
 def _story(
