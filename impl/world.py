@@ -532,6 +532,19 @@ class World:
             )
         return b
 
+    def log_end_offset(
+        self, broker_id: int, partition: int, topic: str | None = None
+    ) -> int | None:
+        """What broker ``broker_id``'s ``kafka.log:type=Log,name=LogEndOffset`` gauge reads
+        for its replica of ``partition`` (of the run's topic by default): the replica's log
+        end offset, or None when the broker is not running or holds no such replica. A
+        nemesis reads it as an operator reads a broker's metrics."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or not self.running(self.broker_names[broker_id]):
+            return None
+        replica = broker.replica(topic or self.config.topic, partition)
+        return None if replica is None else replica.leo
+
     def _offsets_leader(self, partition: int) -> int | None:
         leader = self.store.partitions[(CONSUMER_OFFSETS, partition)].leader
         return None if leader == NO_LEADER else leader

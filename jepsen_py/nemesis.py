@@ -373,6 +373,24 @@ TRANSFER_DELAY_MS = (200, 1500)
 this long after the cut (drawn in milliseconds): meanwhile the leader appends records the
 follower misses (the acks=all producers' batches, waiting for it)."""
 
+TRANSFER_AIM_NS = 2000 * MILLISECOND
+"""How much longer than its drawn delay ``transfer-leadership``'s own move may wait for the
+records it is aimed at: the replica the move leaves behind its target (the old leader; with
+a stale follower, that follower) holding records the target lacks, as the brokers'
+``LogEndOffset`` gauges show (``Cluster.log_end_offset``), checked every
+`TRANSFER_AIM_POLL_NS`. With a few clients, each waiting on one send, a delay can pass with
+nothing appended, and then the move leaves no records for the logs to part on. When the
+wait runs out, it moves anyway."""
+
+TRANSFER_AIM_POLL_NS = 50 * MILLISECOND
+
+TRANSFER_AIM_RECORDS = 2
+"""How many records the replica left behind must hold past the target for the aimed move.
+Records the old leader appended and the target lacks are the acks=all producers' batches
+still waiting; the idempotent producers send them again to the new leader. One alone comes
+back first, to the same offset, so the logs then part on leader epochs only, not on values;
+of two or more, sent by different producers, the new leader may append another first."""
+
 LIFT_AFTER_MOVE_NS = 500 * MILLISECOND
 """When ``transfer-leadership`` stalls a follower's controller channel (KIP-320's stale
 follower), it lifts the one-way cut that made its target lag this long after the move:
@@ -383,6 +401,20 @@ GIVE_BACK_HEAL_NS = 1000 * MILLISECOND
 its stall: the old leader, which never reached the follower it lost leadership to, takes
 over again before it can truncate to it (KIP-279's window); a stale follower fetches from
 it in its old epoch before it hears of the change."""
+
+SETTLES: dict[str, int] = {
+    TRANSFER: TRANSFER_DELAY_MS[1] * MILLISECOND
+    + TRANSFER_AIM_NS
+    + LIFT_AFTER_MOVE_NS
+    + 500 * MILLISECOND
+}
+"""Faults that play out over steps of their own, each -> the least time from its start to
+the schedule's next op (``jepsen_py.generator.nemesis_schedule(settles=...)``):
+``transfer-leadership``'s own move comes at most `TRANSFER_DELAY_MS` plus `TRANSFER_AIM_NS`
+after its start, its cut lifts `LIFT_AFTER_MOVE_NS` later, and the old leader then needs a
+round trip to truncate. A stop sooner calls the move off or gives leadership back before
+the old leader truncated; a fault started sooner (a partition, a kill) lands in the middle
+of it."""
 
 REASSIGNS = ("reassign", "reassign-lagging")
 """The faults that start a KIP-455 reassignment and cancel it, unfinished, at their stop."""
@@ -1041,20 +1073,37 @@ class Nemesis:
         controller's channel ``stall`` (its broker, a follower: ``Cluster.stall_channel``)
         if given, and move leadership to ``target[0]`` ``after_ns`` later; ``lift``, links
         of the cut, heal `LIFT_AFTER_MOVE_NS` after the move (the old leader then truncates
-        to the new one). The move's outcome goes in the stop's completion (``fired``). The
+        to the new one). The move is aimed: it waits up to `TRANSFER_AIM_NS` more for the
+        replica it leaves behind (the stalled follower, else the old leader) to hold records
+        the target lacks. The move's outcome goes in the stop's completion (``fired``). The
         stall ends with the cut (`_heal_cut`)."""
         self._hold_cut(TRANSFER, links, partition)
         if stall is not None:
             self.cluster.stall_channel(*stall)
             self.stalls[TRANSFER] = stall
+        topic = self.cluster.config.topic
+        left_behind = (
+            self.cluster.broker_id(stall[1])
+            if stall is not None
+            else self.cluster.store.partitions[(topic, partition)].leader
+        )
+        due = self.cluster.clock.now + after_ns
+        deadline = due + TRANSFER_AIM_NS
 
         def move() -> None:
-            self.fired[TRANSFER] = self._transfer_held(partition, target, {})
+            now = self.cluster.clock.now
+            if now < deadline and not self._holds_more(partition, left_behind, target[0]):
+                self.cluster.call_at(now + TRANSFER_AIM_POLL_NS, f"{TRANSFER}/move", move)
+                return
+            self.fired[TRANSFER] = {
+                **self._transfer_held(partition, target, {}),
+                "waited_ns": now - due,
+            }
             if lift:
-                at = self.cluster.clock.now + LIFT_AFTER_MOVE_NS
+                at = now + LIFT_AFTER_MOVE_NS
                 self.cluster.call_at(at, f"{TRANSFER}/lift", lambda: self._lift_cut(TRANSFER, lift))
 
-        self.cluster.call_at(self.cluster.clock.now + after_ns, f"{TRANSFER}/move", move)
+        self.cluster.call_at(due, f"{TRANSFER}/move", move)
         done = {
             "partition": partition,
             "target": list(target),
@@ -1067,6 +1116,14 @@ class Nemesis:
         if stall is not None:
             done["stall"] = list(stall)
         return done
+
+    def _holds_more(self, partition: int, ahead: int, behind: int) -> bool:
+        """Whether broker ``ahead``'s replica of ``partition`` ends `TRANSFER_AIM_RECORDS` or
+        more past broker ``behind``'s (their ``LogEndOffset`` gauges); False when either
+        cannot be read."""
+        a = self.cluster.log_end_offset(ahead, partition)
+        b = self.cluster.log_end_offset(behind, partition)
+        return a is not None and b is not None and a >= b + TRANSFER_AIM_RECORDS
 
     def _transfer(
         self, partition: int, target: tuple[int, ...], out: dict[str, Any]
@@ -1635,6 +1692,8 @@ __all__ = [
     "ALIASES",
     "ALL",
     "CATALOGUE",
+    "HOLDS",
+    "SETTLES",
     "TARGETED",
     "Fault",
     "Nemesis",

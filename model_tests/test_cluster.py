@@ -252,3 +252,17 @@ def test_a_stalled_controller_channel_holds_its_requests_until_released():
     cluster.run_until(cluster.clock.now + ms(500))
     stale = replica_of(cluster, 3)
     assert (stale.leader, stale.leader_epoch) == (2, state.leader_epoch)
+
+
+def test_the_log_end_offset_gauge_reads_a_running_brokers_replica_only():
+    # What an operator reads from each broker's LogEndOffset metric: the replica's LEO;
+    # nothing from a broker that is down, or for a partition it does not host.
+    cluster = Cluster(ClusterConfig(partitions=1), 1)
+    cluster.run_until(seconds(2))
+    for i in range(3):
+        cluster.client_send("p1", None, str(i).encode())
+        cluster.run_until(cluster.clock.now + ms(100))
+    assert [cluster.log_end_offset(b, 0) for b in (1, 2, 3)] == [3, 3, 3]
+    assert cluster.log_end_offset(1, 5) is None
+    cluster.crash("b2")
+    assert cluster.log_end_offset(2, 0) is None

@@ -406,6 +406,34 @@ def test_the_op_after_a_held_fault_starts_waits_its_hold(max_active: int) -> Non
     assert held > 3
 
 
+@pytest.mark.parametrize("max_active", [1, 3])
+def test_the_op_after_a_settling_fault_starts_comes_no_sooner_than_its_settle(
+    max_active: int,
+) -> None:
+    # A fault that plays out over steps of its own (leadership moved, then a cut lifted)
+    # gets at least its settle before the next op: a shorter gap is stretched to it, a
+    # longer one kept (unlike a hold, which adds to every gap).
+    faults = ["kill", "transfer-leadership", "pause"]
+    settle = 5 * SECOND // 2
+    sched = g.nemesis_schedule(
+        faults, 2 * SECOND, seed=7, max_active=max_active, settles={"transfer-leadership": settle}
+    )
+    plain = g.nemesis_schedule(faults, 2 * SECOND, seed=7, max_active=max_active)
+    ops = g.simulate(sched, 2, until=300 * SECOND).ops()
+    gaps = [
+        inv.time - before.time
+        for before, inv in itertools.pairwise(ops)
+        if before.f == "start-transfer-leadership"
+    ]
+    assert len(gaps) > 3 and min(gaps) >= settle
+    assert max(gaps) > settle, "a gap longer than the settle is kept, not replaced"
+    assert max(gaps) <= 3 * SECOND, "nothing added to a gap already longer"
+    # The same draws: only the gaps after the settling fault's starts move.
+    assert [i.f for i in ops] == [i.f for i in g.simulate(plain, 2, until=300 * SECOND).ops()][
+        : len(ops)
+    ]
+
+
 def test_heal_stops_every_fault() -> None:
     sim = g.simulate(g.heal(["partition", "kill", "pause"]), 1)
     assert [(i.thread, i.f) for i in sim.ops()] == [

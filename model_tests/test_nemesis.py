@@ -22,6 +22,8 @@ from jepsen_py.nemesis import (
     ARMED_ON_LAG,
     CATALOGUE,
     TARGETED,
+    TRANSFER_AIM_NS,
+    TRANSFER_AIM_POLL_NS,
     Nemesis,
     NemesisError,
     ScheduleStep,
@@ -297,9 +299,10 @@ def test_with_no_follower_cut_off_the_transfer_leaves_a_stale_follower_fetching(
     # Kafka's default layout: b1 leads t-0 and is the controller. The transfer stalls the
     # controller's channel to t-0's follower b3 (KIP-320's stale follower: it hears no
     # LeaderAndIsr but goes on fetching from b1), cuts what b2 sends to b1 (b2 lags, yet
-    # hears the controller), moves leadership to b2, lifts that cut half a second later
-    # (b1 truncates to b2), and its stop gives leadership back to b1; b3 hears of every
-    # change only when the stall ends, a second after the give-back.
+    # hears the controller), moves leadership to b2 once b3 holds two records b2 lacks,
+    # lifts that cut half a second later (b1 truncates to b2), and its stop gives
+    # leadership back to b1; b3 hears of every change only when the stall ends, a second
+    # after the give-back.
     cluster = busy_cluster(("transfer-leadership",), replica_assignment=None)
     topic = cluster.config.topic
     nemesis = Nemesis(cluster, random.Random(2))
@@ -316,13 +319,21 @@ def test_with_no_follower_cut_off_the_transfer_leaves_a_stale_follower_fetching(
 
     before = stale()
     cluster.run_until(cluster.clock.now + start["after_ns"] + SECOND // 5)
+    assert cluster.store.partitions[(topic, 0)].leader == 1, "aimed: nothing b2 lacks yet"
+    for producer in ("p1", "p2", "p3"):  # each waits for b2, which fetches nothing now
+        cluster.client_send(producer, b"k3", producer.encode())
+        cluster.run_until(cluster.clock.now + 20 * MILLISECOND)
+    leo = {b: cluster.log_end_offset(b, 0) or 0 for b in (1, 2, 3)}
+    assert leo[1] >= leo[3] >= leo[2] + 2, leo
+    cluster.run_until(cluster.clock.now + TRANSFER_AIM_POLL_NS + SECOND // 5)
     moved = cluster.store.partitions[(topic, 0)]
     assert moved.leader == 2 and stale() == before, "b3 still follows b1 in its old epoch"
     assert cluster.network.blocked_links() == (("b2", "b1"),), "lifted after the move only"
     cluster.run_until(cluster.clock.now + SECOND)
     assert not cluster.network.blocked_links()
     stop = nemesis.perform("stop-transfer-leadership", None)
-    assert stop["fired"] == {"queued": 1} and stop["target"] == [1, 2, 3], stop
+    assert stop["fired"]["queued"] == 1 and stop["target"] == [1, 2, 3], stop
+    assert SECOND // 5 <= stop["fired"]["waited_ns"] <= SECOND // 5 + 3 * TRANSFER_AIM_POLL_NS
     assert stop["cut_heals_at"] == cluster.clock.now + SECOND
     cluster.run_until(cluster.clock.now + SECOND // 2)
     back = cluster.store.partitions[(topic, 0)]
@@ -333,8 +344,10 @@ def test_with_no_follower_cut_off_the_transfer_leaves_a_stale_follower_fetching(
     again = busy_cluster(("transfer-leadership",), replica_assignment=None)
     replay = Nemesis(again, random.Random(99))
     assert replay.perform("start-transfer-leadership", start) == start
-    again.run_until(again.clock.now + start["after_ns"] + SECOND)
-    assert again.store.partitions[(topic, 0)].leader == 2
+    again.run_until(again.clock.now + start["after_ns"] + TRANSFER_AIM_NS - MILLISECOND)
+    assert again.store.partitions[(topic, 0)].leader == 1, "no writes: it waits them out"
+    again.run_until(again.clock.now + SECOND)
+    assert again.store.partitions[(topic, 0)].leader == 2, "and moves anyway"
 
 
 def test_the_double_failover_cuts_its_target_off_and_gives_leadership_back() -> None:
@@ -356,11 +369,13 @@ def test_the_double_failover_cuts_its_target_off_and_gives_leadership_back() -> 
     }
     assert nemesis.perform("start-transfer-leadership", given) == given
     assert cluster.store.partitions[(topic, 1)].leader == 2, "not moved yet"
-    cluster.run_until(cluster.clock.now + given["after_ns"] + SECOND)
+    # No client writes: the aimed move waits for records b3 lacks in vain, then moves.
+    cluster.run_until(cluster.clock.now + given["after_ns"] + TRANSFER_AIM_NS + SECOND)
     moved = cluster.store.partitions[(topic, 1)]
     assert moved.leader == 3 and 2 in moved.isr, moved
     stop = nemesis.perform("stop-transfer-leadership", None)
-    assert stop["fired"] == {"queued": 1} and stop["target"] == [2, 3, 1], stop
+    assert stop["fired"] == {"queued": 1, "waited_ns": TRANSFER_AIM_NS}, stop
+    assert stop["target"] == [2, 3, 1], stop
     assert stop["cut_heals_at"] == cluster.clock.now + SECOND
     cluster.run_until(cluster.clock.now + SECOND // 2)
     assert cluster.store.partitions[(topic, 1)].leader == 2
@@ -479,6 +494,8 @@ def test_each_fault_records_targets_and_its_stop_heals_the_cluster(fault: str) -
         assert states(cluster)[done["node"]] is expected
     cluster.run_until(cluster.clock.now + 2 * SECOND)
     if fault == "transfer-leadership":
+        # No client writes: its aimed move waits out TRANSFER_AIM_NS for records to aim at.
+        cluster.run_until(cluster.clock.now + TRANSFER_AIM_NS)
         moved = cluster.store.partitions[(cluster.config.topic, done["partition"])]
         assert moved.leader == done["target"][0] and moved.replicas == tuple(done["target"])
     if fault == "pause-deciding-controller":
@@ -764,12 +781,12 @@ def test_leadership_moved_to_a_cut_off_follower_and_away_again_diverges_without_
 
 
 def test_a_follower_whose_log_diverged_shows_it_to_the_replica_reads_alone() -> None:
-    # The same faults, seed 23: the double failover leaves a follower holding other
+    # The same faults, seed 29: the double failover leaves a follower holding other
     # records than the leader below the high watermark, and no later failover puts it in
     # front of a consumer. The final read (from the leader) sees one log; reading every
     # replica too (KIP-392's fetch from a follower) shows offsets with two values.
     config = DOUBLE_FAILOVER
-    outcome = run_test(config, 23, reports=False)
+    outcome = run_test(config, 29, reports=False)
     history = list(outcome.history)
     phase = next(i for i, op in enumerate(history) if op.value == REPLICA_READS)
     assert check_history(history[:phase]).verdict is Verdict.OK

@@ -414,8 +414,8 @@ def test_swarm_runs_draw_targeted_faults_at_least_at_their_own_density() -> None
     assert len(sparse) > 30, "some runs draw the sparsest subsets"
     targeted = sum(len(set(c.nemesis) & set(TARGETED)) for c in sparse) / len(sparse)
     others = sum(len(set(c.nemesis) - set(TARGETED)) for c in sparse) / len(sparse)
-    # About half of the 10 targeted faults, about a tenth of the 28 others.
-    assert 4 <= targeted <= 6 and others < 5, (targeted, others)
+    # About three quarters of the 10 targeted faults (TARGETED_DENSITY), about a tenth of the 28 others.
+    assert 6.5 <= targeted <= 8.5 and others < 5, (targeted, others)
 
 
 def test_swarm_runs_pace_faults_by_the_protocol_timers_and_overlap_only_when_asked() -> None:
@@ -572,17 +572,18 @@ def test_a_zombie_leaders_fetch_response_does_not_reach_its_successors_follower(
 
 
 @pytest.mark.slow
-def test_the_default_swarm_finds_the_acks_1_loss_at_its_first_seed() -> None:
+def test_the_default_swarm_finds_the_acks_1_loss_within_its_first_seeds() -> None:
     # benchmarks/bug_hunt.py's acks_1 entry (docs/fault-injection.md): generic faults, no
     # schedule; the same swarm draw with acks=all loses nothing. Every targeted fault added
-    # to the catalogue, and the layout of the topic, change every swarm run (seed 2, then
-    # 3; seed 1 since the preferred leaders spread over the brokers).
+    # to the catalogue, the layout of the topic and the targeted faults' density change
+    # every swarm run (seed 2, then 3, then 1; seed 2 since targeted faults are drawn in
+    # three runs of four).
     unsafe = run_test(
-        swarm_config(TestConfig(nemesis=ALL, acks="1", min_isr=1), 1), 1, reports=False
+        swarm_config(TestConfig(nemesis=ALL, acks="1", min_isr=1), 2), 2, reports=False
     )
     assert unsafe.check.lost_acknowledged_writes > 0, unsafe.command
     assert "acks-leader-failure" in unsafe.check.loss_mechanisms, unsafe.check.loss_mechanisms
-    safe = run_test(swarm_config(TestConfig(nemesis=ALL), 1), 1, reports=False)
+    safe = run_test(swarm_config(TestConfig(nemesis=ALL), 2), 2, reports=False)
     assert_safe(safe)
 
 

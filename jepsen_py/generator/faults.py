@@ -58,6 +58,8 @@ class _Schedule(Gen):
     next_time: int | None
     holds: tuple[tuple[str, int], ...] = ()
     """Fault -> how much longer the op after its start waits (``nemesis_schedule``)."""
+    settles: tuple[tuple[str, int], ...] = ()
+    """Fault -> the least time from its start to the op after it (``nemesis_schedule``)."""
 
     def op(self, ctx: Context) -> Step:
         waiting = _waiting(self, ctx)
@@ -73,7 +75,7 @@ class _Schedule(Gen):
             f, active = fault_ops(self.active)[1], None
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        gap = _gap(self, step) + _held(self.holds, active)
+        gap = max(_gap(self, step) + _held(self.holds, active), _held(self.settles, active))
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
@@ -98,6 +100,8 @@ class _Overlapping(Gen):
     holds: tuple[tuple[str, int], ...] = ()
     """Fault -> how much longer the op after its start waits (``nemesis_schedule``: an
     outer fault's ``hold``, a fault that waits for the protocol)."""
+    settles: tuple[tuple[str, int], ...] = ()
+    """Fault -> the least time from its start to the op after it (``nemesis_schedule``)."""
 
     def op(self, ctx: Context) -> Step:
         waiting = _waiting(self, ctx)
@@ -123,7 +127,9 @@ class _Overlapping(Gen):
             f, active = fault_ops(fault)[1], tuple(a for a in self.active if a != fault)
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        gap = _gap(self, step) + (_held(self.holds, fault) if start else 0)
+        gap = _gap(self, step)
+        if start:
+            gap = max(gap + _held(self.holds, fault), _held(self.settles, fault))
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
@@ -138,6 +144,7 @@ def nemesis_schedule(
     outer: Sequence[str] = (),
     hold: int = 0,
     holds: Mapping[str, int] | None = None,
+    settles: Mapping[str, int] | None = None,
 ) -> Gen:
     """Forever: wait, start a fault chosen at random from ``faults``, wait, stop it, ...
     on the nemesis thread (with ``max_active`` > 1, up to that many faults overlap: each
@@ -150,7 +157,11 @@ def nemesis_schedule(
     nemesis, drawn at random -- and the op after an outer start waits ``hold`` ns more
     (long enough for the partition to shrink an ISR). ``holds`` gives faults that wait
     for the protocol (one that cuts a follower off and acts once the ISR drops it) the
-    same: the op after such a fault starts waits that much longer. The ops name the fault only
+    same: the op after such a fault starts waits that much longer. ``settles`` gives faults
+    that play out over a few steps of their own (leadership moved, then a cut lifted) the
+    least time from their start to the next op: a shorter gap is stretched to it, a longer
+    one kept, so that the next op neither cuts the fault short nor lands in the middle of
+    it. The ops name the fault only
     (``value`` None): the nemesis's resolver picks the concrete targets (which nodes,
     which grudge) when it performs them, and records them in the completion."""
     if not faults:
@@ -164,6 +175,7 @@ def nemesis_schedule(
     if max_active < 1:
         raise GeneratorError(f"nemesis_schedule: max_active {max_active} must be >= 1")
     waits = dict(holds or {})
+    least = tuple(sorted((settles or {}).items()))
     if max_active > 1:
         for fault in outer:
             waits[fault] = waits.get(fault, 0) + hold
@@ -178,10 +190,11 @@ def nemesis_schedule(
             None,
             frozenset(outer),
             tuple(sorted(waits.items())),
+            least,
         )
         return nemesis(overlapping)
     schedule = _Schedule(
-        tuple(faults), interval, seed, jitter, 0, None, None, tuple(sorted(waits.items()))
+        tuple(faults), interval, seed, jitter, 0, None, None, tuple(sorted(waits.items())), least
     )
     return nemesis(schedule)
 

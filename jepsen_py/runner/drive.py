@@ -72,7 +72,15 @@ from jepsen_py.generator import (
 from jepsen_py.generator import nemesis as on_nemesis
 from jepsen_py.history.jsonl import op_to_record
 from jepsen_py.history.op import Op
-from jepsen_py.nemesis import CATALOGUE, HOLDS, Nemesis, NemesisError, canonical, scripted
+from jepsen_py.nemesis import (
+    CATALOGUE,
+    HOLDS,
+    SETTLES,
+    Nemesis,
+    NemesisError,
+    canonical,
+    scripted,
+)
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.workload import KafkaClients
 
@@ -114,6 +122,8 @@ def build_generator(config: TestConfig, seed: int) -> Gen:
                 for f, (num, den) in HOLDS.items()
                 if f in faults
             },
+            # Faults that play out over steps of their own get that long before the next op.
+            settles={f: least for f, least in SETTLES.items() if f in faults},
         )
     else:
         schedule = on_nemesis(concat())
