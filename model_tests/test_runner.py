@@ -414,7 +414,8 @@ def test_swarm_runs_draw_targeted_faults_at_least_at_their_own_density() -> None
     assert len(sparse) > 30, "some runs draw the sparsest subsets"
     targeted = sum(len(set(c.nemesis) & set(TARGETED)) for c in sparse) / len(sparse)
     others = sum(len(set(c.nemesis) - set(TARGETED)) for c in sparse) / len(sparse)
-    # About three quarters of the 10 targeted faults (TARGETED_DENSITY), about a tenth of the 28 others.
+    # About three quarters of the 10 targeted faults (TARGETED_DENSITY), a tenth of the 28
+    # others.
     assert 6.5 <= targeted <= 8.5 and others < 5, (targeted, others)
 
 
