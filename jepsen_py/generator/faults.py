@@ -28,6 +28,15 @@ def _gap(schedule: _Schedule | _Overlapping, step: int) -> int:
     return max(1, int(schedule.interval * (1 + schedule.jitter * (2 * rng.random() - 1))))
 
 
+def _next_gap(schedule: _Schedule | _Overlapping, step: int, started: str | None) -> int:
+    """The time before op ``step``: its jittered gap, and after a start (``started``) the
+    started fault's hold added, then stretched to its settle (``nemesis_schedule``)."""
+    gap = _gap(schedule, step)
+    if started is None:
+        return gap
+    return max(gap + _held(schedule.holds, started), _held(schedule.settles, started))
+
+
 def _held(holds: tuple[tuple[str, int], ...], fault: str | None) -> int:
     """How much longer the op after ``fault``'s start waits (0 for most faults, and after
     a stop: None)."""
@@ -75,7 +84,7 @@ class _Schedule(Gen):
             f, active = fault_ops(self.active)[1], None
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        gap = max(_gap(self, step) + _held(self.holds, active), _held(self.settles, active))
+        gap = _next_gap(self, step, active)
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
@@ -127,9 +136,7 @@ class _Overlapping(Gen):
             f, active = fault_ops(fault)[1], tuple(a for a in self.active if a != fault)
         inv = Invocation(ctx.time, thread, ctx.workers[thread], f)
         step = self.step + 1
-        gap = _gap(self, step)
-        if start:
-            gap = max(gap + _held(self.holds, fault), _held(self.settles, fault))
+        gap = _next_gap(self, step, fault if start else None)
         after = attrs.evolve(self, step=step, active=active, next_time=ctx.time + gap)
         return inv, after
 
