@@ -282,6 +282,13 @@ class Cluster(World):
         """Forget ``key``'s callback; whether one was pending."""
         return self._calls.pop(key, None) is not None
 
+    def _paused_at_decision(self, name: str) -> None:
+        """As the world's; a pause armed with a hold (``pause_controller_at_decision``)
+        wakes by itself that long after it fired."""
+        super()._paused_at_decision(name)
+        if self.pause_at_decision_hold is not None:
+            self.resume_at(name, self.clock.now + self.pause_at_decision_hold)
+
     def resume_at(self, name: str, at: int) -> None:
         """Resume the paused node ``name`` at global time ``at`` (a pause held to its end
         whatever the nemesis's schedule: ``jepsen_py.nemesis``'s

@@ -444,6 +444,9 @@ class World:
         """The broker that armed pause stopped (until it is resumed or disarmed)."""
         self.paused_at_decision_since: int | None = None
         """When (global time, ns) the armed pause stopped ``paused_at_decision``."""
+        self.pause_at_decision_hold: int | None = None
+        """How long the armed pause holds once it fires, when it ends by itself (None: until
+        `resume`)."""
         self._epoch_writers: dict[int, set[int]] = {}
         """Controller epoch -> the elections whose controllers wrote to the store in it
         (``spec.controller``'s ``OneControllerWritesPerEpoch``: one at most)."""
@@ -597,10 +600,7 @@ class World:
             self._dispatch(name, effects)
             if self.pause_at_decision and role.outbox and not role.resigned:
                 # A decision written to the store, its requests not yet sent: SIGSTOP now.
-                self.pause_at_decision = False
-                self.paused_at_decision = name
-                self.paused_at_decision_since = self.clock.now
-                self.nodes.pause(name)
+                self._paused_at_decision(name)
             return bool(effects)
         if broker.broker_epoch is None or not connected or self.store.controller != NO_LEADER:
             return False
@@ -1086,17 +1086,27 @@ class World:
         self.groups.subscribe(name, self.clock.wall_now(name))
         self._collect(name)
 
-    def pause_controller_at_decision(self, armed: bool = True) -> None:
+    def pause_controller_at_decision(self, armed: bool = True, hold_ns: int | None = None) -> None:
         """Arm (or disarm) a SIGSTOP of the controller's broker at the moment it has
         decided -- a leader elected, an ISR changed, written to the store -- and its
         requests wait for the send threads (``ControllerChannelManager``): a long GC pause
         that lands there. Woken after its session expired, it is a zombie whose queued
         requests of the old controller epoch reach the brokers after its successor's
         (what ``STALE_CONTROLLER_EPOCH`` fencing is for). Which broker it stopped is
-        ``paused_at_decision``; `resume` wakes it."""
+        ``paused_at_decision``; `resume` wakes it, or, armed with ``hold_ns``, the pause
+        ends by itself that long after it fired (`_paused_at_decision`)."""
         self.pause_at_decision = armed
+        self.pause_at_decision_hold = hold_ns if armed else None
         if armed:
             self.paused_at_decision = None
+
+    def _paused_at_decision(self, name: str) -> None:
+        """The armed pause fires: broker ``name`` stops (a driver by time also wakes it
+        ``pause_at_decision_hold`` later, when set)."""
+        self.pause_at_decision = False
+        self.paused_at_decision = name
+        self.paused_at_decision_since = self.clock.now
+        self.nodes.pause(name)
 
     def pause(self, name: str) -> None:
         if name == STORE:

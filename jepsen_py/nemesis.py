@@ -57,7 +57,10 @@ with ``--max-faults`` > 1 they compound: a partition, a power loss inside it, th
   wait for its send threads (``ControllerChannelManager``): armed at the start, it fires
   when the controller next acts; a pause past the session timeout makes it a zombie whose
   queued requests of the old controller epoch reach the brokers after its successor's
-  (issue 16's brain split; what ``STALE_CONTROLLER_EPOCH`` fences). The stop resumes it;
+  (issue 16's brain split; what ``STALE_CONTROLLER_EPOCH`` fences). The stop resumes it
+  once it has held two session timeouts; a stop before any decision leaves it armed for
+  the next one (another fault's: a broker killed, leadership moved), to hold as long, and
+  only the run's final heal disarms it;
 - ``transfer-leadership``: a partition's leadership moved to one of its ISR followers (a
   reassignment that puts it first, then a preferred-leader election of that partition, as
   an operator does it; Jepsen's Redpanda nemesis), to a follower cut off from the leader:
@@ -208,7 +211,7 @@ from impl.sim.network import (
     split_halves,
 )
 from impl.sim.node import NodeState
-from jepsen_py.fault_verbs import fault_ops
+from jepsen_py.fault_verbs import FINAL_HEAL, fault_ops
 from jepsen_py.generator import (
     MILLISECOND,
     Context,
@@ -342,11 +345,13 @@ TARGETED: dict[str, str] = {
 histories; a swarm run (``jepsen_py.runner.config.swarm_config``) draws each one whose
 generic fault it may draw, and ``--nemesis targeted`` names them."""
 
+DECIDING_PAUSE = "pause-deciding-controller"
+
 ZOMBIE_PAUSE_SESSIONS = 2
-"""``pause-deciding-controller`` holds its pause at least this many
-``zookeeper.session.timeout.ms`` from when it fired: the session expires, a successor is
-elected and sends its requests, and the controller wakes a zombie (a stop that comes sooner
-leaves it paused until then)."""
+"""`DECIDING_PAUSE` holds its pause at least this many ``zookeeper.session.timeout.ms``
+from when it fired: the session expires, a successor is elected and sends its requests, and
+the controller wakes a zombie (a stop that comes sooner leaves it paused until then; a stop
+before it fired leaves it armed, to hold as long once it fires)."""
 
 ARMED = "armed"
 """``Nemesis.active``'s value for a fault armed and waiting for its target."""
@@ -569,6 +574,9 @@ class Nemesis:
         a compound acts on what its partition did (the leader of the follower it cut
         off), as Jepsen's composed nemeses do. None otherwise (a partition drawn)."""
         self.performed = 0
+        self.healing = False
+        """The run's final heal has begun (a stop op marked `FINAL_HEAL`): nothing stays
+        armed past it."""
         self.fired: dict[str, dict[str, Any]] = {}
         """An armed fault (`ARMED_ON_LAG`) that acted -> what it did, for its stop."""
         self.cuts: dict[str, list[Link]] = {}
@@ -625,6 +633,8 @@ class Nemesis:
         group = CATALOGUE[fault].group
         given = value if isinstance(value, dict) else None
         if edge == "stop":
+            if given is not None and given.get(FINAL_HEAL) is True:
+                self.healing = True
             return getattr(self, f"_stop_{group}")(fault)
         return getattr(self, f"_start_{group}")(fault, given)
 
@@ -735,7 +745,7 @@ class Nemesis:
     def _start_process(self, fault: str, given: dict[str, Any] | None) -> Any:
         if fault in self.active:
             return {"skipped": f"{fault} is already holding {self.active[fault]}"}
-        if fault == "pause-deciding-controller":
+        if fault == DECIDING_PAUSE:
             # Armed now; the world stops the controller's broker at its next decision.
             self.cluster.pause_controller_at_decision(True)
             self.active[fault] = []
@@ -875,23 +885,39 @@ class Nemesis:
     def _unflushed(self, node: str) -> list[tuple[str, int]]:
         return self.cluster.unflushed_files(self.cluster.broker_id(node))
 
+    def _stop_deciding_pause(self) -> dict[str, Any]:
+        """``pause-deciding-controller``'s stop. Fired: the pause holds until
+        `ZOMBIE_PAUSE_SESSIONS` sessions from when it fired. Not fired yet: the pause stays
+        armed for the controller's next decision (another fault's: a broker killed or cut
+        from the store, leadership moved) and holds as long once it fires -- a stop before
+        any decision would make it a no-op -- except at the run's final heal, which
+        disarms it."""
+        cluster = self.cluster
+        running = self.active.pop(DECIDING_PAUSE, None) is not None
+        hold = ZOMBIE_PAUSE_SESSIONS * cluster.config.session_timeout_ns
+        node, since = cluster.paused_at_decision, cluster.paused_at_decision_since
+        if node is None:
+            if running and not self.healing:
+                cluster.pause_controller_at_decision(True, hold_ns=hold)
+                return {"armed": "until the controller's next decision", "hold_ns": hold}
+            cluster.pause_controller_at_decision(False)
+            return {"healed": "the controller decided nothing while armed"}
+        cluster.pause_controller_at_decision(False)
+        cluster.paused_at_decision = None
+        wake = (since or 0) + hold
+        if not running:  # fired after its stop: it wakes by itself (`Cluster.resume_at`)
+            return {"nodes": [node], "paused_at": since, "wakes_at": wake}
+        if self._state(node) is NodeState.PAUSED:
+            # Held past zookeeper.session.timeout.ms, so that it wakes a zombie.
+            if wake > cluster.clock.now:
+                cluster.resume_at(node, wake)
+                return {"nodes": [node], "wakes_at": wake}
+            cluster.resume(node)
+        return {"nodes": [node]}
+
     def _stop_process(self, fault: str) -> Any:
-        if fault == "pause-deciding-controller" and fault in self.active:
-            self.active.pop(fault)
-            self.cluster.pause_controller_at_decision(False)
-            node = self.cluster.paused_at_decision
-            since = self.cluster.paused_at_decision_since
-            self.cluster.paused_at_decision = None
-            if node is None:
-                return {"healed": "the controller decided nothing while armed"}
-            if self._state(node) is NodeState.PAUSED:
-                # Held past zookeeper.session.timeout.ms, so that it wakes a zombie.
-                wake = (since or 0) + ZOMBIE_PAUSE_SESSIONS * self.cluster.config.session_timeout_ns
-                if wake > self.cluster.clock.now:
-                    self.cluster.resume_at(node, wake)
-                    return {"nodes": [node], "wakes_at": wake}
-                self.cluster.resume(node)
-            return {"nodes": [node]}
+        if fault == DECIDING_PAUSE:
+            return self._stop_deciding_pause()
         nodes = self.active.pop(fault, None)
         if not nodes:
             return {"healed": f"no {fault} to undo"}

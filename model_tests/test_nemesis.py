@@ -14,7 +14,7 @@ from impl.cluster import Cluster
 from impl.log.batch import read_header
 from impl.sim.node import NodeState
 from jepsen_py.checker.result import Verdict
-from jepsen_py.fault_verbs import fault_kind, fault_ops
+from jepsen_py.fault_verbs import FINAL_HEAL, fault_kind, fault_ops
 from jepsen_py.generator import MILLISECOND, SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import (
@@ -421,9 +421,31 @@ def test_the_controller_is_paused_at_its_next_decision_with_its_requests_queued(
     assert states(cluster)["b1"] is NodeState.PAUSED
     cluster.run_until(wake)
     assert states(cluster)["b1"] is NodeState.RUNNING
-    # Stopped before the controller decided anything: disarmed, nothing to resume.
+    # Stopped before the controller decided anything: still armed for its next decision
+    # (another fault's), and then held two session timeouts by itself.
+    cluster.restart("b3")
+    cluster.run_until(cluster.clock.now + 20 * SECOND)  # b3 back in the ISRs
+    assert all_running(cluster) and cluster.paused_at_decision is None
     nemesis.perform("start-pause-deciding-controller", None)
-    healed = nemesis.perform("stop-pause-deciding-controller", None)
+    hold = 2 * cluster.config.session_timeout_ns
+    lingering = nemesis.perform("stop-pause-deciding-controller", None)
+    assert lingering == {"armed": "until the controller's next decision", "hold_ns": hold}
+    cluster.run_until(cluster.clock.now + 2 * SECOND)
+    assert cluster.pause_at_decision and all_running(cluster)
+    cluster.crash("b2")  # its session expires: the controller decides
+    cluster.run_until(cluster.clock.now + 8 * SECOND)
+    node, fired = cluster.paused_at_decision, cluster.paused_at_decision_since
+    assert node is not None and fired is not None and states(cluster)[node] is NodeState.PAUSED
+    cluster.run_until(fired + hold - 1)
+    assert states(cluster)[node] is NodeState.PAUSED
+    cluster.run_until(fired + hold)
+    assert states(cluster)[node] is NodeState.RUNNING
+    # The final heal reports it; and disarms a pause that never fired.
+    final = {FINAL_HEAL: True}
+    healed = nemesis.perform("stop-pause-deciding-controller", final)
+    assert healed == {"nodes": [node], "paused_at": fired, "wakes_at": fired + hold}
+    nemesis.perform("start-pause-deciding-controller", None)
+    healed = nemesis.perform("stop-pause-deciding-controller", final)
     assert "healed" in healed and not cluster.pause_at_decision
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from jepsen_py.fault_verbs import fault_ops
+from jepsen_py.fault_verbs import FINAL_HEAL, fault_ops
 from jepsen_py.generator.combinators import concat, invoke, nemesis
 from jepsen_py.generator.core import (
     PENDING,
@@ -208,5 +208,6 @@ def nemesis_schedule(
 
 def heal(faults: Sequence[str]) -> Gen:
     """Stop every fault of ``faults`` (in order), on the nemesis thread; for the final
-    phase, whatever the schedule left running."""
-    return nemesis(concat(*(invoke(fault_ops(fault)[1]) for fault in faults)))
+    phase, whatever the schedule left running. Each stop's value marks it `FINAL_HEAL`."""
+    final = {FINAL_HEAL: True}
+    return nemesis(concat(*(invoke(fault_ops(fault)[1], value=final) for fault in faults)))
