@@ -76,13 +76,12 @@ import attrs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from impl.world import FENCE_BUGS
-from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.result import Verdict
 from jepsen_py.explain import MECHANISMS
 from jepsen_py.generator import SECOND
 from jepsen_py.group_cluster import APPLICATION_FAULTS
 from jepsen_py.group_workload import GROUP_BUGS, parse_group_faults, run_group_test
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, freeze
 from jepsen_py.nemesis import ALL
 from jepsen_py.runner.config import TestConfig, swarm_config
 from jepsen_py.runner.run import run_test

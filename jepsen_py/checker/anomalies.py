@@ -94,7 +94,6 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.taxonomy import ANOMALIES, LOG_FS, REASSIGN_FS, VIOLATIONS
 
 # The taxonomy's names lived here before `taxonomy` held them; these stay importable from
@@ -102,6 +101,7 @@ from jepsen_py.checker.taxonomy import ANOMALIES, LOG_FS, REASSIGN_FS, VIOLATION
 from jepsen_py.checker.taxonomy import AT_LEAST_ONCE as AT_LEAST_ONCE
 from jepsen_py.checker.taxonomy import CLASSES as CLASSES
 from jepsen_py.checker.taxonomy import DESCRIPTIONS as DESCRIPTIONS
+from jepsen_py.history.op import freeze
 
 Witness = tuple[int, ...]
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.kafka_log import freeze, paired
-from jepsen_py.history.op import Op
+from jepsen_py.checker.kafka_log import paired
+from jepsen_py.history.op import Op, freeze
 
 TIME_STEP = 1_000_000
 """Logical nanoseconds between two consecutive events of a generated history."""

@@ -96,7 +96,7 @@ from typing import Any
 import attrs
 
 from jepsen_py.checker.result import Verdict
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, freeze
 from jepsen_py.history.validate import show as _clipped
 
 INF = sys.maxsize
@@ -154,15 +154,6 @@ def _illegal(explanation: str, *positions: int) -> _Problem:
 
 def _unknown(explanation: str, *positions: int) -> _Problem:
     return _Problem(Verdict.UNKNOWN, explanation, positions)
-
-
-def freeze(value: Any) -> Any:
-    """A hashable stand-in for a JSON value (lists become tuples, dicts sorted tuples)."""
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
-    return value
 
 
 def where(op: Op) -> str:

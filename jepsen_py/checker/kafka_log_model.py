@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from jepsen_py.checker.kafka_log import INF, freeze, paired
+from jepsen_py.checker.kafka_log import INF, paired
 from jepsen_py.checker.model import Model, ModelError, Operation
 from jepsen_py.checker.result import Verdict
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, freeze
 from jepsen_py.history.validate import NATIVE, Conventions
 
 SEND, POLL = "send", "poll"

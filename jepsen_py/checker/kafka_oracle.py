@@ -58,8 +58,7 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.checker.kafka_log import freeze
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, freeze
 
 _REASSIGN = ("assign", "subscribe")
 

@@ -113,16 +113,6 @@ class Model:
         return repr(state)
 
 
-def freeze(value: Any) -> Hashable:
-    """A JSON-shaped value as a hashable one (lists to tuples, dicts to sorted item tuples),
-    so it can live in a model state."""
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
-    return value
-
-
 def operations(
     ops: Iterable[Op],
     model: Model,

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from jepsen_py.checker.model import UNKNOWN_STATE, Model, ModelError, Operation, freeze
-from jepsen_py.history.op import Op
+from jepsen_py.checker.model import UNKNOWN_STATE, Model, ModelError, Operation
+from jepsen_py.history.op import Op, freeze
 from jepsen_py.history.validate import Conventions
 
 READ, WRITE, CAS = 0, 1, 2

@@ -11,6 +11,7 @@ Jepsen's convention (shared by Knossos and Porcupine's Jepsen logs):
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import attrs
@@ -46,3 +47,14 @@ class Op:
     def is_client(self) -> bool:
         """True for client operations; the nemesis logs its faults as ``info`` ops."""
         return self.process != "nemesis"
+
+
+def freeze(value: Any) -> Hashable:
+    """A JSON-shaped value as a hashable one, equal iff the values are (lists become tuples,
+    dicts sorted tuples of their items), so an op's value can be a set member, a dict key
+    or part of a model state."""
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
+    return value

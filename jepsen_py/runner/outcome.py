@@ -26,7 +26,6 @@ import attrs
 
 from impl.timeline import Event
 from jepsen_py.checker.anomalies import ANOMALIES, VIOLATIONS, KeyAnomalies, observe, summarize
-from jepsen_py.checker.kafka_log import freeze
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.verdict import KAFKA, KeyCheck, check_keys
 from jepsen_py.explain import (
@@ -35,7 +34,7 @@ from jepsen_py.explain import (
     explain_divergences,
     explain_losses,
 )
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, freeze
 from jepsen_py.nemesis import fault_of_op
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.runner.drive import RunFigures

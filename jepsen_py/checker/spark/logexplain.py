@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from jepsen_py.checker.anomalies import KeyAnomalies
-from jepsen_py.checker.kafka_log import check_log, explain_order, freeze, show, where
+from jepsen_py.checker.kafka_log import check_log, explain_order, show, where
 from jepsen_py.checker.records import KeyResult
 from jepsen_py.checker.result import Verdict
 from jepsen_py.checker.spark.keycheck import JobSpec, file_of, line_of, log_fields
 from jepsen_py.checker.verdict import key_verdict
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, freeze
 
 
 def explain_bad_read(

@@ -85,7 +85,7 @@ _LINE_NAMES = tuple(name for name, _ in LINE_COLUMNS)
 
 
 def canon(value: Any) -> str:
-    """A text that two JSON values share iff `kafka_log.freeze` makes them equal (Python
+    """A text that two JSON values share iff `jepsen_py.history.op.freeze` makes them equal (Python
     equality: 1 == 1.0 == True; a dict equals its sorted item pairs)."""
     kind = type(value)
     if kind is int:
