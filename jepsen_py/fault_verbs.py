@@ -14,15 +14,10 @@ performs them (``jepsen_py.nemesis``), and the reports pair them into fault peri
 
 from __future__ import annotations
 
-__all__ = ["EVERY_FAULT", "FINAL_HEAL", "fault_kind", "fault_ops"]
+__all__ = ["EVERY_FAULT", "fault_kind", "fault_ops"]
 
 EVERY_FAULT = "*"
 """The fault a heal-everything op stops: every one open."""
-
-FINAL_HEAL = "final"
-"""The key a stop op's value holds (``true``) when it is the run's final heal, after the
-time limit: a fault that would outlast its stop (a pause armed for the controller's next
-decision) does not outlast that one."""
 
 _OWN_VERBS: dict[str, tuple[str, str]] = {
     "kill": ("kill", "restart"),

@@ -211,7 +211,7 @@ from impl.sim.network import (
     split_halves,
 )
 from impl.sim.node import NodeState
-from jepsen_py.fault_verbs import FINAL_HEAL, fault_ops
+from jepsen_py.fault_verbs import fault_ops
 from jepsen_py.generator import (
     MILLISECOND,
     Context,
@@ -222,7 +222,7 @@ from jepsen_py.generator import (
     Step,
 )
 from jepsen_py.generator import nemesis as on_nemesis
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import Op, is_final
 
 
 class NemesisError(ValueError):
@@ -575,8 +575,8 @@ class Nemesis:
         off), as Jepsen's composed nemeses do. None otherwise (a partition drawn)."""
         self.performed = 0
         self.healing = False
-        """The run's final heal has begun (a stop op marked `FINAL_HEAL`): nothing stays
-        armed past it."""
+        """The run's final heal has begun (a stop op marked final,
+        ``jepsen_py.history.op.is_final``): nothing stays armed past it."""
         self.fired: dict[str, dict[str, Any]] = {}
         """An armed fault (`ARMED_ON_LAG`) that acted -> what it did, for its stop."""
         self.cuts: dict[str, list[Link]] = {}
@@ -633,7 +633,7 @@ class Nemesis:
         group = CATALOGUE[fault].group
         given = value if isinstance(value, dict) else None
         if edge == "stop":
-            if given is not None and given.get(FINAL_HEAL) is True:
+            if is_final(given):
                 self.healing = True
             return getattr(self, f"_stop_{group}")(fault)
         return getattr(self, f"_start_{group}")(fault, given)

@@ -193,7 +193,7 @@ def describe_op(op: Op) -> str:
         records = value.get("records") or []
         span = f"{records[0][0]}..{records[-1][0]}" if records else "nothing"
         return f"poll ok: {len(records)} records ({span}), hw {value.get('hw')}"
-    if op.type == "invoke" and isinstance(value, dict):
+    if op.f == "poll" and op.type == "invoke" and isinstance(value, dict):
         final = " (final)" if value.get("final") else ""
         return f"poll from {value.get('from')}{final}"
     return f"{op.f} {op.type} {value!r}"

@@ -14,9 +14,9 @@ from impl.cluster import Cluster
 from impl.log.batch import read_header
 from impl.sim.node import NodeState
 from jepsen_py.checker.result import Verdict
-from jepsen_py.fault_verbs import FINAL_HEAL, fault_kind, fault_ops
+from jepsen_py.fault_verbs import fault_kind, fault_ops
 from jepsen_py.generator import MILLISECOND, SECOND
-from jepsen_py.history.op import Op
+from jepsen_py.history.op import FINAL, Op
 from jepsen_py.nemesis import (
     ALL,
     ARMED_ON_LAG,
@@ -441,7 +441,7 @@ def test_the_controller_is_paused_at_its_next_decision_with_its_requests_queued(
     cluster.run_until(fired + hold)
     assert states(cluster)[node] is NodeState.RUNNING
     # The final heal reports it; and disarms a pause that never fired.
-    final = {FINAL_HEAL: True}
+    final = {FINAL: True}
     healed = nemesis.perform("stop-pause-deciding-controller", final)
     assert healed == {"nodes": [node], "paused_at": fired, "wakes_at": fired + hold}
     nemesis.perform("start-pause-deciding-controller", None)

@@ -101,7 +101,7 @@ from jepsen_py.checker.taxonomy import ANOMALIES, LOG_FS, REASSIGN_FS, VIOLATION
 from jepsen_py.checker.taxonomy import AT_LEAST_ONCE as AT_LEAST_ONCE
 from jepsen_py.checker.taxonomy import CLASSES as CLASSES
 from jepsen_py.checker.taxonomy import DESCRIPTIONS as DESCRIPTIONS
-from jepsen_py.history.op import freeze
+from jepsen_py.history.op import freeze, is_final
 
 Witness = tuple[int, ...]
 
@@ -356,7 +356,7 @@ class Observer:
             elif f == "poll":
                 part = self._key(run, key)
                 extra = part.proven
-                if isinstance(value, dict) and value.get("final") is True:
+                if is_final(value):
                     part.final_present = True
             consumer.pending = (pos, f, key, value, extra)
             return
@@ -384,7 +384,7 @@ class Observer:
         if log_start is None or log_start < 0:
             return None
         part.log_start = max(part.log_start, log_start)
-        if isinstance(arg, dict) and arg.get("final") is True:
+        if is_final(arg):
             part.final_start = max(part.final_start, log_start)
         return log_start
 
@@ -474,7 +474,7 @@ class Observer:
         raw_hw = value.get("hw") if isinstance(value, dict) else None
         hw = _int(raw_hw)
         start_arg = arg.get("from") if isinstance(arg, dict) else None
-        final = isinstance(arg, dict) and arg.get("final") is True
+        final = is_final(arg)
         if (
             records is None
             or (raw_hw is not None and (hw is None or hw < 0))

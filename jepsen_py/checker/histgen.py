@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from jepsen_py.checker.kafka_log import paired
-from jepsen_py.history.op import Op, freeze
+from jepsen_py.history.op import Op, freeze, is_final
 
 TIME_STEP = 1_000_000
 """Logical nanoseconds between two consecutive events of a generated history."""
@@ -323,11 +323,7 @@ def inject_lost_write(ops: list[Op], rng: random.Random) -> list[Op] | None:
     read stops. The write, and every one after it, was lost by the log (the history stays
     well formed; it is no longer linearizable)."""
     view = _View(ops)
-    finals = [
-        (i, c)
-        for i, c in view.polls
-        if isinstance(ops[i].value, dict) and ops[i].value.get("final") is True
-    ]
+    finals = [(i, c) for i, c in view.polls if is_final(ops[i].value)]
     acked = sorted(
         {
             (ops[i].key, ops[c].value["offset"])
@@ -360,10 +356,7 @@ def inject_lost_write(ops: list[Op], rng: random.Random) -> list[Op] | None:
         drop = {  # every final poll of the key after the cut, finished or not
             p
             for ii, cc in paired(ops)
-            if ii > c
-            and ops[ii].key == key
-            and isinstance(ops[ii].value, dict)
-            and ops[ii].value.get("final") is True
+            if ii > c and ops[ii].key == key and is_final(ops[ii].value)
             for p in (ii, cc)
             if p >= 0
         }

@@ -58,7 +58,7 @@ from typing import Any
 
 import attrs
 
-from jepsen_py.history.op import Op, freeze
+from jepsen_py.history.op import Op, freeze, is_final
 
 _REASSIGN = ("assign", "subscribe")
 
@@ -140,7 +140,7 @@ def _final(events: list[_Event], ident: tuple[Any, Any]) -> tuple[bool, set[Any]
     for e in events:
         if e.kind != "poll" or (e.run, e.key) != ident or e.type not in ("ok", "fail"):
             continue
-        if not (isinstance(e.arg, dict) and e.arg.get("final") is True):
+        if not is_final(e.arg):
             continue
         reach = max(reach, _log_start(e.out))
         if e.type != "ok":

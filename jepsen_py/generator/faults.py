@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from jepsen_py.fault_verbs import FINAL_HEAL, fault_ops
+from jepsen_py.fault_verbs import fault_ops
 from jepsen_py.generator.combinators import concat, invoke, nemesis
 from jepsen_py.generator.core import (
     PENDING,
@@ -20,6 +20,7 @@ from jepsen_py.generator.core import (
     Step,
     derive_rng,
 )
+from jepsen_py.history.op import FINAL
 
 
 def _gap(schedule: _Schedule | _Overlapping, step: int) -> int:
@@ -208,6 +209,8 @@ def nemesis_schedule(
 
 def heal(faults: Sequence[str]) -> Gen:
     """Stop every fault of ``faults`` (in order), on the nemesis thread; for the final
-    phase, whatever the schedule left running. Each stop's value marks it `FINAL_HEAL`."""
-    final = {FINAL_HEAL: True}
+    phase, whatever the schedule left running. Each stop's value marks it final
+    (``{"final": true}``, ``jepsen_py.history.op.FINAL``): a fault that would outlast its
+    stop (a pause armed for the controller's next decision) does not outlast that one."""
+    final = {FINAL: True}
     return nemesis(concat(*(invoke(fault_ops(fault)[1], value=final) for fault in faults)))

@@ -18,6 +18,11 @@ import attrs
 
 OP_TYPES: frozenset[str] = frozenset({"invoke", "ok", "fail", "info"})
 
+FINAL = "final"
+"""The key of an op's value that marks the op part of the run's final phase (``true``):
+the final read's polls (``{"from": N, "final": true}``), the final heal's stops, the final
+``fetch-offsets``."""
+
 
 @attrs.frozen(slots=True, eq=True)
 class Op:
@@ -58,3 +63,8 @@ def freeze(value: Any) -> Hashable:
     if isinstance(value, dict):
         return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
     return value
+
+
+def is_final(value: Any) -> bool:
+    """Whether an op's value is marked `FINAL` (``{"final": true}``)."""
+    return isinstance(value, dict) and value.get(FINAL) is True

@@ -34,7 +34,7 @@ from jepsen_py.explain import (
     explain_divergences,
     explain_losses,
 )
-from jepsen_py.history.op import Op, freeze
+from jepsen_py.history.op import Op, freeze, is_final
 from jepsen_py.nemesis import fault_of_op
 from jepsen_py.runner.config import TestConfig
 from jepsen_py.runner.drive import RunFigures
@@ -322,7 +322,7 @@ def read_then_lost(history: Sequence[Op]) -> list[Op]:
         if op.f != "poll":
             continue
         if op.type == "invoke":
-            final = isinstance(op.value, dict) and op.value.get("final") is True
+            final = is_final(op.value)
             if final:
                 final_process[op.process] = str(op.key)
             else:
@@ -370,7 +370,7 @@ def missing_from_final_read(
         if not op.is_client or op.f != "poll":
             continue
         if op.type == "invoke":
-            if isinstance(op.value, dict) and op.value.get("final") is True:
+            if is_final(op.value):
                 final_process[op.process] = str(op.key)
             else:
                 final_process.pop(op.process, None)

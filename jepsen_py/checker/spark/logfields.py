@@ -27,6 +27,7 @@ from jepsen_py.checker.spark.keycheck import (
     process_id,
     process_repr,
 )
+from jepsen_py.history.op import is_final
 
 LIMIT = 1 << 62
 """Offsets, high watermarks and ``from`` must stay below this (in a long, with room)."""
@@ -184,7 +185,7 @@ def _send_ok(value: Any, out: dict[str, Any]) -> None:
 
 def _poll_invoke(value: Any, out: dict[str, Any]) -> None:
     start = value.get("from") if isinstance(value, dict) else None
-    out["final"] = isinstance(value, dict) and value.get("final") is True
+    out["final"] = is_final(value)
     if type(start) is int and -LIMIT < start < LIMIT:
         out["from_int"] = start
     if start is None:
