@@ -527,7 +527,10 @@ def _explain_one(
         election = None
     if election is not None and not election.clean:
         return "unclean-leader-election", root, story
-    between = [e for e in events if start <= e.time <= root.time]
+    # Crashes count from the write's invocation: a follower that fetched the record and
+    # lost power before the acknowledgement still counts for it (the leader goes by its
+    # last fetch until the ISR shrinks), and loses it all the same.
+    between = [e for e in events if write.invoked_at <= e.time <= root.time]
     recovered_short = _recovered_short(between, root.broker, topic, partition, o)
     crashes = [e for e in between if isinstance(e, Crash) and e.broker == root.broker]
     lost_power = recovered_short and any(e.power_loss for e in crashes)

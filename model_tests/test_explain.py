@@ -200,6 +200,32 @@ def test_a_leader_that_lost_power_while_others_were_in_the_isr() -> None:
     assert explanation.leader == 1 and explanation.leader_epoch == 1
 
 
+def test_a_follower_that_lost_power_before_the_acknowledgement_and_then_led() -> None:
+    # The safe configuration, swarm seed 50 (--max-faults 3): b2 fetched the write and
+    # lost power; the leader b1, going by b2's last fetch, acknowledged it; b2 restarted
+    # with an empty log and, while the controller that would have taken it out of the ISR
+    # was paused, the next controller elected it from the ISR. The crash came *before* the
+    # acknowledgement: the explainer once looked only after it and called the writes
+    # unexplained, a false alarm of the safe configuration.
+    history = [_send(0, 1, 0, "invoke"), _send(1, 4, 0)]
+    events = [
+        Election(0, "t", 0, 0, 1, (1, 2, 3), (1, 2, 3)),
+        Leadership(0, 1, "t", 0, 0, 0, 0),
+        Crash(3, 2, True, 100, (("t", 0, 1, 0),)),
+        Ack(4, 1, "t", 0, 0, 0, 1),
+        Recovery(5, 2, (("t", 0, 0, 0),)),
+        Election(6, "t", 0, 1, 2, (1, 2), (1, 2, 3)),
+        Leadership(6, 2, "t", 0, 1, 0, 0),
+    ]
+    (explanation,) = explain_losses([history[1]], history, events, acks="all", truncation="kip320")
+    assert explanation.mechanism == "unclean-shutdown-leader"
+    assert explanation.leader == 2 and explanation.leader_epoch == 1
+    # A crash before the write was even sent took nothing of it: not this mechanism.
+    early = [e if not isinstance(e, Crash) else attrs.evolve(e, time=0) for e in events]
+    (explanation,) = explain_losses([history[1]], history, early, acks="all", truncation="kip320")
+    assert explanation.mechanism == "unexplained"
+
+
 def test_kmodel_test_prints_and_stores_the_explanation(tmp_path: Path) -> None:
     args = ["test", "--nemesis", "kill-all", "--partitions", "1", "--time-limit", "20s"]
     args += ["--seed", "1", "--no-reports", "--store", str(tmp_path)]
