@@ -346,6 +346,8 @@ histories; a swarm run (``jepsen_py.runner.config.swarm_config``) draws each one
 generic fault it may draw, and ``--nemesis targeted`` names them."""
 
 DECIDING_PAUSE = "pause-deciding-controller"
+"""The targeted fault that stops the controller's broker at its next decision (the
+zombie controller's making: `ZOMBIE_PAUSE_SESSIONS`)."""
 
 ZOMBIE_PAUSE_SESSIONS = 2
 """`DECIDING_PAUSE` holds its pause at least this many ``zookeeper.session.timeout.ms``
