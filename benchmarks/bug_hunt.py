@@ -81,7 +81,7 @@ from jepsen_py.explain import MECHANISMS
 from jepsen_py.generator import SECOND
 from jepsen_py.group_cluster import APPLICATION_FAULTS
 from jepsen_py.group_workload import GROUP_BUGS, parse_group_faults, run_group_test
-from jepsen_py.history.op import Op, freeze
+from jepsen_py.history.op import Op, freeze, is_final
 from jepsen_py.nemesis import ALL
 from jepsen_py.runner.config import TestConfig, swarm_config
 from jepsen_py.runner.run import run_test
@@ -184,13 +184,13 @@ def one_copy_left(history: Sequence[Op]) -> bool:
         if op.f == "send" and op.type == "ok" and isinstance(value.get("offset"), int):
             seen[(op.key, freeze(value.get("value")))].add(value["offset"])
         elif op.f == "poll" and op.type == "invoke":
-            reading_final[op.process] = value.get("final") is True
+            reading_final[op.process] = is_final(value)
         elif op.f == "poll":
-            is_final = reading_final.pop(op.process, False)
+            final_read = reading_final.pop(op.process, False)
             records = value.get("records") if op.type == "ok" else None
             for offset, record in records if isinstance(records, list) else ():
                 seen[(op.key, freeze(record))].add(offset)
-                if is_final:
+                if final_read:
                     final[(op.key, freeze(record))].add(offset)
     twice = [k for k, offsets in seen.items() if len(offsets) > 1]
     return all(len(final.get(k, ())) <= 1 for k in twice)

@@ -322,8 +322,7 @@ def read_then_lost(history: Sequence[Op]) -> list[Op]:
         if op.f != "poll":
             continue
         if op.type == "invoke":
-            final = is_final(op.value)
-            if final:
+            if is_final(op.value):
                 final_process[op.process] = str(op.key)
             else:
                 final_process.pop(op.process, None)
