@@ -438,6 +438,7 @@ class _Lost:
     offset: int
     acked_at: int
     invoked_at: int
+    read: bool = False
 
 
 def explain_losses(
@@ -448,10 +449,17 @@ def explain_losses(
     acks: str,
     truncation: str,
     topic: str = "t",
+    read: bool = False,
 ) -> list[LossExplanation]:
     """Explain each lost acknowledged write (``lost``: the ``ok`` sends a complete final
     read did not return) from the run's ``history`` and the cluster's ``events``; writes
-    that share a key, a mechanism and a first leader without them are explained once."""
+    that share a key, a mechanism and a first leader without them are explained once.
+
+    ``read``: ``lost`` are records a poll returned (its time standing for the ``ok``) that
+    the final read did not. A poll returns only what lies below the high watermark, so the
+    record was committed when it was read, but the producer's acknowledgement is not
+    known: its offset may have been written, acknowledged and cut away before, in an
+    earlier leader epoch, and written again with this record."""
     invoked: dict[Any, int] = {}
     invoke_time: dict[int, int] = {}
     for op in history:
@@ -461,7 +469,13 @@ def explain_losses(
             elif op.type == "ok":
                 invoke_time[op.index] = invoked.get(op.process, op.time)
     writes = [
-        _Lost(str(op.key), int(op.value["offset"]), op.time, invoke_time.get(op.index, op.time))
+        _Lost(
+            str(op.key),
+            int(op.value["offset"]),
+            op.time,
+            invoke_time.get(op.index, op.time),
+            read,
+        )
         for op in lost
         if isinstance(op.value, dict) and isinstance(op.value.get("offset"), int)
     ]
@@ -630,13 +644,18 @@ def _isr_before(
 
 def _acknowledgement(write: _Lost, events: Sequence[Event]) -> Ack | None:
     """The leader's acknowledgement of the write: the last ``Ack`` covering its offset no
-    later than the client saw the ``ok``."""
+    later than the client saw the ``ok``. For a record a poll read (``write.read``), an
+    ``Ack`` followed by a leader whose log ends at or below the offset, before the read,
+    acknowledged another record: the offset was written again after that leader took
+    over, and the record read is one of those later writes."""
     found = None
     for e in events:
         if e.time > write.acked_at:
             break
         if isinstance(e, Ack) and e.covers(write.offset):
             found = e
+        elif write.read and isinstance(e, Leadership) and e.log_end_offset <= write.offset:
+            found = None
     return found
 
 

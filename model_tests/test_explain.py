@@ -226,6 +226,38 @@ def test_a_follower_that_lost_power_before_the_acknowledgement_and_then_led() ->
     assert explanation.mechanism == "unexplained"
 
 
+def test_a_read_record_at_an_offset_acknowledged_before_in_an_earlier_epoch() -> None:
+    # The safe configuration with 2 to 4 more client threads, swarm seed 39: offset 0 was
+    # acknowledged in epoch 0, cut away by power losses, written again in epoch 1 with
+    # another record that a poll read, then lost once more when b1, the last ISR member,
+    # lost power and led again. The read's explanation once took epoch 0's
+    # acknowledgement for its own and found no leader after the read: "unexplained".
+    read = Op(7, 7, 0, "ok", "send", "t-0", {"offset": 0, "value": "second"})
+    events = [
+        Election(0, "t", 0, 0, 1, (1,), (1,)),
+        Leadership(0, 1, "t", 0, 0, 0, 0),
+        Ack(2, 1, "t", 0, 0, 0, 1),
+        Crash(3, 1, True, 100, (("t", 0, 1, 1),)),
+        Recovery(4, 1, (("t", 0, 0, 0),)),
+        Election(5, "t", 0, 1, 1, (1,), (1,)),
+        Leadership(5, 1, "t", 0, 1, 0, 0),
+        Crash(8, 1, True, 100, (("t", 0, 1, 1),)),
+        Recovery(9, 1, (("t", 0, 0, 0),)),
+        Election(10, "t", 0, 2, 1, (1,), (1,)),
+        Leadership(10, 1, "t", 0, 2, 0, 0),
+    ]
+    (explanation,) = explain_losses(
+        [read], [read], events, acks="all", truncation="kip320", read=True
+    )
+    assert explanation.mechanism == "last-replica-standing"
+    assert explanation.leader == 1 and explanation.leader_epoch == 2
+    # An acknowledged send is the write its acknowledgement covers: the same events,
+    # read as an ``ok`` at 7, still name epoch 0's acknowledgement, and nothing after it
+    # explains a loss that epoch 1's leader (with an empty log) already showed.
+    (explanation,) = explain_losses([read], [read], events, acks="all", truncation="kip320")
+    assert explanation.mechanism == "unexplained"
+
+
 def test_kmodel_test_prints_and_stores_the_explanation(tmp_path: Path) -> None:
     args = ["test", "--nemesis", "kill-all", "--partitions", "1", "--time-limit", "20s"]
     args += ["--seed", "1", "--no-reports", "--store", str(tmp_path)]

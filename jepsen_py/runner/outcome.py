@@ -292,7 +292,9 @@ def check_run(
     check = settle_run(check_history(history, consistency), finished=finished)
     explained = explain_run_losses(config, history, events, check.lost_writes)
     read_lost = read_then_lost(history) if check.verdict is Verdict.ILLEGAL else []
-    read_explained = explain_run_losses(config, history, events, read_lost) if read_lost else []
+    read_explained = (
+        explain_run_losses(config, history, events, read_lost, read=True) if read_lost else []
+    )
     divergences = explain_run_divergences(config, history, events, check)
     return attrs.evolve(
         check,
@@ -401,10 +403,13 @@ def explain_run_losses(
     history: Sequence[Op],
     events: Sequence[Event],
     lost: Sequence[Op] | None = None,
+    *,
+    read: bool = False,
 ) -> list[LossExplanation]:
     """Why the run's lost acknowledged writes were lost (``jepsen_py.explain``). ``lost``:
     the lost writes when already known (`HistoryCheck.lost_writes`); by default, found
-    from the final reads (`missing_from_final_read`)."""
+    from the final reads (`missing_from_final_read`). ``read``: ``lost`` are records
+    polls returned (`read_then_lost`)."""
     if lost is None:
         keys = observe(list(history))
         lost = missing_from_final_read(
@@ -421,6 +426,7 @@ def explain_run_losses(
         acks=config.acks,
         truncation=config.truncation,
         topic=config.cluster_config().topic,
+        read=read,
     )
 
 
