@@ -503,6 +503,22 @@ def swarm_density(seed: int) -> float:
     return _config_stream(seed)[1]
 
 
+SWARM_CLIENTS = (2, 8)
+"""The range of a swarm run's client threads (``--concurrency``), drawn per run."""
+
+
+SWARM_MORE_CLIENTS = (2, 4)
+"""The client threads a swarm run adds to its `SWARM_CLIENTS` draw, drawn from a stream of
+their own (so the run's other draws stay as they were): 4 to 12 in all. Each thread waits on
+one send at a time, and when a leader loses a follower every thread blocks on a send within
+a tenth of a second, so the records a leadership change finds on the replicas, and the
+producers racing to write the same offsets again after it (where KIP-279's divergent logs
+come from), grow with the threads. Kafka's producers keep up to
+``max.in.flight.requests.per.connection`` (5) requests in flight each. With the extra draw,
+the runs showing ``kip279_3_replicas`` over seeds 1..200 went from 11 to 25
+(``benchmarks/hunt_share.py``, docs/fault-injection.md)."""
+
+
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     """A configuration drawn from ``seed`` (swarm testing, Groce et al. 2012: each run gets
     a random subset of the faults, of a density drawn from `SWARM_DENSITY`, its own pace,
@@ -524,7 +540,8 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
     timer = min(base.session_timeout_ns, base.replica_lag_time_max_ns)
     numerator, denominator = rng.choice(SWARM_PACE)
     rate = float(rng.choice((25, 50, 100, 200)))
-    concurrency = rng.randint(2, 8)
+    concurrency = rng.randint(*SWARM_CLIENTS)
+    concurrency += SimRandom(seed).split("config/clients").randint(*SWARM_MORE_CLIENTS)
     max_faults = rng.randint(1, base.max_faults)
     # Half of the overlapping runs nest their faults (a partition, faults inside it).
     compound = base.compound or (max_faults > 1 and rng.random() < 0.5)
@@ -544,7 +561,9 @@ def swarm_config(base: TestConfig, seed: int) -> TestConfig:
 
 
 __all__ = [
+    "SWARM_CLIENTS",
     "SWARM_DENSITY",
+    "SWARM_MORE_CLIENTS",
     "SWARM_PACE",
     "TARGETED_DENSITY",
     "ConfigError",
