@@ -450,6 +450,7 @@ def explain_losses(
     truncation: str,
     topic: str = "t",
     read: bool = False,
+    diverged: Sequence[DivergenceExplanation] = (),
 ) -> list[LossExplanation]:
     """Explain each lost acknowledged write (``lost``: the ``ok`` sends a complete final
     read did not return) from the run's ``history`` and the cluster's ``events``; writes
@@ -459,7 +460,11 @@ def explain_losses(
     the final read did not. A poll returns only what lies below the high watermark, so the
     record was committed when it was read, but the producer's acknowledgement is not
     known: its offset may have been written, acknowledged and cut away before, in an
-    earlier leader epoch, and written again with this record."""
+    earlier leader epoch, and written again with this record.
+
+    ``diverged``: the run's explained divergences (`explain_divergences`). A write no
+    leader's failure explains, at an offset of its key that held two values, was replaced
+    where the replicas' logs parted: its mechanism is the divergence's."""
     invoked: dict[Any, int] = {}
     invoke_time: dict[int, int] = {}
     for op in history:
@@ -487,6 +492,14 @@ def explain_losses(
         name, root, story = _explain_one(write, mine, faults, acks, truncation, topic, partition)
         leader = root.broker if root is not None else None
         epoch = root.leader_epoch if root is not None else None
+        parted = _diverged_at(write, diverged) if name == "unexplained" else None
+        if parted is not None:
+            name, leader, epoch, story = (
+                parted.mechanism,
+                parted.leader,
+                parted.leader_epoch,
+                parted.story,
+            )
         groups.setdefault((write.key, name, leader, epoch), []).append((write, story))
     explanations = []
     for (key, name, leader, epoch), members in groups.items():
@@ -497,6 +510,20 @@ def explain_losses(
             )
         )
     return sorted(explanations, key=lambda e: (e.key, e.first_offset))
+
+
+def _diverged_at(
+    write: _Lost, diverged: Sequence[DivergenceExplanation]
+) -> DivergenceExplanation | None:
+    """The divergence whose offsets with two values span the write's offset, if any."""
+    return next(
+        (
+            d
+            for d in diverged
+            if d.key == write.key and d.first_offset <= write.offset <= d.last_offset
+        ),
+        None,
+    )
 
 
 def _partition_of(key: str, topic: str) -> int:

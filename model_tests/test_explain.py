@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from impl.timeline import Ack, Crash, Election, Leadership, Recovery, Truncation
 from jepsen_py.cli import main
-from jepsen_py.explain import MECHANISMS, explain_losses
+from jepsen_py.explain import MECHANISMS, DivergenceExplanation, explain_losses
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ScheduleStep
@@ -181,6 +181,32 @@ def test_a_loss_no_mechanism_accounts_for_is_unexplained() -> None:
     (explanation,) = explain_losses([history[1]], history, events, acks="all", truncation="kip320")
     assert explanation.mechanism == "unexplained" and explanation.leader is None
     assert not MECHANISMS["unexplained"].safe
+
+
+def test_a_loss_where_the_logs_parted_takes_the_divergences_mechanism() -> None:
+    # `kip279_3_replicas`, swarm seed 4 (--max-faults 3): a follower kept records its
+    # stale leader had cut away and the logs parted at offsets 273..274; the write read
+    # at 273 is replaced there, and no leader's failure explains it. The divergence does.
+    history = [_send(0, 1, 3, "invoke"), _send(1, 2, 3)]
+    events = [
+        Election(0, "t", 0, 0, 1, (1, 2, 3), (1, 2, 3)),
+        Leadership(0, 1, "t", 0, 0, 0, 0),
+        Ack(2, 1, "t", 0, 0, 3, 1),
+        Election(5, "t", 0, 1, 2, (2, 3), (1, 2, 3)),
+        Leadership(5, 2, "t", 0, 1, 10, 9),
+    ]
+    parted = DivergenceExplanation("t-0", "stale-epoch-truncation", 2, 3, 4, 3, 2, 1, ("...",))
+    (explanation,) = explain_losses(
+        [history[1]], history, events, acks="all", truncation="kip279", diverged=[parted]
+    )
+    assert explanation.mechanism == "stale-epoch-truncation"
+    assert (explanation.leader, explanation.leader_epoch) == (2, 1)
+    # Another key's divergence, or one at other offsets, explains nothing here.
+    for other in (attrs.evolve(parted, key="t-1"), attrs.evolve(parted, first_offset=4)):
+        (explanation,) = explain_losses(
+            [history[1]], history, events, acks="all", truncation="kip279", diverged=[other]
+        )
+        assert explanation.mechanism == "unexplained"
 
 
 def test_a_leader_that_lost_power_while_others_were_in_the_isr() -> None:

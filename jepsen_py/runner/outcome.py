@@ -290,12 +290,14 @@ def check_run(
     explained from the cluster's ``events`` (`explain_run_losses`), and so are its offsets
     that held two values (`jepsen_py.explain.explain_divergences`)."""
     check = settle_run(check_history(history, consistency), finished=finished)
-    explained = explain_run_losses(config, history, events, check.lost_writes)
+    divergences = explain_run_divergences(config, history, events, check)
+    explained = explain_run_losses(config, history, events, check.lost_writes, diverged=divergences)
     read_lost = read_then_lost(history) if check.verdict is Verdict.ILLEGAL else []
     read_explained = (
-        explain_run_losses(config, history, events, read_lost, read=True) if read_lost else []
+        explain_run_losses(config, history, events, read_lost, read=True, diverged=divergences)
+        if read_lost
+        else []
     )
-    divergences = explain_run_divergences(config, history, events, check)
     return attrs.evolve(
         check,
         loss_explanations=tuple(explained),
@@ -405,11 +407,13 @@ def explain_run_losses(
     lost: Sequence[Op] | None = None,
     *,
     read: bool = False,
+    diverged: Sequence[DivergenceExplanation] = (),
 ) -> list[LossExplanation]:
     """Why the run's lost acknowledged writes were lost (``jepsen_py.explain``). ``lost``:
     the lost writes when already known (`HistoryCheck.lost_writes`); by default, found
     from the final reads (`missing_from_final_read`). ``read``: ``lost`` are records
-    polls returned (`read_then_lost`)."""
+    polls returned (`read_then_lost`). ``diverged``: the run's explained divergences
+    (`explain_run_divergences`), which explain a write replaced where the logs parted."""
     if lost is None:
         keys = observe(list(history))
         lost = missing_from_final_read(
@@ -427,6 +431,7 @@ def explain_run_losses(
         truncation=config.truncation,
         topic=config.cluster_config().topic,
         read=read,
+        diverged=diverged,
     )
 
 
