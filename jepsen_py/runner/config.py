@@ -510,13 +510,13 @@ SWARM_CLIENTS = (2, 8)
 SWARM_MORE_CLIENTS = (2, 4)
 """The client threads a swarm run adds to its `SWARM_CLIENTS` draw, drawn from a stream of
 their own (so the run's other draws stay as they were): 4 to 12 in all. Each thread waits on
-one send at a time, and when a leader loses a follower every thread blocks on a send within
-a tenth of a second, so the records a leadership change finds on the replicas, and the
-producers racing to write the same offsets again after it (where KIP-279's divergent logs
-come from), grow with the threads. Kafka's producers keep up to
-``max.in.flight.requests.per.connection`` (5) requests in flight each. With the extra draw,
-the runs showing ``kip279_3_replicas`` over seeds 1..200 went from 11 to 25
-(``benchmarks/hunt_share.py``, docs/fault-injection.md)."""
+one send at a time, and when a follower is cut off from its leader, the high watermark
+stalls and every thread blocks on a send within a tenth of a second. The records a
+leadership change finds on the replicas, and the producers racing to write the same
+offsets again after it (where KIP-279's divergent logs come from), grow with the threads;
+Kafka's producers keep up to ``max.in.flight.requests.per.connection`` (5) requests in
+flight each. With the extra draw, the runs showing ``kip279_3_replicas`` over seeds 1..200
+went from 11 to 26 (``benchmarks/hunt_share.py``, docs/fault-injection.md)."""
 
 
 def swarm_config(base: TestConfig, seed: int) -> TestConfig:
