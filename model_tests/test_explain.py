@@ -10,9 +10,25 @@ from pathlib import Path
 import attrs
 from click.testing import CliRunner
 
-from impl.timeline import Ack, Crash, Election, Leadership, Recovery, Truncation
+from impl.log.leader_epoch import LeaderEpochCache
+from impl.timeline import (
+    Ack,
+    Crash,
+    Divergence,
+    Election,
+    Event,
+    Leadership,
+    Recovery,
+    Truncation,
+    epoch_mismatches,
+)
 from jepsen_py.cli import main
-from jepsen_py.explain import MECHANISMS, DivergenceExplanation, explain_losses
+from jepsen_py.explain import (
+    MECHANISMS,
+    DivergenceExplanation,
+    explain_divergences,
+    explain_losses,
+)
 from jepsen_py.generator import SECOND
 from jepsen_py.history.op import Op
 from jepsen_py.nemesis import ScheduleStep
@@ -167,17 +183,23 @@ def _send(index: int, time: int, offset: int, type_: str = "ok") -> Op:
     return Op(index, time, 0, type_, "send", "t-0", value)
 
 
-def test_a_loss_no_mechanism_accounts_for_is_unexplained() -> None:
-    # Written at offset 3 in epoch 0 and acknowledged; every later leader had a longer log
-    # and nobody crashed or truncated: nothing known explains it (a checker or cluster bug).
+def _unexplained_loss() -> tuple[list[Op], list[Event]]:
+    """A write at offset 3, acknowledged in epoch 0 and lost, though every later leader had
+    a longer log and nobody crashed or truncated."""
     history = [_send(0, 1, 3, "invoke"), _send(1, 2, 3)]
-    events = [
+    events: list[Event] = [
         Election(0, "t", 0, 0, 1, (1, 2, 3), (1, 2, 3)),
         Leadership(0, 1, "t", 0, 0, 0, 0),
         Ack(2, 1, "t", 0, 0, 3, 1),
         Election(5, "t", 0, 1, 2, (2, 3), (1, 2, 3)),
         Leadership(5, 2, "t", 0, 1, 10, 9),
     ]
+    return history, events
+
+
+def test_a_loss_no_mechanism_accounts_for_is_unexplained() -> None:
+    # Nothing known explains `_unexplained_loss` (a checker or cluster bug).
+    history, events = _unexplained_loss()
     (explanation,) = explain_losses([history[1]], history, events, acks="all", truncation="kip320")
     assert explanation.mechanism == "unexplained" and explanation.leader is None
     assert not MECHANISMS["unexplained"].safe
@@ -187,14 +209,7 @@ def test_a_loss_where_the_logs_parted_takes_the_divergences_mechanism() -> None:
     # `kip279_3_replicas`, swarm seed 4 (--max-faults 3): a follower kept records its
     # stale leader had cut away and the logs parted at offsets 273..274; the write read
     # at 273 is replaced there, and no leader's failure explains it. The divergence does.
-    history = [_send(0, 1, 3, "invoke"), _send(1, 2, 3)]
-    events = [
-        Election(0, "t", 0, 0, 1, (1, 2, 3), (1, 2, 3)),
-        Leadership(0, 1, "t", 0, 0, 0, 0),
-        Ack(2, 1, "t", 0, 0, 3, 1),
-        Election(5, "t", 0, 1, 2, (2, 3), (1, 2, 3)),
-        Leadership(5, 2, "t", 0, 1, 10, 9),
-    ]
+    history, events = _unexplained_loss()
     parted = DivergenceExplanation("t-0", "stale-epoch-truncation", 2, 3, 4, 3, 2, 1, ("...",))
     (explanation,) = explain_losses(
         [history[1]], history, events, acks="all", truncation="kip279", diverged=[parted]
@@ -300,9 +315,6 @@ def test_kmodel_test_prints_and_stores_the_explanation(tmp_path: Path) -> None:
 
 
 def test_epoch_mismatches_are_the_offsets_where_two_epoch_caches_disagree() -> None:
-    from impl.log.leader_epoch import LeaderEpochCache
-    from impl.timeline import epoch_mismatches
-
     def cache(*entries: tuple[int, int]) -> LeaderEpochCache:
         return LeaderEpochCache(entries=entries)
 
@@ -316,9 +328,6 @@ def test_epoch_mismatches_are_the_offsets_where_two_epoch_caches_disagree() -> N
 
 
 def test_a_divergence_is_named_by_the_truncation_rule_and_only_where_the_logs_diverged() -> None:
-    from impl.timeline import Divergence
-    from jepsen_py.explain import explain_divergences
-
     def op(index: int, records: list[list[int]]) -> Op:
         return Op(
             index=index,
@@ -347,9 +356,6 @@ def test_a_divergence_from_an_epoch_led_twice_across_a_power_loss_is_an_exposure
     the shorter log (no controller handled the crash) holds another epoch-6 record at an
     offset where a follower kept the first log's: every truncation rule keeps it, so the
     divergence is the unclean shutdown's (KIP-966), not the rule's gap."""
-    from impl.timeline import Divergence, Event
-    from jepsen_py.explain import explain_divergences
-
     def poll(index: int, value: int) -> Op:
         return Op(index, index, 0, "ok", "poll", "t-0", {"records": [[0, value]]})
 
