@@ -356,6 +356,7 @@ def test_a_divergence_from_an_epoch_led_twice_across_a_power_loss_is_an_exposure
     the shorter log (no controller handled the crash) holds another epoch-6 record at an
     offset where a follower kept the first log's: every truncation rule keeps it, so the
     divergence is the unclean shutdown's (KIP-966), not the rule's gap."""
+
     def poll(index: int, value: int) -> Op:
         return Op(index, index, 0, "ok", "poll", "t-0", {"records": [[0, value]]})
 
