@@ -512,9 +512,8 @@ class Broker:
             return  # an offline partition: nothing to lead or follow
         replica = self._replica_for(msg.topic, msg.partition)
         if (
-            msg.leader == self.id == replica.leader
-            and replica.is_leader
-            and msg.leader_epoch == replica.leader_epoch
+            msg.leader_epoch == replica.leader_epoch
+            and msg.leader == replica.leader
             and msg.partition_epoch > replica.partition_epoch
         ):
             replica.update_partition(msg, out)
