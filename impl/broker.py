@@ -511,13 +511,6 @@ class Broker:
         if msg.leader == NO_LEADER or self.id not in msg.replicas:
             return  # an offline partition: nothing to lead or follow
         replica = self._replica_for(msg.topic, msg.partition)
-        if (
-            msg.leader_epoch == replica.leader_epoch
-            and msg.leader == replica.leader
-            and msg.partition_epoch > replica.partition_epoch
-        ):
-            replica.update_partition(msg, out)
-            return
         if msg.leader_epoch <= replica.leader_epoch:
             return  # stale or duplicate: Partition.makeLeader/makeFollower skip it
         key = (msg.topic, msg.partition)

@@ -262,23 +262,6 @@ class Controller:
             out.note(ControllerResigned(self.broker_id, self.epoch, reason))
         return out
 
-    def _publish_store_changes(self, out: Effects) -> None:
-        """The partitions the store changed when a broker registered after an unclean
-        shutdown (KIP-966: taken out of the ISR and the ELR, ``CoordinationStore.register``)
-        go to their registered replicas, as KRaft publishes the ``PartitionChangeRecord``s
-        of ``handleBrokerUncleanShutdown`` to every broker. A change that keeps the leader
-        epoch still reaches the leader (``Replica.update_partition``): without it, the
-        leader's ISR changes carry the old partition epoch and are refused for good."""
-        for key in sorted(self.store.unpublished):
-            if key not in self.context:
-                continue
-            state = self.store.publish(key)
-            self.context[key] = state
-            self.published[key] = state
-            for broker in state.replicas:
-                if self.store.is_registered(broker):
-                    self._send(broker_node(broker), self._leader_and_isr(key, state, broker), out)
-
     def _send(self, dst: str, msg: LeaderAndIsr | StopReplica, out: Effects) -> None:
         if isinstance(msg, LeaderAndIsr):
             self.unanswered[(dst, (msg.topic, msg.partition))] = (msg, self.now)
@@ -864,7 +847,6 @@ class Controller:
         controller epoch its registration answer carried fences it."""
         if not self._session_live():
             return
-        self._publish_store_changes(out)
         registrations = self.store.registrations
         for broker in sorted(self.known):
             if broker not in registrations:

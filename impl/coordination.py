@@ -148,18 +148,14 @@ class MetadataStore:
         for the ELR) before it registers again, and registering again takes it out of
         every ISR and ELR (``impl.elr.unclean_restart``)."""
         self.keep_elr_on_unclean_restart = keep_elr_on_unclean_restart
-        """Testing knob (``--bug stale_elr``): a re-registering broker stays in the ELR."""
         self.incarnations: dict[int, int] = {}
         """Broker -> the process incarnation of its last registration: a new one means the
         process restarted (KIP-966's unclean shutdown; the simulated brokers only crash)."""
+        """Testing knob (``--bug stale_elr``): a re-registering broker stays in the ELR."""
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.published: dict[tuple[str, int], PartitionState] = {}
         """Per partition, the state a controller last wrote and sent as LeaderAndIsr (an
         ISR change by the leader changes ``partitions`` but publishes nothing)."""
-        self.unpublished: set[tuple[str, int]] = set()
-        """Partitions the store changed itself when a broker registered after an unclean
-        shutdown (``_unclean_restart``), until a controller publishes them (``publish``)
-        or writes them anew."""
         self.registrations: dict[int, int] = {}
         """``/brokers/ids``: broker -> broker epoch of its live session."""
         self.deadlines: dict[int, int] = {}
@@ -213,15 +209,7 @@ class MetadataStore:
         self.partitions[key] = new
         if publish:
             self.published[key] = new
-            self.unpublished.discard(key)
         return WriteResult.OK
-
-    def publish(self, key: tuple[str, int]) -> PartitionState:
-        """A controller sends the store's own change of ``key`` (``unpublished``) as
-        LeaderAndIsr: it is the published state from now on."""
-        self.unpublished.discard(key)
-        self.published[key] = self.partitions[key]
-        return self.partitions[key]
 
     def delete_topic(self, topic: str, *, epoch_version: int | None) -> WriteResult:
         """A controller deletes ``topic`` (one multi-op, conditional on
@@ -291,7 +279,6 @@ class MetadataStore:
                     elr=elr,
                     partition_epoch=state.partition_epoch + 1,
                 )
-                self.unpublished.add(key)
 
     def close_session(self, broker_id: int) -> bool:
         """The broker's session ends (expired, or its process died): its ephemeral znodes

@@ -416,23 +416,6 @@ class Replica:
             )
         )
 
-    def update_partition(self, request: LeaderAndIsr, out: Effects) -> None:
-        """A LeaderAndIsr of this replica's leader epoch with a newer partition epoch: the
-        partition changed without a leadership change (KIP-966: a broker back from an
-        unclean shutdown taken out of the ISR and the ELR, KRaft's
-        ``handleBrokerUncleanShutdown``). Take its ISR and partition epoch, as KRaft's
-        ``Partition.makeLeader``/``makeFollower`` do for a ``PartitionChangeRecord`` that
-        keeps the leader epoch; without them every ``AlterPartition`` the leader sends
-        carries the old partition epoch and is refused (``INVALID_UPDATE_VERSION``), and
-        the ISR never changes again (ZooKeeper-mode Kafka's stuck ISR, KAFKA-2729)."""
-        assert request.leader_epoch == self.leader_epoch
-        assert request.partition_epoch > self.partition_epoch
-        self.isr = request.isr
-        self.partition_epoch = request.partition_epoch
-        if self.role is Role.LEADER:
-            self.pending_alter = None  # answered, if ever, with INVALID_UPDATE_VERSION
-            self._maybe_advance_hw(out)
-
     def _take(self, request: LeaderAndIsr) -> None:
         self.leader = request.leader
         self.leader_epoch = request.leader_epoch

@@ -7,18 +7,10 @@ import attrs
 
 from impl.controller import Controller, ControllerConfig, MetadataStore
 from impl.elr import elect, elr_after, isr_without, unclean_restart
-from impl.protocol import (
-    NO_LEADER,
-    AlterPartition,
-    AlterPartitionResponse,
-    BrokerRegistration,
-    Errors,
-    LeaderAndIsr,
-)
+from impl.protocol import NO_LEADER, AlterPartition, BrokerRegistration
 from impl.sim.clock import ms
-from jepsen_py.runner.config import swarm_config
 from jepsen_py.runner.run import run_test
-from jepsen_py.scenarios import KAFKA_TODAY, LAST_REPLICA_STANDING
+from jepsen_py.scenarios import LAST_REPLICA_STANDING
 
 KEY = ("t", 0)
 
@@ -100,50 +92,6 @@ def test_a_broker_registering_again_leaves_the_elr_unless_stale_elr():
             assert state(store) == (1, {1}, {2, 3}), "stale_elr: b1 elected from the ELR"
         else:
             assert state(store) == (NO_LEADER, set(), {2, 3}), "b1 is no longer eligible"
-
-
-def test_the_stores_change_at_an_unclean_restart_reaches_the_leader():
-    # b1 leads with ISR [1] and ELR [2, 3]; b3 restarts and registers again: the store
-    # takes it out of the ELR (a new partition epoch, the same leader epoch). The leader
-    # must learn that partition epoch, or every AlterPartition it sends is refused and the
-    # ISR never grows again (the high watermark stands still below min.insync.replicas).
-    store, controller = setup()
-    shrink_to_leader(store, controller)
-    before = store.partitions[KEY]
-    store.close_session(3)
-    controller.tick(0)
-    store.step("b3", BrokerRegistration(3, 1), 0)
-    after = store.partitions[KEY]
-    assert after.leader_epoch == before.leader_epoch
-    assert after.partition_epoch == before.partition_epoch + 1 and 3 not in after.elr
-    sent = [m for dst, m in controller.tick(0).sends if dst == "b1"]
-    assert [m.partition_epoch for m in sent if isinstance(m, LeaderAndIsr)] == [
-        after.partition_epoch
-    ]
-    assert not store.unpublished
-    expand = AlterPartition(
-        1,
-        store.registrations[1],
-        "t",
-        0,
-        after.leader_epoch,
-        after.partition_epoch,
-        frozenset({1, 3}),
-        8,
-    )
-    (answer,) = [m for _, m in controller.step("b1", expand, 0).sends]
-    assert isinstance(answer, AlterPartitionResponse) and answer.error is Errors.NONE
-    assert state(store) == (1, {1, 3}, set())
-
-
-def test_the_safe_swarm_with_elr_keeps_an_acknowledged_write_above_a_stuck_isr():
-    # Swarm seed 18 of the safe configuration with ELR on: b3 restarted after leading t-1
-    # and left the ELR; before the leader learnt the store's new partition epoch, its ISR
-    # stayed [1] for good, the high watermark stood at 112 below an acknowledged write at
-    # offset 112, and the complete final read (to the high watermark) missed it.
-    config = swarm_config(attrs.evolve(KAFKA_TODAY, elr=True), 18)
-    outcome = run_test(config, 18, reports=False)
-    assert not outcome.check.lost_writes, outcome.check.loss_explanations
 
 
 def test_a_sole_isr_member_may_register_again_only_once_it_left_the_isr():
